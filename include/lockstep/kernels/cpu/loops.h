@@ -1,0 +1,46 @@
+// Hand-written loops over raw strided buffers: elementwise ops with broadcasting, casts, reductions,
+// and the fused sparse softmax cross-entropy. Inner loops are specialised for unit and zero strides so
+// the compiler vectorises them; large loops are split across the OpenMP pool.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "lockstep/core/dtype.h"
+
+namespace lockstep::kernels::cpu {
+
+enum class Binary { add, sub, mul, div, pow, maximum, minimum, equal, not_equal, less, less_equal, greater,
+                    greater_equal, logical_and, logical_or };
+enum class Unary { neg, exp, log, sqrt, rsqrt, square, abs, sign, relu, sigmoid, tanh, logical_not };
+enum class Reduce { sum, max, min };
+
+bool is_comparison(Binary op);  // comparisons and logical ops produce bool
+
+// An n-d iteration: `dims` of the output, and for each operand its element strides (0 on broadcast axes).
+struct Iteration {
+  std::vector<int64_t> dims;
+  std::vector<std::vector<int64_t>> strides;  // one list per operand, output excluded (it is contiguous)
+};
+
+// out (contiguous, dims) = a op b. dtype is that of a and b; out is bool for comparisons. No bfloat16.
+void binary(Binary op, DType dtype, const Iteration& it, const void* a, const void* b, void* out);
+void unary(Unary op, DType dtype, const Iteration& it, const void* x, void* out);
+// out = cond ? a : b; cond is bool, three operands in `it`.
+void where(DType dtype, const Iteration& it, const void* cond, const void* a, const void* b, void* out);
+void cast(DType from, DType to, const Iteration& it, const void* x, void* out);
+// Reduces x (dims, strides[0]) into out, whose strides over x's dims are out_strides (0 on reduced axes).
+// Floating sums accumulate in double, so results do not depend on thread count.
+void reduce(Reduce op, DType dtype, const Iteration& it, const std::vector<int64_t>& out_strides, const void* x,
+            void* out, int64_t out_numel);
+// Index of the first maximum along the middle axis of a contiguous [outer, n, inner] array.
+void argmax(DType dtype, int64_t outer, int64_t n, int64_t inner, const void* x, int64_t* out);
+
+// loss[i] = -log softmax(logits[i])[labels[i]], probs = softmax(logits); logits [n, c] contiguous.
+// labels int32 or int64; throws InvalidArgumentError naming a label outside [0, c).
+template <typename T, typename L>
+void sparse_softmax_xent_forward(int64_t n, int64_t c, const T* logits, const L* labels, T* loss, T* probs);
+// dlogits = (probs - one_hot(labels)) * dloss[:, None].
+template <typename T, typename L>
+void sparse_softmax_xent_backward(int64_t n, int64_t c, const T* probs, const L* labels, const T* dloss, T* dlogits);
+
+}  // namespace lockstep::kernels::cpu

@@ -1,0 +1,17 @@
+// Helpers shared by the tensor op files: broadcasting iterations and argument checks.
+#pragma once
+#include <vector>
+
+#include "lockstep/kernels/cpu/loops.h"
+#include "lockstep/tensor/tensor.h"
+
+namespace lockstep::detail {
+
+// Strides of `t` viewed at rank out.rank() with stride 0 on broadcast axes.
+std::vector<int64_t> broadcast_strides(const Tensor& t, const Shape& out);
+// An iteration over `out` reading each operand broadcast to it.
+kernels::cpu::Iteration broadcast_iteration(const Shape& out, std::initializer_list<const Tensor*> operands);
+// Throws naming the op when a and b have different dtypes.
+void check_same_dtype(const char* op, const Tensor& a, const Tensor& b);
+
+}  // namespace lockstep::detail

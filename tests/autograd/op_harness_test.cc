@@ -1,0 +1,538 @@
+// The op harness: one table row per op and shape. Every row's forward is checked against a naive
+// reference (float32 and float64), and every differentiable row's gradient by central finite differences
+// in float64; float32 gradients (oneDNN's backward kernels) are checked against the float64 ones
+// (the reference kernels). Adding an op means adding rows.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <numeric>
+
+#include "lockstep/autograd/ops.h"
+#include "lockstep/kernels/cpu/reference.h"
+
+namespace lockstep {
+namespace {
+
+namespace ref = kernels::ref;
+using Inputs = std::vector<Tensor>;
+using Fn = std::function<Tensor(const Inputs&)>;
+
+// How a row's input is drawn.
+enum class Kind { any, positive, small_int, boolean, labels };
+struct In {
+  Shape shape;
+  Kind kind = Kind::any;
+  int64_t classes = 0;  // for labels: values in [0, classes)
+  DType label_dtype = DType::int64;
+};
+
+struct Row {
+  std::string name;
+  std::vector<In> inputs;
+  Fn op;
+  Fn reference;  // float64 inputs -> float64 (or bool/int) result, by the obvious loops
+  bool differentiable = true;
+  double f32_tolerance = 2e-5;
+  double f64_tolerance = 1e-12;
+};
+void PrintTo(const Row& row, std::ostream* os) { *os << row.name; }
+
+// ---- naive references on float64 values, with explicit index arithmetic ----
+
+std::vector<int64_t> unravel(int64_t i, const Shape& s) {
+  std::vector<int64_t> idx(static_cast<size_t>(s.rank()));
+  for (int64_t d = s.rank() - 1; d >= 0; --d) {
+    idx[static_cast<size_t>(d)] = i % s.dims()[static_cast<size_t>(d)];
+    i /= s.dims()[static_cast<size_t>(d)];
+  }
+  return idx;
+}
+// Flat index into shape `s` of the broadcast index `idx` (of a higher or equal rank).
+int64_t ravel_broadcast(const std::vector<int64_t>& idx, const Shape& s) {
+  int64_t flat = 0, lead = static_cast<int64_t>(idx.size()) - s.rank();
+  for (int64_t d = 0; d < s.rank(); ++d) {
+    int64_t n = s.dims()[static_cast<size_t>(d)];
+    flat = flat * n + (n == 1 ? 0 : idx[static_cast<size_t>(d + lead)]);
+  }
+  return flat;
+}
+
+Tensor ref_binary(const Tensor& a, const Tensor& b, std::function<double(double, double)> f, DType out = DType::float64) {
+  Shape s = broadcast_shapes(a.shape(), b.shape());
+  auto va = a.to_vector<double>(), vb = b.to_vector<double>();
+  std::vector<double> y(static_cast<size_t>(s.numel()));
+  for (int64_t i = 0; i < s.numel(); ++i) {
+    auto idx = unravel(i, s);
+    y[static_cast<size_t>(i)] = f(va[static_cast<size_t>(ravel_broadcast(idx, a.shape()))],
+                                  vb[static_cast<size_t>(ravel_broadcast(idx, b.shape()))]);
+  }
+  return raw_ops::cast(from_vector(y, s), out);
+}
+
+Tensor ref_unary(const Tensor& x, std::function<double(double)> f) {
+  auto v = x.to_vector<double>();
+  for (double& e : v) e = f(e);
+  return from_vector(v, x.shape());
+}
+
+// Reduction over `axes` with keepdims, then squeezed unless keepdims.
+Tensor ref_reduce(const Tensor& x, std::vector<int64_t> axes, bool keepdims, const std::string& op) {
+  axes = raw_ops::normalize_axes(x.shape(), axes);
+  std::vector<int64_t> kept = x.shape().dims(), squeezed;
+  for (int64_t a : axes) kept[static_cast<size_t>(a)] = 1;
+  for (int64_t d = 0; d < x.rank(); ++d)
+    if (std::find(axes.begin(), axes.end(), d) == axes.end()) squeezed.push_back(x.dim(d));
+  Shape ks(kept);
+  std::vector<double> acc(static_cast<size_t>(ks.numel()), op == "max" ? -INFINITY : 0.0);
+  std::vector<double> count(acc.size(), 0);
+  auto v = x.to_vector<double>();
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    auto o = static_cast<size_t>(ravel_broadcast(unravel(i, x.shape()), ks));
+    double e = v[static_cast<size_t>(i)];
+    acc[o] = op == "max" ? std::max(acc[o], e) : acc[o] + e;
+    count[o] += 1;
+  }
+  if (op == "mean")
+    for (size_t i = 0; i < acc.size(); ++i) acc[i] /= count[i];
+  return from_vector(acc, keepdims ? ks : Shape(squeezed));
+}
+
+Tensor ref_matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
+  // Broadcast the batch dimensions explicitly, then multiply each matrix pair with three loops.
+  std::vector<int64_t> ab(a.shape().dims().begin(), a.shape().dims().end() - 2);
+  std::vector<int64_t> bb(b.shape().dims().begin(), b.shape().dims().end() - 2);
+  Shape batch = broadcast_shapes(Shape(ab), Shape(bb));
+  int64_t m = ta ? a.dim(-1) : a.dim(-2), k = ta ? a.dim(-2) : a.dim(-1), n = tb ? b.dim(-2) : b.dim(-1);
+  auto va = a.to_vector<double>(), vb = b.to_vector<double>();
+  std::vector<int64_t> out = batch.dims();
+  out.push_back(m);
+  out.push_back(n);
+  std::vector<double> y(static_cast<size_t>(Shape(out).numel()));
+  for (int64_t bi = 0; bi < batch.numel(); ++bi) {
+    auto idx = unravel(bi, batch);
+    int64_t ao = ravel_broadcast(idx, Shape(ab)) * a.dim(-1) * a.dim(-2);
+    int64_t bo = ravel_broadcast(idx, Shape(bb)) * b.dim(-1) * b.dim(-2);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          double x = ta ? va[static_cast<size_t>(ao + p * m + i)] : va[static_cast<size_t>(ao + i * k + p)];
+          double w = tb ? vb[static_cast<size_t>(bo + j * k + p)] : vb[static_cast<size_t>(bo + p * n + j)];
+          s += x * w;
+        }
+        y[static_cast<size_t>((bi * m + i) * n + j)] = s;
+      }
+  }
+  return from_vector(y, Shape(out));
+}
+
+// Padding as TF computes it for "SAME".
+std::pair<int64_t, int64_t> same_pad(int64_t in, int64_t k, int64_t s) {
+  int64_t out = (in + s - 1) / s, total = std::max<int64_t>((out - 1) * s + k - in, 0);
+  return {total / 2, total - total / 2};
+}
+
+Tensor ref_conv(const Tensor& x, const Tensor& w, const Tensor& b, int64_t stride, bool same) {
+  auto [pt, pb] = same ? same_pad(x.dim(1), w.dim(0), stride) : std::pair<int64_t, int64_t>{0, 0};
+  auto [pl, pr] = same ? same_pad(x.dim(2), w.dim(1), stride) : std::pair<int64_t, int64_t>{0, 0};
+  kernels::cpu::Conv2dShape s{x.dim(0), x.dim(1), x.dim(2), x.dim(3), w.dim(0), w.dim(1), w.dim(3),
+                              stride, stride, pt, pl, pb, pr};
+  auto vx = x.to_vector<double>(), vw = w.to_vector<double>();
+  std::vector<double> vb = b.defined() ? b.to_vector<double>() : std::vector<double>();
+  std::vector<double> y(static_cast<size_t>(s.n * s.out_h() * s.out_w() * s.o));
+  ref::conv2d_forward(s, vx.data(), vw.data(), b.defined() ? vb.data() : nullptr, y.data());
+  return from_vector(y, Shape{s.n, s.out_h(), s.out_w(), s.o});
+}
+
+Tensor ref_pool(const Tensor& x, int64_t k, int64_t stride, bool same, bool max) {
+  auto [pt, pb] = same ? same_pad(x.dim(1), k, stride) : std::pair<int64_t, int64_t>{0, 0};
+  auto [pl, pr] = same ? same_pad(x.dim(2), k, stride) : std::pair<int64_t, int64_t>{0, 0};
+  kernels::cpu::Pool2dShape s{x.dim(0), x.dim(1), x.dim(2), x.dim(3), k, k, stride, stride, pt, pl, pb, pr,
+                              max ? kernels::cpu::PoolKind::max : kernels::cpu::PoolKind::avg};
+  auto vx = x.to_vector<double>();
+  std::vector<double> y(static_cast<size_t>(s.n * s.out_h() * s.out_w() * s.c));
+  ref::pool2d_forward(s, vx.data(), y.data());
+  return from_vector(y, Shape{s.n, s.out_h(), s.out_w(), s.c});
+}
+
+// Softmax along `axis` by exp / sum, in the plainest form.
+Tensor ref_softmax(const Tensor& x, int64_t axis, bool log) {
+  axis = x.shape().normalize_axis(axis);
+  auto v = x.to_vector<double>();
+  std::vector<double> y(v.size());
+  int64_t n = x.dim(axis), inner = 1;
+  for (int64_t d = axis + 1; d < x.rank(); ++d) inner *= x.dim(d);
+  for (int64_t o = 0; o < x.numel() / (n * inner); ++o)
+    for (int64_t j = 0; j < inner; ++j) {
+      auto at = [&](int64_t i) { return static_cast<size_t>((o * n + i) * inner + j); };
+      double m = -INFINITY, s = 0;
+      for (int64_t i = 0; i < n; ++i) m = std::max(m, v[at(i)]);
+      for (int64_t i = 0; i < n; ++i) s += std::exp(v[at(i)] - m);
+      for (int64_t i = 0; i < n; ++i) y[at(i)] = log ? v[at(i)] - m - std::log(s) : std::exp(v[at(i)] - m) / s;
+    }
+  return from_vector(y, x.shape());
+}
+
+// ---- the table ----
+
+std::vector<Row> rows() {
+  std::vector<Row> r;
+  const Shape s35{3, 5};
+  // Binary ops on same shapes, broadcasting, a scalar, and batch 1.
+  const std::vector<std::pair<Shape, Shape>> pairs = {{s35, s35}, {{4, 1, 3}, {5, 1}}, {{}, {2, 3}}, {{1, 7}, {7}}};
+  auto binary = [&](const std::string& name, auto op, std::function<double(double, double)> f, Kind ka, Kind kb) {
+    for (size_t i = 0; i < pairs.size(); ++i)
+      r.push_back({name + "_" + std::to_string(i), {{pairs[i].first, ka}, {pairs[i].second, kb}},
+                   [op](const Inputs& x) { return op(x[0], x[1]); },
+                   [f](const Inputs& x) { return ref_binary(x[0], x[1], f); }});
+  };
+  binary("add", [](auto& a, auto& b) { return add(a, b); }, std::plus<double>(), Kind::any, Kind::any);
+  binary("subtract", [](auto& a, auto& b) { return a - b; }, std::minus<double>(), Kind::any, Kind::any);
+  binary("multiply", [](auto& a, auto& b) { return a * b; }, std::multiplies<double>(), Kind::any, Kind::any);
+  binary("divide", [](auto& a, auto& b) { return a / b; }, std::divides<double>(), Kind::any, Kind::positive);
+  binary("pow", [](auto& a, auto& b) { return pow(a, b); }, [](double a, double b) { return std::pow(a, b); },
+         Kind::positive, Kind::any);
+  binary("maximum", [](auto& a, auto& b) { return maximum(a, b); }, [](double a, double b) { return std::max(a, b); },
+         Kind::any, Kind::any);
+  binary("minimum", [](auto& a, auto& b) { return minimum(a, b); }, [](double a, double b) { return std::min(a, b); },
+         Kind::any, Kind::any);
+
+  // Comparisons on small integers, so that ties occur; bool results have no gradient.
+  auto compare = [&](const std::string& name, auto op, std::function<double(double, double)> f) {
+    r.push_back({name, {{{4, 1, 3}, Kind::small_int}, {{5, 1}, Kind::small_int}},
+                 [op](const Inputs& x) { return op(x[0], x[1]); },
+                 [f](const Inputs& x) { return ref_binary(x[0], x[1], f, DType::bool_); }, false});
+  };
+  compare("equal", [](auto& a, auto& b) { return equal(a, b); }, [](double a, double b) { return a == b; });
+  compare("not_equal", [](auto& a, auto& b) { return not_equal(a, b); }, [](double a, double b) { return a != b; });
+  compare("less", [](auto& a, auto& b) { return less(a, b); }, [](double a, double b) { return a < b; });
+  compare("less_equal", [](auto& a, auto& b) { return less_equal(a, b); }, [](double a, double b) { return a <= b; });
+  compare("greater", [](auto& a, auto& b) { return greater(a, b); }, [](double a, double b) { return a > b; });
+  compare("greater_equal", [](auto& a, auto& b) { return greater_equal(a, b); },
+          [](double a, double b) { return a >= b; });
+
+  // Unary ops on a vector, a rank-3 tensor with a unit axis, a scalar, and a long array (vectorised and
+  // oneDNN paths, split across threads).
+  const std::vector<Shape> unary_shapes = {{17}, {3, 1, 5}, {}, {70001}};
+  auto unary = [&](const std::string& name, auto op, std::function<double(double)> f, Kind k) {
+    for (size_t i = 0; i < unary_shapes.size(); ++i)
+      r.push_back({name + "_" + std::to_string(i), {{unary_shapes[i], k}}, [op](const Inputs& x) { return op(x[0]); },
+                   [f](const Inputs& x) { return ref_unary(x[0], f); }});
+  };
+  unary("negative", [](auto& x) { return -x; }, [](double x) { return -x; }, Kind::any);
+  unary("exp", [](auto& x) { return exp(x); }, [](double x) { return std::exp(x); }, Kind::any);
+  unary("log", [](auto& x) { return log(x); }, [](double x) { return std::log(x); }, Kind::positive);
+  unary("sqrt", [](auto& x) { return sqrt(x); }, [](double x) { return std::sqrt(x); }, Kind::positive);
+  unary("rsqrt", [](auto& x) { return rsqrt(x); }, [](double x) { return 1 / std::sqrt(x); }, Kind::positive);
+  unary("square", [](auto& x) { return square(x); }, [](double x) { return x * x; }, Kind::any);
+  unary("abs", [](auto& x) { return abs(x); }, [](double x) { return std::abs(x); }, Kind::any);
+  unary("relu", [](auto& x) { return nn::relu(x); }, [](double x) { return x > 0 ? x : 0; }, Kind::any);
+  unary("sigmoid", [](auto& x) { return sigmoid(x); }, [](double x) { return 1 / (1 + std::exp(-x)); }, Kind::any);
+  unary("tanh", [](auto& x) { return tanh(x); }, [](double x) { return std::tanh(x); }, Kind::any);
+
+  r.push_back({"where", {{{4, 1}, Kind::boolean}, {{4, 3}}, {{3}}},
+               [](const Inputs& x) { return where(x[0], x[1], x[2]); },
+               [](const Inputs& x) {
+                 Tensor c = raw_ops::cast(x[0], DType::float64);
+                 Tensor a = ref_binary(c, x[1], [](double c, double a) { return c != 0 ? a : NAN; });
+                 return ref_binary(a, x[2], [](double a, double b) { return std::isnan(a) ? b : a; });
+               }});
+  r.push_back({"cast_roundtrip", {{{3, 4}}}, [](const Inputs& x) { return cast(cast(x[0], DType::float64), x[0].dtype()); },
+               [](const Inputs& x) { return x[0]; }});
+  r.push_back({"cast_to_int32", {{{3, 4}, Kind::small_int}},
+               [](const Inputs& x) { return cast(cast(x[0], DType::int32), DType::float64); },
+               [](const Inputs& x) { return x[0]; }, false});
+  r.push_back({"cast_bfloat16", {{{9}}}, [](const Inputs& x) { return cast(cast(x[0], DType::bfloat16), x[0].dtype()); },
+               [](const Inputs& x) { return x[0]; }, false, 1e-2, 1e-2});
+  r.push_back({"add_n", {{s35}, {s35}, {s35}}, [](const Inputs& x) { return add_n(x); },
+               [](const Inputs& x) { return ref_binary(ref_binary(x[0], x[1], std::plus<double>()), x[2], std::plus<double>()); }});
+
+  // Reductions over all axes, one axis, a negative axis and two axes, with and without keepdims.
+  const std::vector<std::vector<int64_t>> axes_list = {{}, {0}, {-1}, {0, 2}};
+  for (const std::string op : {"sum", "mean", "max"})
+    for (size_t i = 0; i < axes_list.size(); ++i)
+      for (bool keep : {false, true}) {
+        auto axes = axes_list[i];
+        r.push_back({"reduce_" + op + "_" + std::to_string(i) + (keep ? "_keep" : ""), {{{2, 3, 5}}},
+                     [op, axes, keep](const Inputs& x) {
+                       return op == "sum" ? reduce_sum(x[0], axes, keep)
+                              : op == "mean" ? reduce_mean(x[0], axes, keep)
+                                             : reduce_max(x[0], axes, keep);
+                     },
+                     [op, axes, keep](const Inputs& x) { return ref_reduce(x[0], axes, keep, op); }});
+      }
+  r.push_back({"reduce_sum_long", {{{300, 257}}}, [](const Inputs& x) { return reduce_sum(x[0], {0}); },
+               [](const Inputs& x) { return ref_reduce(x[0], {0}, false, "sum"); }});
+  r.push_back({"argmax", {{{4, 6, 3}}}, [](const Inputs& x) { return cast(argmax(x[0], 1), DType::float64); },
+               [](const Inputs& x) {
+                 auto v = x[0].to_vector<double>();
+                 std::vector<double> y(12);
+                 for (int64_t o = 0; o < 4; ++o)
+                   for (int64_t j = 0; j < 3; ++j) {
+                     int64_t best = 0;
+                     for (int64_t i = 1; i < 6; ++i)
+                       if (v[static_cast<size_t>((o * 6 + i) * 3 + j)] > v[static_cast<size_t>((o * 6 + best) * 3 + j)]) best = i;
+                     y[static_cast<size_t>(o * 3 + j)] = static_cast<double>(best);
+                   }
+                 return from_vector(y, Shape{4, 3});
+               }, false});
+
+  // Shapes: views and copies, including ops on non-contiguous inputs.
+  r.push_back({"reshape", {{{2, 6}}}, [](const Inputs& x) { return reshape(x[0], {3, -1}); },
+               [](const Inputs& x) { return from_vector(x[0].to_vector<double>(), Shape{3, 4}); }});
+  auto ref_transpose = [](const Tensor& x, std::vector<int64_t> perm) {
+    std::vector<int64_t> dims;
+    for (int64_t p : perm) dims.push_back(x.dim(p));
+    Shape out(dims);
+    auto v = x.to_vector<double>();
+    std::vector<double> y(v.size());
+    for (int64_t i = 0; i < out.numel(); ++i) {
+      auto idx = unravel(i, out);
+      std::vector<int64_t> src(idx.size());
+      for (size_t d = 0; d < perm.size(); ++d) src[static_cast<size_t>(perm[d])] = idx[d];
+      int64_t flat = 0;
+      for (int64_t d = 0; d < x.rank(); ++d) flat = flat * x.dim(d) + src[static_cast<size_t>(d)];
+      y[static_cast<size_t>(i)] = v[static_cast<size_t>(flat)];
+    }
+    return from_vector(y, out);
+  };
+  r.push_back({"transpose", {{{2, 3, 4}}}, [](const Inputs& x) { return transpose(x[0], {2, 0, 1}); },
+               [=](const Inputs& x) { return ref_transpose(x[0], {2, 0, 1}); }});
+  r.push_back({"reshape_of_transpose", {{{3, 4}}}, [](const Inputs& x) { return reshape(transpose(x[0]), {2, 6}); },
+               [=](const Inputs& x) { return from_vector(ref_transpose(x[0], {1, 0}).to_vector<double>(), Shape{2, 6}); }});
+  r.push_back({"exp_of_transpose", {{{3, 4}}}, [](const Inputs& x) { return exp(transpose(x[0])); },
+               [=](const Inputs& x) { return ref_unary(ref_transpose(x[0], {1, 0}), [](double v) { return std::exp(v); }); }});
+  r.push_back({"slice", {{{5, 6}}}, [](const Inputs& x) { return slice(x[0], {1, 2}, {3, -1}); },
+               [](const Inputs& x) {
+                 auto v = x[0].to_vector<double>();
+                 std::vector<double> y;
+                 for (int64_t i = 1; i < 4; ++i)
+                   for (int64_t j = 2; j < 6; ++j) y.push_back(v[static_cast<size_t>(i * 6 + j)]);
+                 return from_vector(y, Shape{3, 4});
+               }});
+  r.push_back({"concat", {{{2, 3}}, {{2, 4}}, {{2, 1}}}, [](const Inputs& x) { return concat(x, 1); },
+               [](const Inputs& x) {
+                 std::vector<double> y;
+                 for (int64_t i = 0; i < 2; ++i)
+                   for (const Tensor& t : x) {
+                     auto v = t.to_vector<double>();
+                     y.insert(y.end(), v.begin() + i * t.dim(1), v.begin() + (i + 1) * t.dim(1));
+                   }
+                 return from_vector(y, Shape{2, 8});
+               }});
+  r.push_back({"stack", {{{3, 2}}, {{3, 2}}}, [](const Inputs& x) { return stack(x, 1); },
+               [](const Inputs& x) {
+                 auto a = x[0].to_vector<double>(), b = x[1].to_vector<double>();
+                 std::vector<double> y;
+                 for (size_t i = 0; i < 3; ++i) y.insert(y.end(), {a[2 * i], a[2 * i + 1], b[2 * i], b[2 * i + 1]});
+                 return from_vector(y, Shape{3, 2, 2});
+               }});
+  r.push_back({"gather", {{{6, 3}}, {{5}, Kind::labels, 6}}, [](const Inputs& x) { return gather(x[0], x[1]); },
+               [](const Inputs& x) {
+                 auto v = x[0].to_vector<double>();
+                 std::vector<double> y;
+                 for (int64_t i : x[1].to_vector<int64_t>()) y.insert(y.end(), v.begin() + i * 3, v.begin() + i * 3 + 3);
+                 return from_vector(y, Shape{5, 3});
+               }});
+  r.push_back({"one_hot", {{{5}, Kind::labels, 4}},
+               [](const Inputs& x) { return one_hot(x[0], 4, 2.0, -1.0, DType::float64); },
+               [](const Inputs& x) {
+                 std::vector<double> y;
+                 for (int64_t i : x[0].to_vector<int64_t>())
+                   for (int64_t j = 0; j < 4; ++j) y.push_back(i == j ? 2.0 : -1.0);
+                 return from_vector(y, Shape{5, 4});
+               }, false});
+
+  // Matmul: every transpose combination, batches with and without broadcasting, degenerate sizes, and a
+  // transposed view passed as is.
+  struct Mm { Shape a, b; bool ta, tb; };
+  const std::vector<Mm> mms = {{{3, 4}, {4, 5}, false, false}, {{4, 3}, {4, 5}, true, false},
+                               {{3, 4}, {5, 4}, false, true},  {{4, 3}, {5, 4}, true, true},
+                               {{2, 3, 4}, {4, 5}, false, false}, {{2, 3, 4}, {2, 4, 5}, false, false},
+                               {{1, 3, 4}, {2, 4, 5}, false, true}, {{1, 1}, {1, 1}, false, false},
+                               {{1, 7}, {7, 1}, false, false}, {{64, 33}, {33, 10}, false, false}};
+  for (size_t i = 0; i < mms.size(); ++i) {
+    Mm m = mms[i];
+    if (m.tb && m.b.rank() == 3) m.b = Shape{2, 5, 4};
+    r.push_back({"matmul_" + std::to_string(i), {{m.a}, {m.b}},
+                 [m](const Inputs& x) { return matmul(x[0], x[1], m.ta, m.tb); },
+                 [m](const Inputs& x) { return ref_matmul(x[0], x[1], m.ta, m.tb); }});
+  }
+  r.push_back({"matmul_of_transposed_view", {{{4, 3}}, {{4, 5}}},
+               [](const Inputs& x) { return matmul(transpose(x[0]), x[1]); },
+               [](const Inputs& x) { return ref_matmul(x[0], x[1], true, false); }});
+
+  r.push_back({"softmax_last", {{{4, 7}}}, [](const Inputs& x) { return nn::softmax(x[0]); },
+               [](const Inputs& x) { return ref_softmax(x[0], -1, false); }});
+  r.push_back({"softmax_axis1", {{{2, 3, 5}}}, [](const Inputs& x) { return nn::softmax(x[0], 1); },
+               [](const Inputs& x) { return ref_softmax(x[0], 1, false); }});
+  r.push_back({"log_softmax_last", {{{4, 7}}}, [](const Inputs& x) { return nn::log_softmax(x[0]); },
+               [](const Inputs& x) { return ref_softmax(x[0], -1, true); }});
+  r.push_back({"log_softmax_axis0", {{{5, 3}}}, [](const Inputs& x) { return nn::log_softmax(x[0], 0); },
+               [](const Inputs& x) { return ref_softmax(x[0], 0, true); }});
+
+  // Convolution: valid and same, strides 1 and 2, batch 1, 1x1 and 5x5 filters, with and without bias.
+  struct Cv { Shape x, w; int64_t stride; bool same, bias; };
+  const std::vector<Cv> convs = {{{2, 7, 7, 3}, {3, 3, 3, 4}, 1, false, true}, {{2, 8, 6, 2}, {3, 3, 2, 3}, 2, true, true},
+                                 {{1, 5, 6, 2}, {5, 5, 2, 2}, 1, true, false}, {{1, 4, 4, 3}, {1, 1, 3, 5}, 1, false, true},
+                                 {{3, 9, 9, 1}, {3, 3, 1, 4}, 2, false, false}};
+  for (size_t i = 0; i < convs.size(); ++i) {
+    Cv c = convs[i];
+    std::vector<In> in = {{c.x}, {c.w}};
+    if (c.bias) in.push_back({Shape{c.w[3]}});
+    r.push_back({"conv2d_" + std::to_string(i), in,
+                 [c](const Inputs& x) {
+                   return nn::conv2d(x[0], x[1], c.bias ? x[2] : Tensor(),
+                                     {.stride_h = c.stride, .stride_w = c.stride,
+                                      .padding = c.same ? Padding::same : Padding::valid});
+                 },
+                 [c](const Inputs& x) { return ref_conv(x[0], x[1], c.bias ? x[2] : Tensor(), c.stride, c.same); }});
+  }
+  struct Pl { Shape x; int64_t k, stride; bool same; };
+  const std::vector<Pl> pools = {{{2, 6, 6, 3}, 2, 2, false}, {{1, 7, 5, 2}, 3, 2, true}, {{2, 5, 5, 1}, 2, 1, false}};
+  for (size_t i = 0; i < pools.size(); ++i)
+    for (bool max : {true, false}) {
+      Pl p = pools[i];
+      Pool2dOptions o{.pool_h = p.k, .pool_w = p.k, .stride_h = p.stride, .stride_w = p.stride,
+                      .padding = p.same ? Padding::same : Padding::valid};
+      r.push_back({std::string(max ? "max" : "avg") + "_pool2d_" + std::to_string(i), {{p.x}},
+                   [o, max](const Inputs& x) { return max ? nn::max_pool2d(x[0], o) : nn::avg_pool2d(x[0], o); },
+                   [p, max](const Inputs& x) { return ref_pool(x[0], p.k, p.stride, p.same, max); }});
+    }
+
+  for (DType ld : {DType::int64, DType::int32})
+    r.push_back({std::string("sparse_softmax_xent_") + std::string(dtype_name(ld)), {{{5}, Kind::labels, 7, ld}, {{5, 7}}},
+                 [](const Inputs& x) { return nn::sparse_softmax_cross_entropy_with_logits(x[0], x[1]); },
+                 [](const Inputs& x) {
+                   Tensor ls = ref_softmax(x[1], -1, true);
+                   auto v = ls.to_vector<double>();
+                   std::vector<double> y;
+                   auto labels = x[0].to_vector<int64_t>();
+                   for (size_t i = 0; i < labels.size(); ++i) y.push_back(-v[i * 7 + static_cast<size_t>(labels[i])]);
+                   return from_vector(y, Shape{5});
+                 }});
+  return r;
+}
+
+// ---- the checks ----
+
+Tensor make_input(const In& in, DType float_dtype, uint64_t seed) {
+  Philox rng(seed);
+  switch (in.kind) {
+    case Kind::any: return random_uniform(in.shape, rng, -2, 2, float_dtype);
+    case Kind::positive: return random_uniform(in.shape, rng, 0.5, 2, float_dtype);
+    case Kind::small_int: {
+      Tensor u = random_uniform(in.shape, rng, -2, 3, DType::float64);
+      return raw_ops::cast(raw_ops::cast(u, DType::int32), float_dtype);
+    }
+    case Kind::boolean: return raw_ops::binary(raw_ops::BinaryOp::greater, random_uniform(in.shape, rng, -1, 1),
+                                               zeros({}, DType::float32));
+    case Kind::labels: {
+      Tensor u = random_uniform(in.shape, rng, 0, static_cast<double>(in.classes), DType::float64);
+      return raw_ops::cast(u, in.label_dtype);
+    }
+  }
+  return Tensor();
+}
+
+bool is_float_input(const In& in) { return in.kind == Kind::any || in.kind == Kind::positive || in.kind == Kind::small_int; }
+
+Inputs make_inputs(const Row& row, DType float_dtype, uint64_t seed) {
+  Inputs xs;
+  for (size_t i = 0; i < row.inputs.size(); ++i) xs.push_back(make_input(row.inputs[i], float_dtype, seed * 31 + i));
+  return xs;
+}
+
+// max |a - b| / max(1, max |b|).
+double relative_error(const Tensor& a, const Tensor& b) {
+  auto va = a.to_vector<double>(), vb = b.to_vector<double>();
+  double diff = 0, scale = 1;
+  for (size_t i = 0; i < va.size(); ++i) {
+    diff = std::max(diff, std::isnan(va[i]) != std::isnan(vb[i]) ? INFINITY : std::abs(va[i] - vb[i]));
+    scale = std::max(scale, std::abs(vb[i]));
+  }
+  return diff / scale;
+}
+
+// sum(op(x) * w): a scalar whose gradient exercises every output element with a different weight.
+Tensor weighted_loss(const Row& row, const Inputs& x, const Tensor& w) { return reduce_sum(row.op(x) * w); }
+
+class OpHarness : public ::testing::TestWithParam<Row> {};
+
+TEST_P(OpHarness, ForwardMatchesReference) {
+  const Row& row = GetParam();
+  Inputs x64 = make_inputs(row, DType::float64, 1);
+  Tensor expected = row.reference(x64);
+  Inputs x32;
+  for (const Tensor& t : x64) x32.push_back(is_floating(t.dtype()) ? raw_ops::cast(t, DType::float32) : t);
+  for (const auto& [x, tol] : {std::pair{x64, row.f64_tolerance}, std::pair{x32, row.f32_tolerance}}) {
+    Tensor y = row.op(x);
+    ASSERT_EQ(y.shape(), expected.shape()) << row.name;
+    ASSERT_EQ(y.dtype() == DType::bool_, expected.dtype() == DType::bool_) << row.name;
+    EXPECT_LE(relative_error(y, expected), tol) << row.name << " in " << dtype_name(x[0].dtype());
+  }
+}
+
+TEST_P(OpHarness, GradientMatchesFiniteDifferences) {
+  const Row& row = GetParam();
+  if (!row.differentiable) GTEST_SKIP() << "no gradient";
+  Inputs x = make_inputs(row, DType::float64, 2);
+  Philox wrng(99);
+  Tensor w = random_normal(row.op(x).shape(), wrng, 0, 1, DType::float64);
+
+  GradientTape tape;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (is_float_input(row.inputs[i])) tape.watch(x[i]);
+  std::vector<Tensor> grads = tape.gradient(weighted_loss(row, x, w), x);
+
+  const double eps = 1e-6;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (!is_float_input(row.inputs[i])) continue;
+    ASSERT_TRUE(grads[i].defined()) << row.name << ": no gradient for input " << i;
+    ASSERT_EQ(grads[i].shape(), x[i].shape()) << row.name;
+    auto analytic = grads[i].to_vector<double>();
+    // Up to 40 elements per input, spread over the tensor.
+    const int64_t n = x[i].numel(), step = std::max<int64_t>(1, n / 40);
+    for (int64_t j = 0; j < n; j += step) {
+      auto at = [&](double delta) {
+        Tensor moved = x[i].clone();
+        moved.data<double>()[j] += delta;
+        Inputs xm = x;
+        xm[i] = moved;
+        return weighted_loss(row, xm, w).item<double>();
+      };
+      const double numeric = (at(eps) - at(-eps)) / (2 * eps);
+      EXPECT_NEAR(analytic[static_cast<size_t>(j)], numeric, 1e-5 * std::max(1.0, std::abs(numeric)))
+          << row.name << ": input " << i << " element " << j;
+    }
+  }
+}
+
+TEST_P(OpHarness, Float32GradientMatchesFloat64) {
+  const Row& row = GetParam();
+  if (!row.differentiable) GTEST_SKIP() << "no gradient";
+  Inputs x64 = make_inputs(row, DType::float64, 3), x32;
+  for (const Tensor& t : x64) x32.push_back(is_floating(t.dtype()) ? raw_ops::cast(t, DType::float32) : t);
+  Philox wrng(7);
+  Tensor w64 = random_normal(row.op(x64).shape(), wrng, 0, 1, DType::float64);
+  Tensor w32 = raw_ops::cast(w64, DType::float32);
+  auto grads = [&](const Inputs& x, const Tensor& w) {
+    GradientTape tape;
+    for (size_t i = 0; i < x.size(); ++i)
+      if (is_float_input(row.inputs[i])) tape.watch(x[i]);
+    return tape.gradient(weighted_loss(row, x, w), x);
+  };
+  auto g64 = grads(x64, w64), g32 = grads(x32, w32);
+  for (size_t i = 0; i < x64.size(); ++i) {
+    if (!is_float_input(row.inputs[i])) continue;
+    ASSERT_EQ(g32[i].dtype(), DType::float32) << row.name;
+    EXPECT_LE(relative_error(g32[i], g64[i]), 10 * row.f32_tolerance) << row.name << ": input " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, OpHarness, ::testing::ValuesIn(rows()),
+                         [](const ::testing::TestParamInfo<Row>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace lockstep
