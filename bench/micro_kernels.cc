@@ -24,9 +24,7 @@ void report_flops(benchmark::State& state, double flops_per_iteration) {
   state.counters["GFLOP/s"] = benchmark::Counter(flops_per_iteration, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-double conv_flops(const Conv2dShape& s) {
-  return 2.0 * s.n * s.out_h() * s.out_w() * s.o * s.kh * s.kw * s.c;
-}
+double conv_flops(const Conv2dShape& s) { return 2.0 * s.n * s.out_h() * s.out_w() * s.o * s.kh * s.kw * s.c; }
 
 enum class ConvPass { forward, backward_data, backward_weights };
 
@@ -91,9 +89,9 @@ struct Gemm {
   bool transpose_a, transpose_b;
 };
 const Gemm kGemms[] = {
-    {"dense_21632x128/forward", 64, 128, 21632, false, false},           // X[64x21632] @ W[21632x128]
-    {"dense_21632x128/backward_data", 64, 21632, 128, false, true},      // dY[64x128] @ W^T
-    {"dense_21632x128/backward_weights", 21632, 128, 64, true, false},   // X^T[21632x64] @ dY[64x128]
+    {"dense_21632x128/forward", 64, 128, 21632, false, false},          // X[64x21632] @ W[21632x128]
+    {"dense_21632x128/backward_data", 64, 21632, 128, false, true},     // dY[64x128] @ W^T
+    {"dense_21632x128/backward_weights", 21632, 128, 64, true, false},  // X^T[21632x64] @ dY[64x128]
     {"dense_128x10/forward", 64, 10, 128, false, false},
     {"dense_128x10/backward_data", 64, 128, 10, false, true},
     {"dense_128x10/backward_weights", 128, 10, 64, true, false},

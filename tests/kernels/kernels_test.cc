@@ -1,5 +1,7 @@
 // Tests of the CPU kernels: each oneDNN kernel against the naive reference (run in double) over a table of
 // shapes, the primitive cache, and the reference kernels themselves on small cases computed by hand.
+#include "lockstep/kernels/cpu/kernels.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,7 +13,6 @@
 #include <vector>
 
 #include "lockstep/core/error.h"
-#include "lockstep/kernels/cpu/kernels.h"
 #include "lockstep/kernels/cpu/reference.h"
 
 namespace lockstep::kernels::cpu {
@@ -40,13 +41,20 @@ using Doubles = std::vector<double>;
 // max |got - want| over max |want|: the error relative to the size of the result.
 constexpr double kTolerance = 1e-4;
 
-Floats random_floats(int64_t n, float lo = -1, float hi = 1) {
-  static std::mt19937 gen(20240611);  // fixed seed: failures reproduce
-  std::uniform_real_distribution<float> dist(lo, hi);
-  Floats v(n);
-  for (float& x : v) x = dist(gen);
-  return v;
-}
+// Uniform floats from a fixed seed. One generator per test, so a test's data does not depend on which tests ran
+// before it (--gtest_filter reproduces a failure).
+class RandomFloats {
+ public:
+  Floats operator()(int64_t n, float lo = -1, float hi = 1) {
+    std::uniform_real_distribution<float> dist(lo, hi);
+    Floats v(n);
+    for (float& x : v) x = dist(gen_);
+    return v;
+  }
+
+ private:
+  std::mt19937 gen_{20240611};
+};
 
 Doubles to_double(const Floats& v) { return Doubles(v.begin(), v.end()); }
 
@@ -64,23 +72,24 @@ double relative_error(const Floats& got, const Doubles& want) {
 
 // n, h, w, c, kh, kw, o, stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right
 const Conv2dShape kConvShapes[] = {
-    {2, 28, 28, 1, 3, 3, 32, 1, 1, 0, 0, 0, 0},    // the tutorial model's first layer
-    {1, 5, 7, 3, 1, 1, 4, 1, 1, 0, 0, 0, 0},       // 1x1, batch 1
-    {2, 9, 9, 5, 1, 1, 6, 2, 2, 0, 0, 0, 0},       // 1x1 stride 2
-    {3, 7, 9, 4, 3, 3, 5, 1, 1, 1, 1, 1, 1},       // 3x3 same
-    {2, 8, 8, 3, 3, 3, 8, 2, 2, 0, 0, 1, 1},       // 3x3 stride 2, TF SAME: top 0, bottom 1
-    {2, 7, 7, 3, 3, 3, 4, 2, 2, 0, 0, 0, 0},       // stride 2 valid, last row unused
-    {1, 11, 13, 2, 5, 5, 3, 1, 1, 2, 2, 2, 2},     // 5x5 same
-    {2, 13, 11, 3, 5, 5, 7, 2, 2, 0, 0, 0, 0},     // 5x5 valid stride 2
-    {1, 10, 6, 16, 3, 1, 17, 2, 1, 1, 0, 1, 0},    // 3x1 kernel, mixed strides
-    {3, 6, 6, 17, 3, 3, 33, 1, 1, 1, 1, 1, 1},     // odd channel counts
-    {1, 7, 7, 1, 2, 2, 1, 2, 2, 0, 0, 1, 1},       // 2x2 stride 2 SAME on an odd size
-    {1, 12, 12, 32, 3, 3, 64, 1, 1, 0, 0, 0, 0},   // blocked-friendly channel counts
+    {2, 28, 28, 1, 3, 3, 32, 1, 1, 0, 0, 0, 0},   // the tutorial model's first layer
+    {1, 5, 7, 3, 1, 1, 4, 1, 1, 0, 0, 0, 0},      // 1x1, batch 1
+    {2, 9, 9, 5, 1, 1, 6, 2, 2, 0, 0, 0, 0},      // 1x1 stride 2
+    {3, 7, 9, 4, 3, 3, 5, 1, 1, 1, 1, 1, 1},      // 3x3 same
+    {2, 8, 8, 3, 3, 3, 8, 2, 2, 0, 0, 1, 1},      // 3x3 stride 2, TF SAME: top 0, bottom 1
+    {2, 7, 7, 3, 3, 3, 4, 2, 2, 0, 0, 0, 0},      // stride 2 valid, last row unused
+    {1, 11, 13, 2, 5, 5, 3, 1, 1, 2, 2, 2, 2},    // 5x5 same
+    {2, 13, 11, 3, 5, 5, 7, 2, 2, 0, 0, 0, 0},    // 5x5 valid stride 2
+    {1, 10, 6, 16, 3, 1, 17, 2, 1, 1, 0, 1, 0},   // 3x1 kernel, mixed strides
+    {3, 6, 6, 17, 3, 3, 33, 1, 1, 1, 1, 1, 1},    // odd channel counts
+    {1, 7, 7, 1, 2, 2, 1, 2, 2, 0, 0, 1, 1},      // 2x2 stride 2 SAME on an odd size
+    {1, 12, 12, 32, 3, 3, 64, 1, 1, 0, 0, 0, 0},  // blocked-friendly channel counts
 };
 
 class ConvTest : public testing::TestWithParam<Conv2dShape> {};
 
 TEST_P(ConvTest, MatchesReference) {
+  RandomFloats random_floats;
   const Conv2dShape& s = GetParam();
   const int64_t x_size = s.n * s.h * s.w * s.c, w_size = s.kh * s.kw * s.c * s.o;
   const int64_t y_size = s.n * s.out_h() * s.out_w() * s.o;
@@ -120,19 +129,20 @@ INSTANTIATE_TEST_SUITE_P(Shapes, ConvTest, testing::ValuesIn(kConvShapes));
 
 // n, h, w, c, kh, kw, stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right, kind (replaced per test)
 const Pool2dShape kPoolShapes[] = {
-    {2, 8, 8, 3, 2, 2, 2, 2, 0, 0, 0, 0, PoolKind::max},    // 2x2 stride 2
-    {1, 7, 9, 5, 2, 2, 2, 2, 0, 0, 0, 0, PoolKind::max},    // 2x2 stride 2 valid on odd sizes: last row/column dropped
-    {1, 7, 9, 5, 2, 2, 2, 2, 0, 0, 1, 1, PoolKind::max},    // 2x2 stride 2 TF SAME on odd sizes: bottom/right padding
-    {2, 9, 9, 4, 3, 3, 2, 2, 1, 1, 1, 1, PoolKind::max},    // 3x3 stride 2 padded
-    {1, 8, 8, 16, 3, 3, 2, 2, 0, 0, 1, 1, PoolKind::max},   // 3x3 stride 2 TF SAME: top 0, bottom 1
-    {2, 5, 6, 3, 3, 3, 1, 1, 1, 1, 1, 1, PoolKind::max},    // 3x3 stride 1 same
-    {1, 4, 4, 2, 1, 1, 1, 1, 0, 0, 0, 0, PoolKind::max},    // 1x1
-    {64, 26, 26, 32, 2, 2, 2, 2, 0, 0, 0, 0, PoolKind::max}, // after the tutorial conv
+    {2, 8, 8, 3, 2, 2, 2, 2, 0, 0, 0, 0, PoolKind::max},   // 2x2 stride 2
+    {1, 7, 9, 5, 2, 2, 2, 2, 0, 0, 0, 0, PoolKind::max},   // 2x2 stride 2 valid on odd sizes: last row/column dropped
+    {1, 7, 9, 5, 2, 2, 2, 2, 0, 0, 1, 1, PoolKind::max},   // 2x2 stride 2 TF SAME on odd sizes: bottom/right padding
+    {2, 9, 9, 4, 3, 3, 2, 2, 1, 1, 1, 1, PoolKind::max},   // 3x3 stride 2 padded
+    {1, 8, 8, 16, 3, 3, 2, 2, 0, 0, 1, 1, PoolKind::max},  // 3x3 stride 2 TF SAME: top 0, bottom 1
+    {2, 5, 6, 3, 3, 3, 1, 1, 1, 1, 1, 1, PoolKind::max},   // 3x3 stride 1 same
+    {1, 4, 4, 2, 1, 1, 1, 1, 0, 0, 0, 0, PoolKind::max},   // 1x1
+    {64, 26, 26, 32, 2, 2, 2, 2, 0, 0, 0, 0, PoolKind::max},  // after the tutorial conv
 };
 
 class PoolTest : public testing::TestWithParam<std::tuple<Pool2dShape, PoolKind>> {};
 
 TEST_P(PoolTest, MatchesReference) {
+  RandomFloats random_floats;
   Pool2dShape s = std::get<0>(GetParam());
   s.kind = std::get<1>(GetParam());
   const int64_t x_size = s.n * s.h * s.w * s.c, y_size = s.n * s.out_h() * s.out_w() * s.c;
@@ -164,8 +174,8 @@ std::vector<MatmulShape> matmul_shapes() {
   struct Size {
     int64_t batch, m, n, k;
   };
-  const Size sizes[] = {{1, 1, 1, 1},    {1, 1, 7, 5},    {1, 6, 1, 5},      {1, 6, 7, 1},
-                        {3, 17, 9, 33},  {2, 64, 10, 128}, {1, 65, 129, 31}, {4, 1, 5, 3}};
+  const Size sizes[] = {{1, 1, 1, 1},   {1, 1, 7, 5},     {1, 6, 1, 5},     {1, 6, 7, 1},
+                        {3, 17, 9, 33}, {2, 64, 10, 128}, {1, 65, 129, 31}, {4, 1, 5, 3}};
   std::vector<MatmulShape> shapes;
   for (const Size& z : sizes)
     for (bool ta : {false, true})
@@ -181,6 +191,7 @@ std::vector<MatmulShape> matmul_shapes() {
 class MatmulTest : public testing::TestWithParam<MatmulShape> {};
 
 TEST_P(MatmulTest, MatchesReference) {
+  RandomFloats random_floats;
   const MatmulShape& s = GetParam();
   const Floats a = random_floats((s.a_batch_stride == 0 ? 1 : s.batch) * s.m * s.k);
   const Floats b = random_floats((s.b_batch_stride == 0 ? 1 : s.batch) * s.k * s.n);
@@ -198,6 +209,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, MatmulTest, testing::ValuesIn(matmul_shapes()))
 class SoftmaxTest : public testing::TestWithParam<std::tuple<std::pair<int64_t, int64_t>, bool>> {};
 
 TEST_P(SoftmaxTest, MatchesReference) {
+  RandomFloats random_floats;
   const auto [rows, cols] = std::get<0>(GetParam());
   const bool log = std::get<1>(GetParam());
   const Floats x = random_floats(rows * cols, -5, 5), dy = random_floats(rows * cols);
@@ -215,15 +227,17 @@ TEST_P(SoftmaxTest, MatchesReference) {
   EXPECT_LT(relative_error(dx, want_dx), kTolerance) << "backward";
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, SoftmaxTest,
-                         testing::Combine(testing::Values(std::pair<int64_t, int64_t>{1, 1}, std::pair<int64_t, int64_t>{1, 10},
-                                                          std::pair<int64_t, int64_t>{64, 10}, std::pair<int64_t, int64_t>{3, 17},
-                                                          std::pair<int64_t, int64_t>{7, 1000}),
-                                          testing::Bool()));
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, SoftmaxTest,
+    testing::Combine(testing::Values(std::pair<int64_t, int64_t>{1, 1}, std::pair<int64_t, int64_t>{1, 10},
+                                     std::pair<int64_t, int64_t>{64, 10}, std::pair<int64_t, int64_t>{3, 17},
+                                     std::pair<int64_t, int64_t>{7, 1000}),
+                     testing::Bool()));
 
 // --- eltwise ---
 
 TEST(EltwiseTest, MatchesStd) {
+  RandomFloats random_floats;
   const std::pair<Eltwise, std::function<double(double)>> kinds[] = {
       {Eltwise::relu, [](double v) { return std::max(v, 0.0); }},
       {Eltwise::tanh, [](double v) { return std::tanh(v); }},
@@ -275,6 +289,7 @@ TEST(PrimitiveCacheTest, SecondCallCreatesNoPrimitiveAndNewShapesDo) {
 }
 
 TEST(PrimitiveCacheTest, ThreadsRunTheSameShapeAtOnce) {
+  RandomFloats random_floats;
   // Replicas of the local collective backend are threads running the same shapes with different data; each
   // must get its own result although the filter reorder uses a buffer the plan owns.
   const Conv2dShape s{4, 12, 12, 8, 3, 3, 16, 1, 1, 1, 1, 1, 1};

@@ -27,8 +27,8 @@ struct ConvDescs {
 };
 
 Key conv_key(Op op, const Conv2dShape& s, bool bias) {
-  return make_key(op, {s.n, s.h, s.w, s.c, s.kh, s.kw, s.o, s.stride_h, s.stride_w, s.pad_top, s.pad_left,
-                       s.pad_bottom, s.pad_right, bias});
+  return make_key(op, {s.n, s.h, s.w, s.c, s.kh, s.kw, s.o, s.stride_h, s.stride_w, s.pad_top, s.pad_left, s.pad_bottom,
+                       s.pad_right, bias});
 }
 
 // Also the hint the backward primitives need to pick matching implementations.

@@ -1,5 +1,5 @@
 // Batched matrix product on oneDNN's matmul primitive. Transposes are expressed as memory strides and a batch
-// stride of 0 as a batch dimension of 1, which oneDNN broadcasts: nothing is copied.
+// stride of 0 as a batch dimension of 1, which oneDNN broadcasts, so operands are never copied.
 #include <algorithm>
 
 #include "lockstep/kernels/cpu/kernels.h"
@@ -13,7 +13,7 @@ using namespace onednn;
 // A rows x cols operand (after the optional transpose) of `batch` matrices `batch_stride` apart.
 dnnl::memory::desc operand_desc(int64_t batch, int64_t batch_stride, int64_t rows, int64_t cols, bool transposed) {
   const int64_t b = batch_stride == 0 ? 1 : batch;
-  // The batch stride of a batch of one is never used, but oneDNN rejects 0.
+  // A batch of one never uses its stride, but a stride of 0 sends oneDNN to its slow reference matmul.
   const int64_t bs = batch_stride == 0 ? rows * cols : batch_stride;
   const Dims strides = transposed ? Dims{bs, 1, rows} : Dims{bs, cols, 1};
   return dnnl::memory::desc({b, rows, cols}, dnnl::memory::data_type::f32, strides);
@@ -30,14 +30,15 @@ void matmul(const MatmulShape& s, const float* a, const float* b, float* c) {
     std::fill(c, c + s.batch * s.m * s.n, 0.0f);
     return;
   }
-  const Key key = make_key(Op::matmul, {s.batch, s.m, s.n, s.k, s.transpose_a, s.transpose_b, s.a_batch_stride,
-                                         s.b_batch_stride});
+  const Key key =
+      make_key(Op::matmul, {s.batch, s.m, s.n, s.k, s.transpose_a, s.transpose_b, s.a_batch_stride, s.b_batch_stride});
   Plan& plan = cached_plan(key, [&](Plan& p) {
     const auto a_md = operand_desc(s.batch, s.a_batch_stride, s.m, s.k, s.transpose_a);
     const auto b_md = operand_desc(s.batch, s.b_batch_stride, s.k, s.n, s.transpose_b);
     const auto c_md = f32_desc({c_batch, s.m, s.n}, Tag::abc);
     const dnnl::matmul::primitive_desc pd({a_md, b_md, c_md}, engine());
-    p.set_main(pd, {{DNNL_ARG_SRC, p.slot(0, a_md)}, {DNNL_ARG_WEIGHTS, p.slot(1, b_md)}, {DNNL_ARG_DST, p.slot(2, c_md)}});
+    p.set_main(pd,
+               {{DNNL_ARG_SRC, p.slot(0, a_md)}, {DNNL_ARG_WEIGHTS, p.slot(1, b_md)}, {DNNL_ARG_DST, p.slot(2, c_md)}});
   });
   plan.run({a, b, c});
   for (int64_t i = c_batch; i < s.batch; ++i) std::copy(c, c + s.m * s.n, c + i * s.m * s.n);

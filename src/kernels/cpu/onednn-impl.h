@@ -3,12 +3,11 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <dnnl.hpp>
 #include <initializer_list>
 #include <unordered_map>
 #include <utility>
 #include <vector>
-
-#include <dnnl.hpp>
 
 namespace lockstep::kernels::cpu::onednn {
 
@@ -55,8 +54,17 @@ class Plan {
 
 // Identifies a plan: an op id then every parameter that shapes it. Fixed size so a lookup does not allocate.
 using Key = std::array<int64_t, 16>;
-enum class Op : int64_t { conv_fwd = 1, conv_bwd_data, conv_bwd_weights, pool_fwd, pool_bwd, matmul,
-                          softmax_fwd, softmax_bwd, eltwise };
+enum class Op : int64_t {
+  conv_fwd = 1,
+  conv_bwd_data,
+  conv_bwd_weights,
+  pool_fwd,
+  pool_bwd,
+  matmul,
+  softmax_fwd,
+  softmax_bwd,
+  eltwise
+};
 Key make_key(Op op, std::initializer_list<int64_t> params);
 
 struct KeyHash {

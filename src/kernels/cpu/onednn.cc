@@ -1,6 +1,8 @@
 // The oneDNN plumbing shared by every CPU kernel: one engine and stream, the plan cache and the count of
 // primitives created.
+#include <algorithm>
 #include <atomic>
+#include <string>
 
 #include "lockstep/core/error.h"
 #include "lockstep/kernels/cpu/kernels.h"
@@ -65,8 +67,12 @@ Plan::Step Plan::make_step(const dnnl::primitive& primitive, const std::unordere
 void Plan::run(std::initializer_list<const void*> ptrs) {
   int i = 0;
   for (const void* p : ptrs) {
-    // Null pointers, and pointers for slots this plan lacks (a workspace for average pooling), are ignored.
-    if (p != nullptr && i < static_cast<int>(slots_.size()) && slots_[i]) slots_[i].set_data_handle(const_cast<void*>(p));
+    // Pointers for slots this plan lacks (no bias, the workspace of average pooling) are ignored.
+    if (i < static_cast<int>(slots_.size()) && slots_[i]) {
+      LS_CHECK(p != nullptr, InvalidArgumentError, "kernel argument ", i, " is null; expected a buffer of ",
+               slots_[i].get_desc().get_size(), " bytes");
+      slots_[i].set_data_handle(const_cast<void*>(p));
+    }
     ++i;
   }
   auto execute = [](const Step& step) {
@@ -101,9 +107,17 @@ std::unordered_map<Key, Plan, KeyHash>& plan_cache() {
 }
 
 void throw_build_error(const Key& key, const dnnl::error& e) {
-  static const char* const kOpNames[] = {"?",    "conv2d_forward", "conv2d_backward_data", "conv2d_backward_weights",
-                                         "pool2d_forward", "pool2d_backward", "matmul", "softmax_forward",
-                                         "softmax_backward", "eltwise_forward"};
+  // In the order of Op.
+  static const char* const kOpNames[] = {"?",
+                                         "conv2d_forward",
+                                         "conv2d_backward_data",
+                                         "conv2d_backward_weights",
+                                         "pool2d_forward",
+                                         "pool2d_backward",
+                                         "matmul",
+                                         "softmax_forward",
+                                         "softmax_backward",
+                                         "eltwise_forward"};
   std::string params;
   for (size_t i = 1; i < key.size(); ++i) {
     if (i > 1) params += ',';

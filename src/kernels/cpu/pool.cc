@@ -32,9 +32,9 @@ struct PoolDescs {
 
 dnnl::pooling_forward::primitive_desc forward_pd(const Pool2dShape& s) {
   const PoolDescs d(s);
-  return {{dnnl::prop_kind::forward_training, pool_algorithm(s.kind), d.src, d.dst, d.strides, d.kernel, d.pad_l,
-           d.pad_r},
-          engine()};
+  return {
+      {dnnl::prop_kind::forward_training, pool_algorithm(s.kind), d.src, d.dst, d.strides, d.kernel, d.pad_l, d.pad_r},
+      engine()};
 }
 
 Plan& forward_plan(const Pool2dShape& s) {

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <vector>
 
 namespace lockstep::kernels::ref {
@@ -63,7 +62,8 @@ template <typename T> void conv2d_forward(const Conv2dShape& s, const T* x, cons
     for_each_tap(s, [&](int64_t oh, int64_t ow, int64_t ih, int64_t iw, int64_t i, int64_t j) {
       for (int64_t c = 0; c < s.c; ++c)
         for (int64_t o = 0; o < s.o; ++o)
-          y[at(n, oh, ow, o, oh_n, ow_n, s.o)] += x[at(n, ih, iw, c, s.h, s.w, s.c)] * w[at(i, j, c, o, s.kw, s.c, s.o)];
+          y[at(n, oh, ow, o, oh_n, ow_n, s.o)] +=
+              x[at(n, ih, iw, c, s.h, s.w, s.c)] * w[at(i, j, c, o, s.kw, s.c, s.o)];
     });
   }
 }
@@ -127,7 +127,8 @@ template <typename T> void matmul(const MatmulShape& s, const T* a, const T* b, 
       for (int64_t j = 0; j < s.n; ++j) {
         T sum = 0;
         for (int64_t p = 0; p < s.k; ++p)
-          sum += (s.transpose_a ? ab[p * s.m + i] : ab[i * s.k + p]) * (s.transpose_b ? bb[j * s.k + p] : bb[p * s.n + j]);
+          sum +=
+              (s.transpose_a ? ab[p * s.m + i] : ab[i * s.k + p]) * (s.transpose_b ? bb[j * s.k + p] : bb[p * s.n + j]);
         cb[i * s.n + j] = sum;
       }
   }
@@ -156,14 +157,14 @@ template <typename T> void softmax_backward(int64_t rows, int64_t cols, const T*
   }
 }
 
-#define LOCKSTEP_INSTANTIATE_REF(T)                                                                         \
-  template void conv2d_forward<T>(const Conv2dShape&, const T*, const T*, const T*, T*);                   \
-  template void conv2d_backward_data<T>(const Conv2dShape&, const T*, const T*, T*);                        \
-  template void conv2d_backward_weights<T>(const Conv2dShape&, const T*, const T*, T*, T*);                 \
-  template void pool2d_forward<T>(const Pool2dShape&, const T*, T*);                                        \
-  template void pool2d_backward<T>(const Pool2dShape&, const T*, const T*, T*);                             \
-  template void matmul<T>(const MatmulShape&, const T*, const T*, T*);                                      \
-  template void softmax_forward<T>(int64_t, int64_t, const T*, T*, bool);                                   \
+#define LOCKSTEP_INSTANTIATE_REF(T)                                                         \
+  template void conv2d_forward<T>(const Conv2dShape&, const T*, const T*, const T*, T*);    \
+  template void conv2d_backward_data<T>(const Conv2dShape&, const T*, const T*, T*);        \
+  template void conv2d_backward_weights<T>(const Conv2dShape&, const T*, const T*, T*, T*); \
+  template void pool2d_forward<T>(const Pool2dShape&, const T*, T*);                        \
+  template void pool2d_backward<T>(const Pool2dShape&, const T*, const T*, T*);             \
+  template void matmul<T>(const MatmulShape&, const T*, const T*, T*);                      \
+  template void softmax_forward<T>(int64_t, int64_t, const T*, T*, bool);                   \
   template void softmax_backward<T>(int64_t, int64_t, const T*, const T*, T*, bool);
 LOCKSTEP_INSTANTIATE_REF(float)
 LOCKSTEP_INSTANTIATE_REF(double)
