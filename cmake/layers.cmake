@@ -16,15 +16,18 @@ function(lockstep_layer_includes target layers)
   target_include_directories(${target} PRIVATE ${root})
 endfunction()
 
-# lockstep_layer(name DEPS "lower layers" SOURCES files...) makes target lockstep_<name>.
+# lockstep_layer(name DEPS "lower layers") makes target lockstep_<name> from every .cc under src/<name>/.
 function(lockstep_layer name)
-  cmake_parse_arguments(L "" "" "DEPS;SOURCES" ${ARGN})
-  add_library(lockstep_${name} STATIC ${L_SOURCES})
+  cmake_parse_arguments(L "" "" "DEPS" ${ARGN})
+  file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${name}/*.cc)
+  if(NOT sources)
+    set(sources ${PROJECT_SOURCE_DIR}/cmake/empty.cc)  # a layer whose issue has not come yet
+  endif()
+  add_library(lockstep_${name} STATIC ${sources})
   set(visible ${L_DEPS} ${name})
   list(REMOVE_ITEM visible "")
   lockstep_layer_includes(lockstep_${name} "${visible}")
   foreach(dep IN LISTS L_DEPS)
     target_link_libraries(lockstep_${name} PUBLIC lockstep_${dep})
   endforeach()
-  set_property(GLOBAL APPEND PROPERTY LOCKSTEP_LAYERS ${name})
 endfunction()

@@ -55,7 +55,9 @@ void softmax_backward(int64_t rows, int64_t cols, const float* y, const float* d
 enum class Eltwise { relu, tanh, sigmoid, exp, log, sqrt };
 void eltwise_forward(Eltwise kind, int64_t n, const float* x, float* y);
 
-// Number of oneDNN primitives created since start: a second call with the same shapes creates none.
+// Number of oneDNN primitives created since start, over all threads. Plans are cached per thread (replica
+// threads run the same shapes at once without sharing buffers): a second call with the same shapes on the
+// same thread creates none.
 int64_t primitives_created();
 
 }  // namespace lockstep::kernels::cpu
