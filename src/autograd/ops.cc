@@ -15,7 +15,8 @@ using raw_ops::UnaryOp;
 
 namespace {
 Tensor scalar_like(double v, const Tensor& x) { return scalar(v, x.dtype()); }
-Tensor zero_where(const Tensor& cond, const Tensor& x) { return where(cond, zeros_like(x), x); }
+// x where cond is false, else 0; the zero is a broadcast scalar, not a full tensor.
+Tensor zero_where(const Tensor& cond, const Tensor& x) { return where(cond, scalar_like(0, x), x); }
 }  // namespace
 
 // ---- elementwise binary ----
@@ -53,9 +54,9 @@ Tensor pow(const Tensor& a, const Tensor& b) {
     if (needs[0]) g[0] = sum_to(multiply(dy, multiply(b, pow(a, subtract(b, scalar_like(1, b))))), a.shape());
     if (needs[1]) {
       // d/db a^b = a^b log a, taken as 0 where a <= 0 (as TF does) so that no NaN leaks in.
-      Tensor positive = greater(a, zeros_like(a));
+      Tensor positive = greater(a, scalar_like(0, a));
       Tensor safe_a = where(positive, a, ones_like(a));
-      g[1] = sum_to(where(positive, multiply(dy, multiply(y, log(safe_a))), zeros_like(dy)), b.shape());
+      g[1] = sum_to(where(positive, multiply(dy, multiply(y, log(safe_a))), scalar_like(0, dy)), b.shape());
     }
     return g;
   });
@@ -156,7 +157,7 @@ Tensor greater_equal(const Tensor& a, const Tensor& b) { return raw_ops::binary(
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   return recorded(raw_ops::where(cond, a, b), {&a, &b}, [cond, sa = a.shape(), sb = b.shape()](const Tensor& dy, auto&) {
-    Tensor zero = zeros_like(dy);
+    Tensor zero = scalar_like(0, dy);
     return Grads{sum_to(where(cond, dy, zero), sa), sum_to(where(cond, zero, dy), sb)};
   });
 }

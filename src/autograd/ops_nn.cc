@@ -10,8 +10,9 @@ using detail::recorded;
 
 Tensor relu(const Tensor& x) {
   Tensor y = raw_ops::unary(raw_ops::UnaryOp::relu, x);
-  return recorded(y, {&x}, [x](const Tensor& dy, auto&) {
-    return Grads{where(greater(x, zeros_like(x)), dy, zeros_like(dy))};
+  return recorded(y, {&x}, [y](const Tensor& dy, auto&) {
+    Tensor zero = scalar(0, y.dtype());  // broadcast: no full-size tensor of zeros
+    return Grads{where(greater(y, zero), dy, zero)};
   });
 }
 

@@ -1,14 +1,30 @@
-// The lockstep command-line tool. Subcommands arrive with their issues (train, launch, evaluate, tf-config).
+// The lockstep command-line tool: `lockstep train` now; launch, evaluate and tf-config arrive with their issues.
+// Any lockstep error becomes one line on stderr and exit code 2.
 #include <cstdio>
-#include <cstring>
 
+#include "cli.h"
 #include "lockstep/core/error.h"
 
 int main(int argc, char** argv) {
-  if (argc > 1 && (std::strcmp(argv[1], "--version") == 0 || std::strcmp(argv[1], "version") == 0)) {
-    std::printf("lockstep 0.1.0\n");
-    return 0;
+  CLI::App app{"lockstep: synchronous data-parallel training (TensorFlow's MultiWorkerMirroredStrategy, in C++)"};
+  app.set_version_flag("--version", "lockstep 0.1.0");
+  app.require_subcommand(1);
+  std::function<int()> train = lockstep::cli::add_train_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "lockstep: error: %s (see lockstep --help)\n", e.what());
+    return 2;
   }
-  std::fprintf(stderr, "usage: lockstep --version\n(train, launch, evaluate and tf-config are not built yet)\n");
-  return 2;
+  try {
+    if (app.got_subcommand("train")) return train();
+  } catch (const lockstep::Error& e) {
+    std::fprintf(stderr, "lockstep: error: %s\n", e.what());
+    return 2;
+  }
+  return 0;
 }

@@ -1,5 +1,6 @@
 // Tensor factories: constants, ranges, copies of host data, and random tensors drawn from Philox.
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 
 #include "lockstep/tensor/ops.h"
@@ -13,8 +14,7 @@ Tensor full(const Shape& shape, double value, DType dtype) {
     T x;
     if constexpr (std::is_same_v<T, bfloat16>) x = bfloat16(static_cast<float>(value));
     else x = static_cast<T>(value);
-    T* p = out.data<T>();
-    for (int64_t i = 0; i < out.numel(); ++i) p[i] = x;
+    std::fill_n(out.data<T>(), out.numel(), x);
   });
   return out;
 }

@@ -1,0 +1,42 @@
+// Times warm training steps of the built-in models (Keras train_on_batch) at a given batch size and
+// thread count: `train_step [--model tutorial_cnn|fashion_cnn] [--batch 64] [--steps 50] [--threads 1]`.
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "lockstep/core/threads.h"
+#include "lockstep/keras/model.h"
+
+namespace ls = lockstep;
+namespace kl = ls::keras::layers;
+
+int main(int argc, char** argv) {
+  std::string model_name = "tutorial_cnn";
+  int64_t batch = 64, steps = 50;
+  int threads = 1;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--model")) model_name = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--batch")) batch = std::stoll(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--steps")) steps = std::stoll(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--threads")) threads = std::stoi(argv[i + 1]);
+  }
+  ls::set_num_threads(threads);
+  ls::keras::Sequential model({ls::keras::Input({28, 28}), kl::Reshape({28, 28, 1}), kl::Conv2D(32, 3, {.activation = "relu"}),
+                               kl::Flatten(), kl::Dense(128, {.activation = "relu"}), kl::Dense(10)});
+  if (model_name == "fashion_cnn")
+    model = ls::keras::Sequential({ls::keras::Input({28, 28}), kl::Reshape({28, 28, 1}), kl::Conv2D(32, 3, {.activation = "relu"}),
+                                   kl::MaxPooling2D(), kl::Conv2D(64, 3, {.activation = "relu"}), kl::MaxPooling2D(),
+                                   kl::Flatten(), kl::Dense(64, {.activation = "relu"}), kl::Dense(10)});
+  model.compile({.optimizer = ls::keras::optimizers::SGD({.learning_rate = 0.001}),
+                 .loss = ls::keras::losses::SparseCategoricalCrossentropy({.from_logits = true})});
+  ls::Philox rng(0);
+  ls::Tensor x = ls::random_uniform({batch, 28, 28}, rng);
+  ls::Tensor y = ls::raw_ops::cast(ls::random_uniform({batch}, rng, 0, 10, ls::DType::float64), ls::DType::int64);
+  for (int i = 0; i < 5; ++i) model.train_on_batch(x, y);
+  auto start = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < steps; ++i) model.train_on_batch(x, y);
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("lockstep %s threads=%d batch=%lld: %.2f ms/step, %.0f samples/s\n", model_name.c_str(), threads,
+              static_cast<long long>(batch), s / static_cast<double>(steps) * 1e3, static_cast<double>(batch * steps) / s);
+}

@@ -1,0 +1,136 @@
+// Keras callbacks: hooks into fit/evaluate/predict (on_{train,test,predict}_{begin,end},
+// on_epoch_{begin,end}, on_{train,test,predict}_batch_{begin,end}) and the standard ones built on them.
+#pragma once
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace lockstep::keras {
+
+class Sequential;
+
+// The numbers a training step or epoch reports, in insertion order ("loss", "accuracy", "val_loss", ...).
+class Logs {
+ public:
+  void set(const std::string& key, double value);
+  std::optional<double> get(const std::string& key) const;
+  const std::vector<std::pair<std::string, double>>& items() const { return items_; }
+  bool empty() const { return items_.empty(); }
+
+ private:
+  std::vector<std::pair<std::string, double>> items_;
+};
+
+// The parameters of a fit/evaluate run that callbacks read (Keras: callback.params).
+struct RunParams {
+  int64_t epochs = 1;
+  int64_t steps = -1;  // steps per epoch; -1 when unknown until the data runs out
+  int verbose = 1;
+};
+
+class Callback {
+ public:
+  virtual ~Callback() = default;
+  void set_model(Sequential* model) { model_ = model; }
+  void set_params(const RunParams& params) { params_ = params; }
+
+  virtual void on_train_begin(const Logs&) {}
+  virtual void on_train_end(const Logs&) {}
+  virtual void on_epoch_begin(int64_t epoch, const Logs&) {}
+  virtual void on_epoch_end(int64_t epoch, const Logs&) {}
+  virtual void on_train_batch_begin(int64_t batch, const Logs&) {}
+  virtual void on_train_batch_end(int64_t batch, const Logs&) {}
+  virtual void on_test_begin(const Logs&) {}
+  virtual void on_test_end(const Logs&) {}
+  virtual void on_test_batch_begin(int64_t batch, const Logs&) {}
+  virtual void on_test_batch_end(int64_t batch, const Logs&) {}
+  virtual void on_predict_begin(const Logs&) {}
+  virtual void on_predict_end(const Logs&) {}
+  virtual void on_predict_batch_begin(int64_t batch, const Logs&) {}
+  virtual void on_predict_batch_end(int64_t batch, const Logs&) {}
+
+ protected:
+  Sequential* model_ = nullptr;
+  RunParams params_;
+};
+using CallbackPtr = std::shared_ptr<Callback>;
+
+namespace callbacks {
+
+// Keras' progress bar: "Epoch 1/3" then "70/70 [==============================] - 1s 14ms/step - loss: 2.2653
+// - accuracy: 0.1921", redrawn in place on a terminal, one line per epoch otherwise.
+class ProgbarLogger : public Callback {
+ public:
+  explicit ProgbarLogger(std::FILE* out = stdout);
+  void on_train_begin(const Logs&) override;
+  void on_epoch_begin(int64_t epoch, const Logs&) override;
+  void on_train_batch_end(int64_t batch, const Logs& logs) override;
+  void on_epoch_end(int64_t epoch, const Logs& logs) override;
+  void on_test_begin(const Logs&) override;
+  void on_test_batch_end(int64_t batch, const Logs& logs) override;
+  void on_test_end(const Logs& logs) override;
+  void on_predict_begin(const Logs&) override;
+  void on_predict_batch_end(int64_t batch, const Logs& logs) override;
+  void on_predict_end(const Logs& logs) override;
+
+ private:
+  void start(int64_t target);
+  void update(int64_t seen, const Logs& logs, bool finalize);
+  std::FILE* out_;
+  bool interactive_;
+  bool in_fit_ = false;
+  int64_t target_ = -1, seen_ = 0;
+  std::chrono::steady_clock::time_point start_, last_draw_;
+};
+
+// Records every epoch's logs; fit() returns it.
+class History : public Callback {
+ public:
+  void on_train_begin(const Logs&) override;
+  void on_epoch_end(int64_t epoch, const Logs& logs) override;
+  std::vector<int64_t> epoch;
+  std::map<std::string, std::vector<double>> history;
+};
+
+struct CSVLoggerOptions {
+  char separator = ',';
+  bool append = false;
+};
+// Writes "epoch,<sorted log keys>" and one row per epoch to a CSV file.
+std::shared_ptr<Callback> CSVLogger(const std::string& filename, CSVLoggerOptions options = {});
+
+struct EarlyStoppingOptions {
+  std::string monitor = "val_loss";
+  double min_delta = 0;
+  int64_t patience = 0;
+  int verbose = 0;
+  std::string mode = "auto";  // "min", "max", or "auto" (max for accuracy-like names)
+  std::optional<double> baseline;
+  bool restore_best_weights = false;
+  int64_t start_from_epoch = 0;
+};
+std::shared_ptr<Callback> EarlyStopping(EarlyStoppingOptions options = {});
+
+// Sets the optimizer's learning rate at each epoch's start to schedule(epoch, current_lr).
+std::shared_ptr<Callback> LearningRateScheduler(std::function<double(int64_t epoch, double lr)> schedule, int verbose = 0);
+
+// Stops training when a batch's loss is NaN or infinite.
+std::shared_ptr<Callback> TerminateOnNaN();
+
+struct ModelCheckpointOptions {
+  std::string monitor = "val_loss";
+  int verbose = 0;
+  bool save_best_only = false;
+  std::string mode = "auto";
+};
+// Saves the weights (safetensors) after every epoch to `filepath`, where "{epoch}" or "{epoch:02d}" and
+// "{<log key>:.4f}" are replaced by their values (epochs count from 1, as Keras prints them).
+std::shared_ptr<Callback> ModelCheckpoint(const std::string& filepath, ModelCheckpointOptions options = {});
+
+}  // namespace callbacks
+}  // namespace lockstep::keras

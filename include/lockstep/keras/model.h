@@ -1,0 +1,145 @@
+// Sequential: a stack of layers with Keras' model API — call, summary, weights, configs, and
+// compile/fit/evaluate/predict. A Sequential is a handle: copies share one model.
+#pragma once
+#include <iosfwd>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lockstep/data/dataset.h"
+#include "lockstep/keras/callbacks.h"
+#include "lockstep/keras/layers.h"
+#include "lockstep/keras/losses.h"
+#include "lockstep/keras/metrics.h"
+#include "lockstep/keras/optimizers.h"
+
+namespace lockstep::keras {
+
+// An optimizer, loss or metric given by Keras string or by object.
+struct OptimizerRef {
+  std::shared_ptr<optimizers::Optimizer> ptr;
+  OptimizerRef(const char* name) : ptr(optimizers::get(name)) {}
+  OptimizerRef(const std::string& name) : ptr(optimizers::get(name)) {}
+  template <typename O> OptimizerRef(std::shared_ptr<O> p) : ptr(std::move(p)) {}
+};
+struct LossRef {
+  std::shared_ptr<losses::Loss> ptr;
+  LossRef() = default;
+  LossRef(const char* name) : ptr(losses::get(name)) {}
+  LossRef(const std::string& name) : ptr(losses::get(name)) {}
+  template <typename L> LossRef(std::shared_ptr<L> p) : ptr(std::move(p)) {}
+};
+struct MetricRef {
+  std::string name;  // resolved at compile(), when the loss is known ("accuracy" depends on it)
+  std::shared_ptr<metrics::Metric> ptr;
+  MetricRef(const char* n) : name(n) {}
+  MetricRef(std::string n) : name(std::move(n)) {}
+  template <typename M> MetricRef(std::shared_ptr<M> p) : ptr(std::move(p)) {}
+};
+
+struct CompileOptions {
+  OptimizerRef optimizer = "rmsprop";
+  LossRef loss;
+  std::vector<MetricRef> metrics;
+};
+
+struct FitOptions {
+  int64_t epochs = 1;
+  int64_t steps_per_epoch = -1;  // -1: until the data runs out
+  int64_t batch_size = 32;       // for fit(x, y) only
+  bool shuffle = true;           // for fit(x, y) only
+  std::optional<data::Dataset> validation_data;
+  int64_t validation_steps = -1;
+  std::vector<CallbackPtr> callbacks;
+  int64_t initial_epoch = 0;
+  int verbose = 1;  // 0 silent, 1 progress bar, 2 one line per epoch
+};
+
+struct EvaluateOptions {
+  int64_t steps = -1;
+  int64_t batch_size = 32;  // for evaluate(x, y) only
+  std::vector<CallbackPtr> callbacks;
+  int verbose = 1;
+};
+
+struct PredictOptions {
+  int64_t steps = -1;
+  int64_t batch_size = 32;
+  std::vector<CallbackPtr> callbacks;
+  int verbose = 0;
+};
+
+class Sequential {
+ public:
+  Sequential();
+  explicit Sequential(std::vector<LayerHandle> layers, std::string name = "");
+
+  void add(LayerHandle layer);
+  Tensor operator()(const Tensor& x, CallOptions options = {});
+  const std::string& name() const;
+  const std::vector<LayerPtr>& layers() const;
+  bool built() const;
+  // Builds every layer for inputs of `input_shape` (without batch); done at construction when the first
+  // layer is an Input.
+  void build(const Shape& input_shape);
+
+  // Keras' summary table: layer names and types, output shapes, parameter counts and totals.
+  std::string summary_string() const;
+  void summary() const;
+  int64_t count_params() const;
+
+  std::vector<Variable> variables() const;
+  std::vector<Variable> trainable_variables() const;
+  std::vector<Variable> non_trainable_variables() const;
+  // Regularization losses of every layer, computed now.
+  std::vector<Tensor> losses() const;
+  std::vector<Tensor> get_weights() const;
+  // Copies values into the variables in order; count, shapes and dtypes must match.
+  void set_weights(const std::vector<Tensor>& weights);
+
+  nlohmann::json get_config() const;
+  static Sequential from_config(const nlohmann::json& config);
+  // Weights in a safetensors file, keyed by variable name ("dense/kernel"), loaded back by order with
+  // shapes checked. Only the chief should write in a multi-worker job.
+  void save_weights(const std::string& path) const;
+  void load_weights(const std::string& path);
+  // A directory with config.json and model.weights.safetensors; load_model rebuilds the model from it.
+  void save(const std::string& dir) const;
+  static Sequential load_model(const std::string& dir);
+
+  void compile(CompileOptions options);
+  callbacks::History fit(const data::Dataset& dataset, FitOptions options = {});
+  callbacks::History fit(const Tensor& x, const Tensor& y, FitOptions options = {});
+  // Returns "loss" and each metric by name.
+  std::map<std::string, double> evaluate(const data::Dataset& dataset, EvaluateOptions options = {});
+  std::map<std::string, double> evaluate(const Tensor& x, const Tensor& y, EvaluateOptions options = {});
+  Tensor predict(const data::Dataset& dataset, PredictOptions options = {});
+  Tensor predict(const Tensor& x, PredictOptions options = {});
+  // One gradient step on one batch; returns that batch's loss (and metrics, which accumulate until reset).
+  std::map<std::string, double> train_on_batch(const Tensor& x, const Tensor& y, const Tensor& sample_weight = {});
+  std::map<std::string, double> test_on_batch(const Tensor& x, const Tensor& y, const Tensor& sample_weight = {});
+
+  // Set by callbacks (EarlyStopping, TerminateOnNaN) to end fit() after the current batch.
+  void set_stop_training(bool stop);
+  bool stop_training() const;
+  std::shared_ptr<optimizers::Optimizer> optimizer() const;
+  std::shared_ptr<losses::Loss> loss() const;
+  const std::vector<std::shared_ptr<metrics::Metric>>& metrics() const;
+
+  // The model's state, defined in src/keras/model-impl.h.
+  struct State;
+
+ private:
+  std::shared_ptr<State> s_;
+  Logs metric_logs() const;
+  void reset_metrics();
+  // One batch of the test loop: forward without training, loss and metrics updated.
+  void test_step(const data::Element& batch);
+  // Runs the test loop over `dataset` with prepared callbacks and returns the logs (fit's validation uses it).
+  Logs run_evaluation(const data::Dataset& dataset, int64_t steps, const std::vector<CallbackPtr>& callbacks);
+};
+
+}  // namespace lockstep::keras

@@ -1,0 +1,188 @@
+// Keras optimizers (tf.keras.optimizers: SGD, RMSprop, Adam) and learning-rate schedules. The base class
+// owns the learning rate, the iteration count and the slot variables with their saving; each optimizer
+// adds only its update rule, a fused in-place loop over raw float32 or float64 pointers.
+#pragma once
+#include <concepts>
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "lockstep/autograd/variable.h"
+#include "lockstep/tensor/tensor.h"
+
+namespace lockstep::keras::optimizers {
+
+// A learning rate as a function of the optimizer's step (tf.keras.optimizers.schedules).
+class LearningRateSchedule {
+ public:
+  virtual ~LearningRateSchedule() = default;
+  virtual double operator()(int64_t step) const = 0;
+  virtual nlohmann::json get_config() const = 0;
+  // The Keras class name, written next to get_config() when an optimizer's config is saved.
+  virtual std::string class_name() const { return "LearningRateSchedule"; }
+};
+
+struct ExponentialDecayOptions {
+  double initial_learning_rate = 0.01;
+  int64_t decay_steps = 1;  // must be > 0
+  double decay_rate = 1.0;
+  bool staircase = false;  // true: decay at whole multiples of decay_steps only
+};
+// initial_learning_rate * decay_rate ^ (step / decay_steps), the exponent floored when staircase.
+class ExponentialDecay : public LearningRateSchedule {
+ public:
+  explicit ExponentialDecay(ExponentialDecayOptions options);
+  double operator()(int64_t step) const override;
+  nlohmann::json get_config() const override;
+  std::string class_name() const override { return "ExponentialDecay"; }
+
+ private:
+  ExponentialDecayOptions options_;
+};
+
+// values[0] while step <= boundaries[0], values[i] while boundaries[i-1] < step <= boundaries[i], and
+// values.back() after the last boundary. values.size() must be boundaries.size() + 1.
+class PiecewiseConstantDecay : public LearningRateSchedule {
+ public:
+  PiecewiseConstantDecay(std::vector<int64_t> boundaries, std::vector<double> values);
+  double operator()(int64_t step) const override;
+  nlohmann::json get_config() const override;
+  std::string class_name() const override { return "PiecewiseConstantDecay"; }
+
+ private:
+  std::vector<int64_t> boundaries_;
+  std::vector<double> values_;
+};
+
+// Keras spells them keras.optimizers.schedules.*.
+namespace schedules {
+using optimizers::ExponentialDecay;
+using optimizers::LearningRateSchedule;
+using optimizers::PiecewiseConstantDecay;
+}  // namespace schedules
+
+// An optimizer's learning_rate argument: a constant or a schedule, implicit from either, so that
+// SGD({.learning_rate = 0.1}) and SGD({.learning_rate = ExponentialDecay({...})}) both read like Keras.
+class LearningRate {
+ public:
+  LearningRate(double value) : value_(value) {}
+  template <std::derived_from<LearningRateSchedule> S>
+  LearningRate(std::shared_ptr<S> schedule);
+  template <std::derived_from<LearningRateSchedule> S>
+  LearningRate(S schedule) : LearningRate(std::make_shared<S>(std::move(schedule))) {}
+
+  double at(int64_t step) const { return schedule_ ? (*schedule_)(step) : value_; }
+  const std::shared_ptr<LearningRateSchedule>& schedule() const { return schedule_; }
+  // A number, or {"class_name": ..., "config": ...} for a schedule, as Keras serialises it.
+  nlohmann::json to_json() const;
+
+ private:
+  double value_ = 0;
+  std::shared_ptr<LearningRateSchedule> schedule_;
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer();
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // Applies one update to each (gradient, variable) pair, in place, and counts one iteration. Undefined
+  // gradients are skipped with a warning (logged once per optimizer). A gradient must have its
+  // variable's shape and dtype (float32 or float64): InvalidArgumentError naming the variable otherwise.
+  void apply_gradients(const std::vector<Tensor>& gradients, const std::vector<Variable>& variables);
+  // Creates the slots of `variables` now instead of on their first update (Keras' optimizer.build).
+  void build(const std::vector<Variable>& variables);
+
+  int64_t iterations() const { return iterations_; }  // updates applied so far
+  double learning_rate() const { return learning_rate_.at(iterations_); }
+  // Replaces a schedule too (the LearningRateScheduler callback sets a constant every epoch).
+  void set_learning_rate(double lr) { learning_rate_ = lr; }
+  const std::string& name() const { return name_; }
+
+  // Copies of all state for checkpoints: ("iterations", int64 scalar) first, then each variable's slots
+  // named "<optimizer name>/<variable name>/<slot>", variables in the order their slots were created.
+  std::vector<std::pair<std::string, Tensor>> state() const;
+  // Restores state(). Slots of variables not yet seen are kept and applied when their slots are created,
+  // so a fresh optimizer can be restored before its first step. A shape mismatch or a name that does not
+  // belong to this optimizer raises ValueError naming the entry.
+  void set_state(const std::vector<std::pair<std::string, Tensor>>& state);
+
+  // {"name", "learning_rate"} plus the optimizer's own options.
+  virtual nlohmann::json get_config() const;
+
+ protected:
+  static constexpr size_t kMaxSlots = 3;
+  // `slot_names` are the per-variable state tensors update_step receives, in this order (at most kMaxSlots).
+  Optimizer(std::string name, LearningRate learning_rate, std::vector<std::string> slot_names);
+
+  struct Step {
+    double learning_rate;  // at the current iterations()
+    int64_t t;             // iterations() + 1, for bias corrections
+  };
+  // Updates n elements of one variable in place. slots[i] points at the slot_names[i] state of the same
+  // elements (zero-initialised). May be called on sub-ranges of a variable in parallel.
+  virtual void update_step(float* w, const float* g, float* const* slots, int64_t n, const Step& step) const = 0;
+  virtual void update_step(double* w, const double* g, double* const* slots, int64_t n, const Step& step) const = 0;
+
+ private:
+  struct Slots {
+    std::string prefix;  // "<optimizer name>/<variable name>/"
+    std::vector<Tensor> tensors;
+  };
+  Slots& slots_for(const Variable& v);
+  template <typename T>
+  void apply_one(const Tensor& gradient, const Variable& v, const Step& step);
+
+  std::string name_;
+  LearningRate learning_rate_;
+  std::vector<std::string> slot_names_;
+  int64_t iterations_ = 0;
+  std::vector<Slots> slots_;                         // in creation order, which state() keeps
+  std::unordered_map<int64_t, size_t> slot_index_;   // Variable::unique_id() -> index in slots_
+  std::unordered_map<std::string, Tensor> pending_;  // restored state of variables not yet seen
+  bool warned_missing_gradients_ = false;
+};
+
+struct SGDOptions {
+  LearningRate learning_rate = 0.01;
+  double momentum = 0.0;  // in [0, 1]
+  bool nesterov = false;
+  std::string name = "SGD";
+};
+struct RMSpropOptions {
+  LearningRate learning_rate = 0.001;
+  double rho = 0.9;
+  double momentum = 0.0;
+  double epsilon = 1e-7;
+  bool centered = false;
+  std::string name = "RMSprop";
+};
+struct AdamOptions {
+  LearningRate learning_rate = 0.001;
+  double beta_1 = 0.9;
+  double beta_2 = 0.999;
+  double epsilon = 1e-7;
+  bool amsgrad = false;
+  std::string name = "Adam";
+};
+
+// Factories, so that SGD({.learning_rate = 0.001}) reads like Keras.
+std::shared_ptr<Optimizer> SGD(SGDOptions options = {});
+std::shared_ptr<Optimizer> RMSprop(RMSpropOptions options = {});
+std::shared_ptr<Optimizer> Adam(AdamOptions options = {});
+
+// "sgd", "rmsprop" or "adam" (any case) with default options; ValueError listing them otherwise.
+std::shared_ptr<Optimizer> get(const std::string& identifier);
+
+}  // namespace lockstep::keras::optimizers
+
+template <std::derived_from<lockstep::keras::optimizers::LearningRateSchedule> S>
+lockstep::keras::optimizers::LearningRate::LearningRate(std::shared_ptr<S> schedule) : schedule_(std::move(schedule)) {
+  LS_CHECK(schedule_ != nullptr, ValueError,
+           "learning_rate: got a null LearningRateSchedule; pass a schedule or a number");
+}

@@ -1,0 +1,65 @@
+// Private to src/data: factories of the node classes (one per transformation, each in its own .cc) and
+// the few helpers they share.
+#pragma once
+#include <functional>
+
+#include "lockstep/data/dataset_node.h"
+
+namespace lockstep::data::detail {
+
+NodePtr make_tensor_slices_node(const Tensor& x, const Tensor& y, const Tensor& sample_weight);
+NodePtr make_range_node(int64_t start, int64_t stop, int64_t step);
+NodePtr make_shuffle_node(NodePtr input, int64_t buffer_size, uint64_t seed, bool reshuffle_each_iteration);
+NodePtr make_repeat_node(NodePtr input, int64_t count);
+NodePtr make_batch_node(NodePtr input, int64_t batch_size, bool drop_remainder);
+NodePtr make_shard_node(NodePtr input, int64_t num_shards, int64_t index);
+NodePtr make_map_node(NodePtr input, std::function<Element(const Element&)> fn);
+NodePtr make_filter_node(NodePtr input, std::function<bool(const Element&)> predicate);
+NodePtr make_take_node(NodePtr input, int64_t count);
+NodePtr make_skip_node(NodePtr input, int64_t count);
+NodePtr make_cache_node(NodePtr input);
+NodePtr make_prefetch_node(NodePtr input, int64_t buffer_size);
+
+// Base of the stages with one input. By default a stage keeps its input's cardinality and passes lazy
+// items through (so its output still indexes the input's RowSource).
+class UnaryNode : public DatasetNode {
+ public:
+  UnaryNode(std::string op, nlohmann::json params, NodePtr input)
+      : DatasetNode(std::move(op), std::move(params), {std::move(input)}) {}
+  const DatasetNode& input() const { return *inputs()[0]; }
+  int64_t cardinality() const override { return input().cardinality(); }
+  const RowSource* row_source() const override { return input().row_source(); }
+};
+
+// Base of the iterators of one-input stages: the input's iterator and one count (of elements taken,
+// skipped, seen...), which together are the stage's state.
+class UnaryIterator : public ItemIterator {
+ public:
+  UnaryIterator(const UnaryNode& node, uint64_t salt) : input_(node.input().make_iterator(salt)) {}
+  nlohmann::json save_state() const override { return {{"count", count_}, {"input", input_->save_state()}}; }
+  void restore_state(const nlohmann::json& state) override {
+    count_ = state.at("count").get<int64_t>();
+    input_->restore_state(state.at("input"));
+  }
+
+ protected:
+  std::unique_ptr<ItemIterator> input_;
+  int64_t count_ = 0;
+};
+
+// The only input of a with_inputs() call on a one-input stage.
+NodePtr single_input(const std::vector<NodePtr>& inputs, const std::string& op);
+
+// The element an item stands for: the source row for a lazy item, else its value.
+inline Element materialize(const Item& item, const RowSource* source) {
+  return item.index >= 0 ? source->row(item.index) : item.value;
+}
+
+// A distinct salt for sub-iteration k of an iteration salted `salt` (SplitMix64 finaliser).
+uint64_t mix_salt(uint64_t salt, uint64_t k);
+
+// Pulls `count` items from `it` (restoring a replayed stage); throws ValueError naming `stage` when the
+// input ends first, which means the pipeline is not the one that was saved.
+void replay(ItemIterator& it, int64_t count, const std::string& stage, const std::function<void(Item&&)>& on_item);
+
+}  // namespace lockstep::data::detail

@@ -1,0 +1,130 @@
+// Keras initializers drawing from Philox streams.
+#include "lockstep/keras/initializers.h"
+
+#include <atomic>
+#include <cmath>
+
+#include "lockstep/tensor/ops.h"
+
+namespace lockstep::keras {
+
+namespace utils {
+namespace {
+std::atomic<uint64_t> g_seed{1337};  // fixed by default: unseeded programs are still reproducible
+std::atomic<uint64_t> g_stream{0};
+}  // namespace
+
+void set_random_seed(uint64_t seed) {
+  g_seed = seed;
+  g_stream = 0;
+}
+
+Philox next_generator() { return Philox(g_seed, g_stream++); }
+}  // namespace utils
+
+namespace initializers {
+
+namespace {
+// Keras' fans: [in, out] for dense kernels, [h, w, in, out] for convolution kernels.
+std::pair<double, double> fans(const Shape& s) {
+  if (s.rank() == 0) return {1, 1};
+  if (s.rank() == 1) return {double(s[0]), double(s[0])};
+  double receptive = 1;
+  for (int64_t d = 0; d + 2 < s.rank(); ++d) receptive *= double(s[d]);
+  return {receptive * double(s[-2]), receptive * double(s[-1])};
+}
+
+Philox generator(const std::optional<uint64_t>& seed) { return seed ? Philox(*seed) : utils::next_generator(); }
+
+nlohmann::json seed_json(const std::optional<uint64_t>& seed) { return seed ? nlohmann::json(*seed) : nlohmann::json(); }
+
+class GlorotUniformInit : public Initializer {
+ public:
+  explicit GlorotUniformInit(std::optional<uint64_t> seed) : seed_(seed) {}
+  Tensor operator()(const Shape& shape, DType dtype) const override {
+    auto [in, out] = fans(shape);
+    double limit = std::sqrt(6.0 / (in + out));
+    Philox rng = generator(seed_);
+    return random_uniform(shape, rng, -limit, limit, dtype);
+  }
+  nlohmann::json get_config() const override { return {{"class_name", "GlorotUniform"}, {"config", {{"seed", seed_json(seed_)}}}}; }
+
+ private:
+  std::optional<uint64_t> seed_;
+};
+
+class HeNormalInit : public Initializer {
+ public:
+  explicit HeNormalInit(std::optional<uint64_t> seed) : seed_(seed) {}
+  Tensor operator()(const Shape& shape, DType dtype) const override {
+    // 0.8796... is the stddev of a unit normal truncated at two standard deviations.
+    double stddev = std::sqrt(2.0 / fans(shape).first) / 0.87962566103423978;
+    Philox rng = generator(seed_);
+    return truncated_normal(shape, rng, 0, stddev, dtype);
+  }
+  nlohmann::json get_config() const override { return {{"class_name", "HeNormal"}, {"config", {{"seed", seed_json(seed_)}}}}; }
+
+ private:
+  std::optional<uint64_t> seed_;
+};
+
+class RandomNormalInit : public Initializer {
+ public:
+  RandomNormalInit(double mean, double stddev, std::optional<uint64_t> seed) : mean_(mean), stddev_(stddev), seed_(seed) {}
+  Tensor operator()(const Shape& shape, DType dtype) const override {
+    Philox rng = generator(seed_);
+    return random_normal(shape, rng, mean_, stddev_, dtype);
+  }
+  nlohmann::json get_config() const override {
+    return {{"class_name", "RandomNormal"}, {"config", {{"mean", mean_}, {"stddev", stddev_}, {"seed", seed_json(seed_)}}}};
+  }
+
+ private:
+  double mean_, stddev_;
+  std::optional<uint64_t> seed_;
+};
+
+class ConstantInit : public Initializer {
+ public:
+  explicit ConstantInit(double value) : value_(value) {}
+  Tensor operator()(const Shape& shape, DType dtype) const override { return full(shape, value_, dtype); }
+  nlohmann::json get_config() const override { return {{"class_name", value_ == 0 ? "Zeros" : "Ones"}, {"config", nlohmann::json::object()}}; }
+
+ private:
+  double value_;
+};
+
+std::optional<uint64_t> seed_from(const nlohmann::json& c) {
+  return c.contains("seed") && !c["seed"].is_null() ? std::optional<uint64_t>(c["seed"].get<uint64_t>()) : std::nullopt;
+}
+}  // namespace
+
+InitializerPtr GlorotUniform(std::optional<uint64_t> seed) { return std::make_shared<GlorotUniformInit>(seed); }
+InitializerPtr HeNormal(std::optional<uint64_t> seed) { return std::make_shared<HeNormalInit>(seed); }
+InitializerPtr RandomNormal(double mean, double stddev, std::optional<uint64_t> seed) {
+  return std::make_shared<RandomNormalInit>(mean, stddev, seed);
+}
+InitializerPtr Zeros() { return std::make_shared<ConstantInit>(0.0); }
+InitializerPtr Ones() { return std::make_shared<ConstantInit>(1.0); }
+
+InitializerPtr get(const std::string& id) {
+  if (id == "glorot_uniform" || id == "GlorotUniform") return GlorotUniform();
+  if (id == "he_normal" || id == "HeNormal") return HeNormal();
+  if (id == "random_normal" || id == "RandomNormal") return RandomNormal();
+  if (id == "zeros" || id == "Zeros") return Zeros();
+  if (id == "ones" || id == "Ones") return Ones();
+  throw ValueError(make_message("unknown initializer '", id,
+                                "': use glorot_uniform, he_normal, random_normal, zeros or ones"));
+}
+
+InitializerPtr from_config(const nlohmann::json& config) {
+  const std::string name = config.at("class_name");
+  const nlohmann::json c = config.value("config", nlohmann::json::object());
+  if (name == "GlorotUniform") return GlorotUniform(seed_from(c));
+  if (name == "HeNormal") return HeNormal(seed_from(c));
+  if (name == "RandomNormal") return RandomNormal(c.value("mean", 0.0), c.value("stddev", 0.05), seed_from(c));
+  return get(name);
+}
+
+}  // namespace initializers
+}  // namespace lockstep::keras

@@ -1,0 +1,412 @@
+// Keras layers: naming, weights, shape checks, and each layer's build/call/config.
+#include "lockstep/keras/layers.h"
+
+#include <cctype>
+#include <map>
+#include <mutex>
+
+#include "keras-impl.h"
+#include "lockstep/keras/activations.h"
+
+namespace lockstep::keras {
+
+namespace {
+std::mutex g_names_mutex;
+std::map<std::string, int> g_name_counts;
+
+// "MaxPooling2D" -> "max_pooling2d", as Keras derives default layer names.
+std::string to_snake_case(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const bool upper = std::isupper(static_cast<unsigned char>(s[i]));
+    const bool prev_lower = i > 0 && std::islower(static_cast<unsigned char>(s[i - 1]));
+    const bool next_lower = i + 1 < s.size() && std::islower(static_cast<unsigned char>(s[i + 1]));
+    if (upper && i > 0 && (prev_lower || next_lower)) out += '_';
+    out += static_cast<char>(std::tolower(static_cast<unsigned char>(s[i])));
+  }
+  return out;
+}
+
+Shape without_batch(const Shape& s) { return Shape(std::vector<int64_t>(s.dims().begin() + 1, s.dims().end())); }
+
+}  // namespace
+
+namespace detail {
+std::string unique_name(const std::string& class_name) {
+  std::string base = to_snake_case(class_name);
+  std::lock_guard lock(g_names_mutex);
+  int n = g_name_counts[base]++;
+  return n == 0 ? base : base + "_" + std::to_string(n);
+}
+
+std::string with_none(const Shape& features) {
+  std::string s = "(None";
+  for (int64_t d : features.dims()) s += ", " + std::to_string(d);
+  return s + ")";
+}
+}  // namespace detail
+
+void clear_session() {
+  std::lock_guard lock(g_names_mutex);
+  g_name_counts.clear();
+}
+
+// ---- Layer ----
+
+Layer::Layer(std::string class_name, std::string name)
+    : class_name_(std::move(class_name)), name_(name.empty() ? detail::unique_name(class_name_) : std::move(name)) {}
+
+void Layer::ensure_built(const Shape& input_shape) {
+  if (built_) return;
+  build(input_shape);
+  built_shape_ = input_shape;
+  built_ = true;
+}
+
+void Layer::check_input(const Tensor& x) const {
+  if (weights_.empty()) return;  // only layers with weights fix their input's feature shape
+  const Shape got = without_batch(x.shape());
+  LS_CHECK(got.rank() == built_shape_.rank() && got[-1] == built_shape_[-1], ValueError, "Input 0 of layer \"",
+           name_, "\" is incompatible with the layer: expected shape=", detail::with_none(built_shape_), ", found shape=",
+           x.shape().str());
+}
+
+Tensor Layer::operator()(const Tensor& x, CallOptions options) {
+  LS_CHECK(x.rank() >= 1, ValueError, "layer \"", name_, "\" needs a batch of inputs (rank >= 1), got a scalar");
+  ensure_built(without_batch(x.shape()));
+  check_input(x);
+  return call(x, options.training);
+}
+
+nlohmann::json Layer::get_config() const { return {{"name", name_}, {"trainable", true}, {"dtype", "float32"}}; }
+
+std::vector<Variable> Layer::trainable_weights() const {
+  std::vector<Variable> out;
+  for (const Variable& v : weights_)
+    if (v.trainable()) out.push_back(v);
+  return out;
+}
+
+std::vector<Variable> Layer::non_trainable_weights() const {
+  std::vector<Variable> out;
+  for (const Variable& v : weights_)
+    if (!v.trainable()) out.push_back(v);
+  return out;
+}
+
+std::vector<Tensor> Layer::losses() const {
+  std::vector<Tensor> out;
+  for (const auto& [v, reg] : regularized_) out.push_back((*reg)(v));
+  return out;
+}
+
+int64_t Layer::count_params() const {
+  int64_t n = 0;
+  for (const Variable& v : weights_) n += v.shape().numel();
+  return n;
+}
+
+Variable Layer::add_weight(const std::string& name, const Shape& shape, const InitializerRef& initializer,
+                           bool trainable, regularizers::RegularizerPtr regularizer) {
+  Variable v((*initializer.ptr)(shape, DType::float32), {.name = name_ + "/" + name, .trainable = trainable});
+  weights_.push_back(v);
+  if (regularizer) regularized_.emplace_back(v, std::move(regularizer));
+  return v;
+}
+
+namespace layers {
+
+// ---- InputLayer ----
+
+InputLayer::InputLayer(Shape shape, DType dtype, std::string name)
+    : Layer("InputLayer", std::move(name)), shape_(std::move(shape)), dtype_(dtype) {}
+
+Tensor InputLayer::call(const Tensor& x, bool) {
+  LS_CHECK(without_batch(x.shape()) == shape_, ValueError, "Input 0 of layer \"", name(),
+           "\" is incompatible with the layer: expected shape=", detail::with_none(shape_), ", found shape=", x.shape().str());
+  return x;
+}
+
+nlohmann::json InputLayer::get_config() const {
+  nlohmann::json c = Layer::get_config();
+  std::vector<nlohmann::json> shape{nullptr};
+  for (int64_t d : shape_.dims()) shape.push_back(d);
+  c["batch_input_shape"] = shape;
+  c["dtype"] = std::string(dtype_name(dtype_));
+  return c;
+}
+
+// ---- Reshape, Flatten ----
+
+Reshape::Reshape(Shape target_shape, std::string name) : Layer("Reshape", std::move(name)), target_(std::move(target_shape)) {}
+
+Shape Reshape::compute_output_shape(const Shape& input_shape) const {
+  std::vector<int64_t> dims = target_.dims();
+  int64_t known = 1;
+  for (int64_t d : dims)
+    if (d != -1) known *= d;
+  for (int64_t& d : dims)
+    if (d == -1) d = input_shape.numel() / std::max<int64_t>(known, 1);
+  Shape out(dims);
+  LS_CHECK(out.numel() == input_shape.numel(), ValueError, "Reshape \"", name(), "\": total size of the new array must be unchanged, input_shape = ",
+           input_shape.str(), ", output_shape = ", target_.str());
+  return out;
+}
+
+Tensor Reshape::call(const Tensor& x, bool) {
+  const Shape features = compute_output_shape(without_batch(x.shape()));
+  std::vector<int64_t> dims{x.dim(0)};
+  dims.insert(dims.end(), features.dims().begin(), features.dims().end());
+  return reshape(x, Shape(dims));
+}
+
+nlohmann::json Reshape::get_config() const {
+  nlohmann::json c = Layer::get_config();
+  c["target_shape"] = target_.dims();
+  return c;
+}
+
+Flatten::Flatten(std::string name) : Layer("Flatten", std::move(name)) {}
+Shape Flatten::compute_output_shape(const Shape& input_shape) const { return Shape{input_shape.numel()}; }
+Tensor Flatten::call(const Tensor& x, bool) { return reshape(x, Shape{x.dim(0), -1}); }
+
+// ---- Conv2D ----
+
+Conv2D::Conv2D(int64_t filters, int64_t kernel_size, Conv2DOptions options)
+    : Layer("Conv2D", options.name), filters_(filters), kernel_size_(kernel_size), opt_(std::move(options)) {
+  LS_CHECK(filters > 0 && kernel_size > 0 && opt_.strides > 0, ValueError, "Conv2D needs positive filters, kernel_size and strides, got ",
+           filters, ", ", kernel_size, ", ", opt_.strides);
+  conv_ = {.stride_h = opt_.strides, .stride_w = opt_.strides, .padding = raw_ops::padding_from_name(opt_.padding)};
+  activation_ = activations::get(opt_.activation);  // an unknown name fails here, not at the first call
+}
+
+void Conv2D::build(const Shape& s) {
+  LS_CHECK(s.rank() == 3, ValueError, "Conv2D \"", name(), "\" expects inputs of shape (batch, height, width, channels), got ",
+           detail::with_none(s));
+  kernel_ = add_weight("kernel", {kernel_size_, kernel_size_, s[2], filters_}, opt_.kernel_initializer, true,
+                       opt_.kernel_regularizer);
+  if (opt_.use_bias) bias_ = add_weight("bias", {filters_}, opt_.bias_initializer);
+}
+
+Shape Conv2D::compute_output_shape(const Shape& s) const {
+  auto out = [&](int64_t in) {
+    return conv_.padding == Padding::same ? (in + opt_.strides - 1) / opt_.strides : (in - kernel_size_) / opt_.strides + 1;
+  };
+  return Shape{out(s[0]), out(s[1]), filters_};
+}
+
+Tensor Conv2D::call(const Tensor& x, bool) {
+  return activation_(nn::conv2d(x, kernel_, opt_.use_bias ? bias_.read() : Tensor(), conv_));
+}
+
+nlohmann::json Conv2D::get_config() const {
+  nlohmann::json c = Layer::get_config();
+  c["filters"] = filters_;
+  c["kernel_size"] = {kernel_size_, kernel_size_};
+  c["strides"] = {opt_.strides, opt_.strides};
+  c["padding"] = opt_.padding;
+  c["activation"] = opt_.activation.empty() ? "linear" : opt_.activation;
+  c["use_bias"] = opt_.use_bias;
+  c["kernel_initializer"] = opt_.kernel_initializer.ptr->get_config();
+  c["bias_initializer"] = opt_.bias_initializer.ptr->get_config();
+  c["kernel_regularizer"] = opt_.kernel_regularizer ? opt_.kernel_regularizer->get_config() : nlohmann::json();
+  return c;
+}
+
+// ---- pooling ----
+
+Pooling2D::Pooling2D(std::string class_name, int64_t pool_size, Pooling2DOptions options)
+    : Layer(std::move(class_name), options.name) {
+  int64_t stride = options.strides.value_or(pool_size);
+  LS_CHECK(pool_size > 0 && stride > 0, ValueError, "pool_size and strides must be positive, got ", pool_size, " and ", stride);
+  pool_ = {.pool_h = pool_size, .pool_w = pool_size, .stride_h = stride, .stride_w = stride,
+           .padding = raw_ops::padding_from_name(options.padding)};
+}
+
+Shape Pooling2D::compute_output_shape(const Shape& s) const {
+  auto out = [&](int64_t in) {
+    return pool_.padding == Padding::same ? (in + pool_.stride_h - 1) / pool_.stride_h : (in - pool_.pool_h) / pool_.stride_h + 1;
+  };
+  return Shape{out(s[0]), out(s[1]), s[2]};
+}
+
+Tensor MaxPooling2D::call(const Tensor& x, bool) { return nn::max_pool2d(x, pool_); }
+
+nlohmann::json Pooling2D::get_config() const {
+  nlohmann::json c = Layer::get_config();
+  c["pool_size"] = {pool_.pool_h, pool_.pool_w};
+  c["strides"] = {pool_.stride_h, pool_.stride_w};
+  c["padding"] = pool_.padding == Padding::same ? "same" : "valid";
+  return c;
+}
+
+Tensor AveragePooling2D::call(const Tensor& x, bool) { return nn::avg_pool2d(x, pool_); }
+
+// ---- Dense ----
+
+Dense::Dense(int64_t units, DenseOptions options) : Layer("Dense", options.name), units_(units), opt_(std::move(options)) {
+  LS_CHECK(units > 0, ValueError, "Dense needs a positive number of units, got ", units);
+  activation_ = activations::get(opt_.activation);
+}
+
+void Dense::build(const Shape& s) {
+  LS_CHECK(s.rank() >= 1, ValueError, "Dense \"", name(), "\" needs inputs of rank >= 2 (batch, features)");
+  kernel_ = add_weight("kernel", {s[-1], units_}, opt_.kernel_initializer, true, opt_.kernel_regularizer);
+  if (opt_.use_bias) bias_ = add_weight("bias", {units_}, opt_.bias_initializer);
+}
+
+Shape Dense::compute_output_shape(const Shape& s) const {
+  std::vector<int64_t> dims = s.dims();
+  dims.back() = units_;
+  return Shape(dims);
+}
+
+Tensor Dense::call(const Tensor& x, bool) {
+  Tensor y;
+  if (x.rank() == 2) {
+    y = matmul(x, kernel_);
+  } else {  // applied over the last axis, as Keras does for rank > 2
+    std::vector<int64_t> dims = x.shape().dims();
+    y = matmul(reshape(x, {-1, dims.back()}), kernel_);
+    dims.back() = units_;
+    y = reshape(y, Shape(dims));
+  }
+  if (opt_.use_bias) y = y + bias_;
+  return activation_(y);
+}
+
+nlohmann::json Dense::get_config() const {
+  nlohmann::json c = Layer::get_config();
+  c["units"] = units_;
+  c["activation"] = opt_.activation.empty() ? "linear" : opt_.activation;
+  c["use_bias"] = opt_.use_bias;
+  c["kernel_initializer"] = opt_.kernel_initializer.ptr->get_config();
+  c["bias_initializer"] = opt_.bias_initializer.ptr->get_config();
+  c["kernel_regularizer"] = opt_.kernel_regularizer ? opt_.kernel_regularizer->get_config() : nlohmann::json();
+  return c;
+}
+
+// ---- Dropout ----
+
+Dropout::Dropout(double rate, DropoutOptions options)
+    : Layer("Dropout", options.name), rate_(rate), rng_(options.seed ? Philox(*options.seed) : utils::next_generator()) {
+  LS_CHECK(rate >= 0 && rate < 1, ValueError, "Dropout rate must be in [0, 1), got ", rate);
+}
+
+Tensor Dropout::call(const Tensor& x, bool training) {
+  if (!training || rate_ == 0) return x;
+  Tensor keep = cast(greater_equal(random_uniform(x.shape(), rng_, 0, 1, x.dtype()), scalar(rate_, x.dtype())), x.dtype());
+  return x * keep * (1.0 / (1.0 - rate_));
+}
+
+nlohmann::json Dropout::get_config() const {
+  nlohmann::json c = Layer::get_config();
+  c["rate"] = rate_;
+  return c;
+}
+
+// ---- BatchNormalization ----
+
+BatchNormalization::BatchNormalization(BatchNormalizationOptions options)
+    : Layer("BatchNormalization", options.name), opt_(std::move(options)) {}
+
+void BatchNormalization::build(const Shape& s) {
+  const Shape c{s[-1]};
+  gamma_ = add_weight("gamma", c, "ones");
+  beta_ = add_weight("beta", c, "zeros");
+  moving_mean_ = add_weight("moving_mean", c, "zeros", false);
+  moving_variance_ = add_weight("moving_variance", c, "ones", false);
+}
+
+Tensor BatchNormalization::call(const Tensor& x, bool training) {
+  std::vector<int64_t> axes;
+  for (int64_t d = 0; d + 1 < x.rank(); ++d) axes.push_back(d);
+  Tensor mean, variance;
+  if (training) {
+    mean = reduce_mean(x, axes);
+    variance = reduce_mean(square(x - mean), axes);
+    NoGradGuard no_grad;
+    const double m = opt_.momentum;
+    moving_mean_.assign(moving_mean_.value() * m + mean * (1 - m));
+    moving_variance_.assign(moving_variance_.value() * m + variance * (1 - m));
+  } else {
+    mean = moving_mean_.value();
+    variance = moving_variance_.value();
+  }
+  return (x - mean) * rsqrt(variance + opt_.epsilon) * gamma_ + beta_;
+}
+
+nlohmann::json BatchNormalization::get_config() const {
+  nlohmann::json c = Layer::get_config();
+  c["momentum"] = opt_.momentum;
+  c["epsilon"] = opt_.epsilon;
+  return c;
+}
+
+// ---- Activation ----
+
+Activation::Activation(std::string activation, std::string name)
+    : Layer("Activation", std::move(name)),
+      name_of_activation_(std::move(activation)),
+      activation_(activations::get(name_of_activation_)) {}
+
+Tensor Activation::call(const Tensor& x, bool) { return activation_(x); }
+
+nlohmann::json Activation::get_config() const {
+  nlohmann::json c = Layer::get_config();
+  c["activation"] = name_of_activation_;
+  return c;
+}
+
+// ---- from_config ----
+
+LayerPtr from_config(const nlohmann::json& j) {
+  const std::string cls = j.at("class_name");
+  const nlohmann::json& c = j.at("config");
+  const std::string name = c.value("name", "");
+  auto dims = [](const nlohmann::json& a) { return a.get<std::vector<int64_t>>(); };
+  if (cls == "InputLayer") {
+    std::vector<int64_t> shape;
+    for (size_t i = 1; i < c.at("batch_input_shape").size(); ++i) shape.push_back(c["batch_input_shape"][i]);
+    return std::make_shared<InputLayer>(Shape(shape), dtype_from_name(c.value("dtype", "float32")), name);
+  }
+  if (cls == "Reshape") return std::make_shared<Reshape>(Shape(dims(c.at("target_shape"))), name);
+  if (cls == "Flatten") return std::make_shared<Flatten>(name);
+  auto activation = [&] {
+    std::string a = c.value("activation", "linear");
+    return a == "linear" ? std::string() : a;
+  };
+  if (cls == "Conv2D")
+    return std::make_shared<Conv2D>(c.at("filters").get<int64_t>(), c.at("kernel_size")[0].get<int64_t>(),
+                                    Conv2DOptions{.strides = c.at("strides")[0].get<int64_t>(),
+                                                  .padding = c.value("padding", "valid"),
+                                                  .activation = activation(),
+                                                  .use_bias = c.value("use_bias", true),
+                                                  .kernel_initializer = initializers::from_config(c.at("kernel_initializer")),
+                                                  .bias_initializer = initializers::from_config(c.at("bias_initializer")),
+                                                  .kernel_regularizer = regularizers::from_config(c.value("kernel_regularizer", nlohmann::json())),
+                                                  .name = name});
+  if (cls == "Dense")
+    return std::make_shared<Dense>(c.at("units").get<int64_t>(),
+                                   DenseOptions{.activation = activation(),
+                                                .use_bias = c.value("use_bias", true),
+                                                .kernel_initializer = initializers::from_config(c.at("kernel_initializer")),
+                                                .bias_initializer = initializers::from_config(c.at("bias_initializer")),
+                                                .kernel_regularizer = regularizers::from_config(c.value("kernel_regularizer", nlohmann::json())),
+                                                .name = name});
+  if (cls == "MaxPooling2D" || cls == "AveragePooling2D") {
+    Pooling2DOptions o{.strides = c.at("strides")[0].get<int64_t>(), .padding = c.value("padding", "valid"), .name = name};
+    int64_t size = c.at("pool_size")[0];
+    if (cls == "MaxPooling2D") return std::make_shared<MaxPooling2D>(size, o);
+    return std::make_shared<AveragePooling2D>(size, o);
+  }
+  if (cls == "Dropout") return std::make_shared<Dropout>(c.at("rate").get<double>(), DropoutOptions{.name = name});
+  if (cls == "BatchNormalization")
+    return std::make_shared<BatchNormalization>(
+        BatchNormalizationOptions{.momentum = c.value("momentum", 0.99), .epsilon = c.value("epsilon", 1e-3), .name = name});
+  if (cls == "Activation") return std::make_shared<Activation>(c.at("activation").get<std::string>(), name);
+  throw ValueError(make_message("unknown layer class '", cls, "' in model config"));
+}
+
+}  // namespace layers
+}  // namespace lockstep::keras

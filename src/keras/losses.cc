@@ -1,0 +1,237 @@
+// Keras losses as in Keras 3 (keras/losses/losses.py and the TensorFlow backend's cross-entropies), composed
+// of differentiable ops; Loss.__call__'s sample weighting and reductions; tf.nn.compute_average_loss.
+#include "lockstep/keras/losses.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "lockstep/autograd/ops.h"
+
+namespace lockstep::keras::losses {
+
+namespace {
+
+Tensor as_dtype(const Tensor& x, DType dtype) {
+  return x.dtype() == dtype ? x : cast(x, dtype);
+}
+
+// Probabilities clipped into [kEpsilon, 1 - kEpsilon], so that their logs stay finite.
+Tensor clip_probabilities(const Tensor& p) {
+  return minimum(maximum(p, scalar(kEpsilon, p.dtype())), scalar(1 - kEpsilon, p.dtype()));
+}
+
+Shape without_last_axis(const Shape& s) {
+  return Shape(std::vector<int64_t>(s.dims().begin(), s.dims().end() - 1));
+}
+
+Shape with_last_axis_1(const Shape& s) {
+  std::vector<int64_t> dims = s.dims();
+  dims.push_back(1);
+  return Shape(std::move(dims));
+}
+
+void check_same_shape(const char* loss, const Tensor& y_true, const Tensor& y_pred) {
+  LS_CHECK(y_true.shape() == y_pred.shape(), InvalidArgumentError, loss, ": y_true of shape ", y_true.shape().str(),
+           " does not match y_pred of shape ", y_pred.shape().str(), "; pass targets of the predictions' shape");
+}
+
+void check_has_classes(const char* loss, const Tensor& y_pred) {
+  LS_CHECK(y_pred.rank() >= 1, InvalidArgumentError, loss,
+           ": y_pred must have a last axis of classes or outputs, got a scalar");
+}
+
+// values * sample_weight, the weight given a trailing axis when it has one axis fewer (or its trailing
+// axis of 1 dropped when it has one more), then broadcast.
+Tensor apply_sample_weight(const Tensor& values, const Tensor& sample_weight) {
+  if (!sample_weight.defined()) return values;
+  Tensor w = as_dtype(sample_weight, values.dtype());
+  // TF 2's squeeze_or_expand_dimensions: per-example weights [N] weight every element of losses [N, T].
+  if (w.rank() == values.rank() + 1 && w.dim(-1) == 1)
+    w = reshape(w, without_last_axis(w.shape()));
+  else if (w.rank() > 0 && w.rank() + 1 == values.rank())
+    w = reshape(w, with_last_axis_1(w.shape()));
+  return values * w;
+}
+
+}  // namespace
+
+std::string reduction_name(Reduction reduction) {
+  switch (reduction) {
+    case Reduction::AUTO:
+      return "auto";
+    case Reduction::NONE:
+      return "none";
+    case Reduction::SUM:
+      return "sum";
+    case Reduction::SUM_OVER_BATCH_SIZE:
+      return "sum_over_batch_size";
+  }
+  return "auto";
+}
+
+std::pair<Tensor, Tensor> squeeze_or_expand_to_same_rank(const Tensor& x1, const Tensor& x2, bool expand_rank_1) {
+  auto fit = [expand_rank_1](Tensor& longer, Tensor& shorter) {
+    if (longer.rank() != shorter.rank() + 1 || longer.dim(-1) != 1) return;
+    if (shorter.rank() == 1 && expand_rank_1)
+      shorter = reshape(shorter, with_last_axis_1(shorter.shape()));
+    else
+      longer = reshape(longer, without_last_axis(longer.shape()));
+  };
+  Tensor a = x1, b = x2;
+  fit(a, b);
+  fit(b, a);
+  return {a, b};
+}
+
+// ---- per-example functions ----
+
+Tensor sparse_categorical_crossentropy(const Tensor& y_true, const Tensor& y_pred, bool from_logits) {
+  check_has_classes("sparse_categorical_crossentropy", y_pred);
+  const Shape batch = without_last_axis(y_pred.shape());
+  Tensor labels = y_true;
+  if (labels.rank() == y_pred.rank() && labels.dim(-1) == 1) labels = reshape(labels, batch);
+  LS_CHECK(labels.shape() == batch, InvalidArgumentError, "sparse_categorical_crossentropy: labels of shape ",
+           y_true.shape().str(), " do not fit y_pred of shape ", y_pred.shape().str(), "; expected labels of shape ",
+           batch.str(), " (or with a trailing axis of 1)");
+  // Keras casts labels of any dtype to int64 (floats truncate).
+  if (labels.dtype() != DType::int32) labels = as_dtype(labels, DType::int64);
+  // From probabilities Keras (TF backend) takes log(clip(p)) as logits, which normalises by the sum.
+  Tensor logits = from_logits ? y_pred : log(clip_probabilities(y_pred));
+  Tensor loss = nn::sparse_softmax_cross_entropy_with_logits(reshape(labels, Shape{batch.numel()}),
+                                                             reshape(logits, Shape{batch.numel(), y_pred.dim(-1)}));
+  return reshape(loss, batch);
+}
+
+Tensor categorical_crossentropy(const Tensor& y_true, const Tensor& y_pred, bool from_logits, double label_smoothing) {
+  check_has_classes("categorical_crossentropy", y_pred);
+  check_same_shape("categorical_crossentropy", y_true, y_pred);
+  LS_CHECK(label_smoothing >= 0 && label_smoothing <= 1, ValueError,
+           "categorical_crossentropy: label_smoothing must be in [0, 1], got ", label_smoothing);
+  Tensor t = as_dtype(y_true, y_pred.dtype());
+  if (label_smoothing > 0) t = t * (1 - label_smoothing) + label_smoothing / static_cast<double>(y_pred.dim(-1));
+  if (from_logits) return -reduce_sum(t * nn::log_softmax(y_pred, -1), {-1});
+  // Keras rescales probabilities to sum 1 before clipping.
+  Tensor p = y_pred / reduce_sum(y_pred, {-1}, /*keepdims=*/true);
+  return -reduce_sum(t * log(clip_probabilities(p)), {-1});
+}
+
+Tensor binary_crossentropy(const Tensor& y_true, const Tensor& y_pred, bool from_logits, double label_smoothing) {
+  check_has_classes("binary_crossentropy", y_pred);
+  LS_CHECK(label_smoothing >= 0 && label_smoothing <= 1, ValueError,
+           "binary_crossentropy: label_smoothing must be in [0, 1], got ", label_smoothing);
+  auto [t, x] = squeeze_or_expand_to_same_rank(as_dtype(y_true, y_pred.dtype()), y_pred);
+  check_same_shape("binary_crossentropy", t, x);
+  if (label_smoothing > 0) t = t * (1 - label_smoothing) + 0.5 * label_smoothing;
+  Tensor bce;
+  if (from_logits) {
+    // tf.nn.sigmoid_cross_entropy_with_logits: max(x, 0) - x t + log(1 + exp(-|x|)), written with where()
+    // so that the gradient at x = 0 is TF's sigmoid(0) - t.
+    Tensor zero = zeros_like(x), nonnegative = greater_equal(x, zero);
+    bce = where(nonnegative, x, zero) - x * t + log(1.0 + exp(where(nonnegative, -x, x)));
+  } else {
+    Tensor p = clip_probabilities(x);
+    bce = -(t * log(p) + (1.0 - t) * log(1.0 - p));
+  }
+  return reduce_mean(bce, {-1});
+}
+
+Tensor mean_squared_error(const Tensor& y_true, const Tensor& y_pred) {
+  check_has_classes("mean_squared_error", y_pred);
+  auto [t, p] = squeeze_or_expand_to_same_rank(as_dtype(y_true, y_pred.dtype()), y_pred);
+  check_same_shape("mean_squared_error", t, p);
+  return reduce_mean(square(p - t), {-1});
+}
+
+// ---- Loss objects ----
+
+Loss::~Loss() = default;
+
+Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) const {
+  Tensor values = apply_sample_weight(call(y_true, y_pred), sample_weight);
+  if (reduction_ == Reduction::NONE || values.rank() == 0) return values;
+  Tensor total = reduce_sum(values);
+  if (reduction_ == Reduction::SUM) return total;
+  // An empty batch gives 0, as TF 2's divide_no_nan, not NaN.
+  return total / static_cast<double>(std::max<int64_t>(values.numel(), 1));
+}
+
+nlohmann::json Loss::get_config() const {
+  return {{"name", name_}, {"reduction", reduction_name(reduction_)}};
+}
+
+LossFunctionWrapper::LossFunctionWrapper(Fn fn, Reduction reduction, std::string name, nlohmann::json config)
+    : Loss(reduction, std::move(name)), fn_(std::move(fn)), config_(std::move(config)) {}
+
+nlohmann::json LossFunctionWrapper::get_config() const {
+  nlohmann::json c = Loss::get_config();
+  c.update(config_);
+  return c;
+}
+
+std::shared_ptr<Loss> SparseCategoricalCrossentropy(SparseCategoricalCrossentropyOptions o) {
+  return std::make_shared<LossFunctionWrapper>(
+      [from_logits = o.from_logits](const Tensor& t, const Tensor& p) {
+        return sparse_categorical_crossentropy(t, p, from_logits);
+      },
+      o.reduction, o.name, nlohmann::json{{"from_logits", o.from_logits}});
+}
+
+std::shared_ptr<Loss> CategoricalCrossentropy(CategoricalCrossentropyOptions o) {
+  return std::make_shared<LossFunctionWrapper>(
+      [from_logits = o.from_logits, ls = o.label_smoothing](const Tensor& t, const Tensor& p) {
+        return categorical_crossentropy(t, p, from_logits, ls);
+      },
+      o.reduction, o.name, nlohmann::json{{"from_logits", o.from_logits}, {"label_smoothing", o.label_smoothing}});
+}
+
+std::shared_ptr<Loss> BinaryCrossentropy(BinaryCrossentropyOptions o) {
+  return std::make_shared<LossFunctionWrapper>(
+      [from_logits = o.from_logits, ls = o.label_smoothing](const Tensor& t, const Tensor& p) {
+        return binary_crossentropy(t, p, from_logits, ls);
+      },
+      o.reduction, o.name, nlohmann::json{{"from_logits", o.from_logits}, {"label_smoothing", o.label_smoothing}});
+}
+
+std::shared_ptr<Loss> MeanSquaredError(MeanSquaredErrorOptions o) {
+  return std::make_shared<LossFunctionWrapper>(mean_squared_error, o.reduction, o.name);
+}
+
+std::shared_ptr<Loss> get(const std::string& identifier) {
+  std::string id;
+  for (unsigned char c : identifier) id += static_cast<char>(std::tolower(c));
+  if (id == "sparse_categorical_crossentropy") return SparseCategoricalCrossentropy();
+  if (id == "categorical_crossentropy") return CategoricalCrossentropy();
+  if (id == "binary_crossentropy") return BinaryCrossentropy();
+  if (id == "mse" || id == "mean_squared_error") return MeanSquaredError();
+  throw ValueError(make_message("Could not interpret loss identifier: '", identifier,
+                                "'. Valid names: 'sparse_categorical_crossentropy', 'categorical_crossentropy', "
+                                "'binary_crossentropy', 'mse', 'mean_squared_error'."));
+}
+
+}  // namespace lockstep::keras::losses
+
+namespace lockstep::nn {
+
+int64_t current_num_replicas_in_sync() {
+  return 1;
+}
+
+Tensor compute_average_loss(const Tensor& per_example_loss, const AverageLossOptions& options) {
+  LS_CHECK(per_example_loss.rank() >= 1, ValueError,
+           "Invalid value passed for `per_example_loss`. Expected a tensor with at least rank 1, got shape ",
+           per_example_loss.shape().str());
+  LS_CHECK(options.global_batch_size >= 0, ValueError, "global_batch_size must be positive, got ",
+           options.global_batch_size);
+  Tensor loss = keras::losses::apply_sample_weight(per_example_loss, options.sample_weight);
+  const int64_t global_batch_size = options.global_batch_size > 0
+                                        ? options.global_batch_size
+                                        : per_example_loss.dim(0) * current_num_replicas_in_sync();
+  // A replica with an empty batch contributes 0 rather than failing TF's positivity assertion.
+  return reduce_sum(loss) / static_cast<double>(std::max<int64_t>(global_batch_size, 1));
+}
+
+Tensor scale_regularization_loss(const Tensor& regularization_loss) {
+  return regularization_loss * (1.0 / static_cast<double>(current_num_replicas_in_sync()));
+}
+
+}  // namespace lockstep::nn

@@ -1,0 +1,217 @@
+// Keras 3 metrics: Mean and Sum with reduce_to_samplewise_values' weighting, MeanMetricWrapper and the
+// accuracy functions, and compile()'s resolution of "accuracy". Computed with raw ops, accumulated in double.
+#include "lockstep/keras/metrics.h"
+
+#include <cctype>
+#include <tuple>
+
+#include "lockstep/autograd/tape.h"
+#include "lockstep/keras/losses.h"
+#include "lockstep/tensor/ops.h"
+
+namespace lockstep::keras::metrics {
+
+namespace {
+
+using raw_ops::BinaryOp;
+
+Tensor to_double(const Tensor& x) {
+  return x.dtype() == DType::float64 ? x : raw_ops::cast(x, DType::float64);
+}
+
+// 1.0 where a == b, else 0.0, both compared as float64.
+Tensor matches(const Tensor& a, const Tensor& b) {
+  return raw_ops::cast(raw_ops::binary(BinaryOp::equal, to_double(a), to_double(b)), DType::float64);
+}
+
+// Keras' reduce_to_samplewise_values: the values, weighted, reduced to at most one per sample, and the
+// weights reduced alike (undefined without weights). `mean` picks the reduction: Mean averages, Sum adds.
+std::pair<Tensor, Tensor> samplewise(const Tensor& values, const Tensor& sample_weight, bool mean) {
+  auto reduce_from = [mean](const Tensor& x, int64_t first_axis) {
+    std::vector<int64_t> axes;
+    for (int64_t a = first_axis; a < x.rank(); ++a) axes.push_back(a);
+    return mean ? raw_ops::mean(x, axes) : raw_ops::sum(x, axes);
+  };
+  Tensor v = to_double(values), w;
+  if (sample_weight.defined()) {
+    std::tie(v, w) = losses::squeeze_or_expand_to_same_rank(v, to_double(sample_weight));
+    if (v.rank() > w.rank()) v = reduce_from(v, w.rank());
+    w = raw_ops::broadcast_to(w, v.shape());
+    v = raw_ops::binary(BinaryOp::mul, v, w);
+    if (w.rank() > 1) w = reduce_from(w, 1);
+  }
+  if (v.rank() > 1) v = reduce_from(v, 1);
+  return {v, w};
+}
+
+void check_state_size(const Metric& m, const std::vector<double>& state, size_t expected) {
+  LS_CHECK(state.size() == expected, ValueError, "metric '", m.name(), "' has ", expected, " state values, got ",
+           state.size(), "; pass what its state() returned");
+}
+
+void check_values(const Metric& m, const Tensor& values) {
+  LS_CHECK(values.defined(), ValueError, "metric '", m.name(), "': update_state got undefined values");
+}
+
+[[noreturn]] void throw_takes_values(const Metric& m) {
+  throw ValueError(make_message("metric '", m.name(),
+                                "' accumulates values: call update_state(values, sample_weight) on it, not "
+                                "update_state(y_true, y_pred, sample_weight)"));
+}
+
+}  // namespace
+
+// ---- Metric, Mean, Sum ----
+
+Metric::~Metric() = default;
+
+void Metric::update_state(const Tensor&, const Tensor&, const Tensor&) {
+  throw_takes_values(*this);
+}
+
+nlohmann::json Metric::get_config() const {
+  return {{"name", name_}, {"dtype", "float32"}};
+}
+
+void MeanMetric::update_state(const Tensor&, const Tensor&, const Tensor&) {
+  throw_takes_values(*this);
+}
+
+void MeanMetric::update_state(const Tensor& values, const Tensor& sample_weight) {
+  check_values(*this, values);
+  if (values.numel() == 0) return;
+  NoGradGuard no_grad;
+  auto [v, w] = samplewise(values, sample_weight, /*mean=*/true);
+  total_ += raw_ops::sum(v).item<double>();
+  count_ += w.defined() ? raw_ops::sum(w).item<double>() : v.rank() == 0 ? 1.0 : static_cast<double>(v.dim(0));
+}
+
+void MeanMetric::set_state(const std::vector<double>& state) {
+  check_state_size(*this, state, 2);
+  total_ = state[0];
+  count_ = state[1];
+}
+
+void SumMetric::update_state(const Tensor&, const Tensor&, const Tensor&) {
+  throw_takes_values(*this);
+}
+
+void SumMetric::update_state(const Tensor& values, const Tensor& sample_weight) {
+  check_values(*this, values);
+  if (values.numel() == 0) return;
+  NoGradGuard no_grad;
+  total_ += raw_ops::sum(samplewise(values, sample_weight, /*mean=*/false).first).item<double>();
+}
+
+void SumMetric::set_state(const std::vector<double>& state) {
+  check_state_size(*this, state, 1);
+  total_ = state[0];
+}
+
+// ---- MeanMetricWrapper ----
+
+MeanMetricWrapper::MeanMetricWrapper(Fn fn, std::string name, nlohmann::json config)
+    : Metric(name), fn_(std::move(fn)), mean_(std::move(name)), config_(std::move(config)) {}
+
+void MeanMetricWrapper::update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) {
+  LS_CHECK(y_true.defined() && y_pred.defined(), ValueError, "metric '", name(),
+           "': update_state needs defined y_true and y_pred");
+  if (y_true.numel() == 0 || y_pred.numel() == 0) return;
+  NoGradGuard no_grad;
+  mean_.update_state(fn_(y_true, y_pred), sample_weight);
+}
+
+nlohmann::json MeanMetricWrapper::get_config() const {
+  nlohmann::json c = Metric::get_config();
+  c.update(config_);
+  return c;
+}
+
+// ---- per-sample functions ----
+
+Tensor accuracy(const Tensor& y_true, const Tensor& y_pred) {
+  auto [t, p] = losses::squeeze_or_expand_to_same_rank(y_true, y_pred);
+  return matches(t, p);
+}
+
+Tensor sparse_categorical_accuracy(const Tensor& y_true, const Tensor& y_pred) {
+  Tensor t = y_true;
+  // Labels [N, 1] are compared as [N] and the matches given back their shape, as Keras does.
+  const bool squeeze = t.rank() == y_pred.rank() && t.rank() > 0 && t.dim(-1) == 1;
+  if (squeeze)
+    t = raw_ops::reshape(t, Shape(std::vector<int64_t>(t.shape().dims().begin(), t.shape().dims().end() - 1)));
+  Tensor m = matches(t, raw_ops::argmax(y_pred, -1));
+  return squeeze ? raw_ops::reshape(m, y_true.shape()) : m;
+}
+
+Tensor categorical_accuracy(const Tensor& y_true, const Tensor& y_pred) {
+  return matches(raw_ops::argmax(y_true, -1), raw_ops::argmax(y_pred, -1));
+}
+
+Tensor binary_accuracy(const Tensor& y_true, const Tensor& y_pred, double threshold) {
+  auto [t, p] = losses::squeeze_or_expand_to_same_rank(y_true, y_pred);
+  return matches(t, raw_ops::binary(BinaryOp::greater, p, scalar(threshold, p.dtype())));
+}
+
+// ---- factories ----
+
+std::shared_ptr<MeanMetric> Mean(std::string name) {
+  return std::make_shared<MeanMetric>(std::move(name));
+}
+std::shared_ptr<SumMetric> Sum(std::string name) {
+  return std::make_shared<SumMetric>(std::move(name));
+}
+
+std::shared_ptr<Metric> Accuracy(std::string name) {
+  return std::make_shared<MeanMetricWrapper>(accuracy, std::move(name));
+}
+std::shared_ptr<Metric> SparseCategoricalAccuracy(std::string name) {
+  return std::make_shared<MeanMetricWrapper>(sparse_categorical_accuracy, std::move(name));
+}
+std::shared_ptr<Metric> CategoricalAccuracy(std::string name) {
+  return std::make_shared<MeanMetricWrapper>(categorical_accuracy, std::move(name));
+}
+std::shared_ptr<Metric> BinaryAccuracy(std::string name, double threshold) {
+  return std::make_shared<MeanMetricWrapper>(
+      [threshold](const Tensor& t, const Tensor& p) { return binary_accuracy(t, p, threshold); }, std::move(name),
+      nlohmann::json{{"threshold", threshold}});
+}
+std::shared_ptr<Metric> SparseCategoricalCrossentropy(SparseCategoricalCrossentropyOptions o) {
+  return std::make_shared<MeanMetricWrapper>(
+      [from_logits = o.from_logits](const Tensor& t, const Tensor& p) {
+        return losses::sparse_categorical_crossentropy(t, p, from_logits);
+      },
+      std::move(o.name), nlohmann::json{{"from_logits", o.from_logits}});
+}
+
+std::shared_ptr<Metric> get(const std::string& identifier, const std::string& loss_name) {
+  auto lower = [](const std::string& s) {
+    std::string out;
+    for (unsigned char c : s) out += static_cast<char>(std::tolower(c));
+    return out;
+  };
+  const std::string id = lower(identifier), loss = lower(loss_name);
+  if (id == "accuracy" || id == "acc") {
+    if (loss == "sparse_categorical_crossentropy") return SparseCategoricalAccuracy(identifier);
+    if (loss == "categorical_crossentropy") return CategoricalAccuracy(identifier);
+    if (loss == "binary_crossentropy") return BinaryAccuracy(identifier);
+    // TF 2's compile_utils rule, from the shapes of each batch.
+    return std::make_shared<MeanMetricWrapper>(
+        [](const Tensor& t, const Tensor& p) {
+          const int64_t pred_last = p.rank() > 0 ? p.dim(-1) : 1, true_last = t.rank() > 0 ? t.dim(-1) : 1;
+          if (pred_last == 1) return binary_accuracy(t, p);
+          if (t.rank() < p.rank() || (true_last == 1 && pred_last > 1)) return sparse_categorical_accuracy(t, p);
+          return categorical_accuracy(t, p);
+        },
+        identifier);
+  }
+  if (id == "sparse_categorical_accuracy") return SparseCategoricalAccuracy();
+  if (id == "categorical_accuracy") return CategoricalAccuracy();
+  if (id == "binary_accuracy") return BinaryAccuracy();
+  if (id == "sparse_categorical_crossentropy") return SparseCategoricalCrossentropy();
+  throw ValueError(make_message("Could not interpret metric identifier: '", identifier,
+                                "'. Valid names: 'accuracy', 'acc', 'sparse_categorical_accuracy', "
+                                "'categorical_accuracy', 'binary_accuracy', 'sparse_categorical_crossentropy'."));
+}
+
+}  // namespace lockstep::keras::metrics

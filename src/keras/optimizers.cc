@@ -1,0 +1,342 @@
+// Optimizer base (learning rate, iterations, slots and their saving) and the SGD, RMSprop and Adam update
+// rules of Keras 3, each one fused in-place loop. Scalars are computed in double, elements in the
+// variable's own type.
+#include "lockstep/keras/optimizers.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cmath>
+
+#include "lockstep/autograd/tape.h"
+#include "lockstep/core/logging.h"
+#include "lockstep/tensor/ops.h"
+
+namespace lockstep::keras::optimizers {
+
+// ---- base ----
+
+Optimizer::Optimizer(std::string name, LearningRate learning_rate, std::vector<std::string> slot_names)
+    : name_(std::move(name)), learning_rate_(std::move(learning_rate)), slot_names_(std::move(slot_names)) {
+  LS_CHECK(slot_names_.size() <= kMaxSlots, ValueError, "optimizer ", name_, " asks for ", slot_names_.size(),
+           " slots; at most ", kMaxSlots, " are supported");
+}
+
+Optimizer::~Optimizer() = default;
+
+Optimizer::Slots& Optimizer::slots_for(const Variable& v) {
+  if (auto it = slot_index_.find(v.unique_id()); it != slot_index_.end()) return slots_[it->second];
+  // Two variables of one name would save under one key; the later one gets a "_<k>" suffix, which is
+  // stable as long as variables are created in the same order.
+  std::string base = name_ + "/" + v.name(), prefix = base + "/";
+  for (int k = 1; std::any_of(slots_.begin(), slots_.end(), [&](const Slots& s) { return s.prefix == prefix; }); ++k)
+    prefix = base + "_" + std::to_string(k) + "/";
+  Slots s{prefix, {}};
+  for (const std::string& slot : slot_names_) {
+    Tensor t = zeros(v.shape(), v.dtype());
+    if (auto p = pending_.find(prefix + slot); p != pending_.end()) {
+      LS_CHECK(p->second.shape() == t.shape(), ValueError, "optimizer state '", p->first, "' has shape ",
+               p->second.shape().str(), " but variable '", v.name(), "' has shape ", t.shape().str(),
+               "; was the checkpoint written for another model?");
+      t.copy_from(raw_ops::cast(p->second, t.dtype()));
+      pending_.erase(p);
+    }
+    s.tensors.push_back(t);
+  }
+  slot_index_.emplace(v.unique_id(), slots_.size());
+  slots_.push_back(std::move(s));
+  return slots_.back();
+}
+
+void Optimizer::build(const std::vector<Variable>& variables) {
+  for (const Variable& v : variables) slots_for(v);
+}
+
+template <typename T>
+void Optimizer::apply_one(const Tensor& gradient, const Variable& v, const Step& step) {
+  Tensor g = gradient.contiguous();
+  const Tensor& value = v.value();
+  LS_CHECK(value.is_contiguous(), InvalidArgumentError, "variable '", v.name(), "' is not contiguous");
+  const std::vector<Tensor>& slots = slots_for(v).tensors;
+  T* w = value.data<T>();
+  const T* gp = g.data<T>();
+  std::array<T*, kMaxSlots> s{};
+  for (size_t i = 0; i < slots.size(); ++i) s[i] = slots[i].data<T>();
+  // Chunks let large variables use every core; the update is elementwise, so results do not depend on it.
+  constexpr int64_t kChunk = 1 << 16;
+  const int64_t n = value.numel(), chunks = (n + kChunk - 1) / kChunk;
+  if (chunks <= 1) {
+    update_step(w, gp, s.data(), n, step);
+    return;
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t off = c * kChunk;
+    std::array<T*, kMaxSlots> sc{};
+    for (size_t i = 0; i < slots.size(); ++i) sc[i] = s[i] + off;
+    update_step(w + off, gp + off, sc.data(), std::min(kChunk, n - off), step);
+  }
+}
+
+void Optimizer::apply_gradients(const std::vector<Tensor>& gradients, const std::vector<Variable>& variables) {
+  LS_CHECK(gradients.size() == variables.size(), InvalidArgumentError, "apply_gradients: got ", gradients.size(),
+           " gradients for ", variables.size(), " variables; pass one gradient per variable");
+  NoGradGuard no_grad;  // updates are never part of a gradient computation
+  const Step step{learning_rate(), iterations_ + 1};
+  std::string missing;
+  for (size_t i = 0; i < variables.size(); ++i) {
+    const Tensor& g = gradients[i];
+    const Variable& v = variables[i];
+    if (!g.defined()) {
+      missing += (missing.empty() ? "'" : ", '") + v.name() + "'";
+      continue;
+    }
+    LS_CHECK(g.shape() == v.shape(), InvalidArgumentError, "apply_gradients: gradient for variable '", v.name(),
+             "' has shape ", g.shape().str(), ", expected the variable's shape ", v.shape().str());
+    LS_CHECK(g.dtype() == v.dtype(), InvalidArgumentError, "apply_gradients: gradient for variable '", v.name(),
+             "' is ", dtype_name(g.dtype()), ", expected the variable's dtype ", dtype_name(v.dtype()));
+    if (v.dtype() == DType::float32)
+      apply_one<float>(g, v, step);
+    else if (v.dtype() == DType::float64)
+      apply_one<double>(g, v, step);
+    else
+      throw InvalidArgumentError(make_message("optimizer ", name_, " cannot update variable '", v.name(), "' of dtype ",
+                                              dtype_name(v.dtype()),
+                                              "; only float32 and float64 variables are trained"));
+  }
+  if (!missing.empty() && !warned_missing_gradients_) {
+    warned_missing_gradients_ = true;
+    lockstep::log(
+        LogLevel::warning, "Gradients do not exist for variables [", missing,
+        "] when minimizing the loss; they are left unchanged. Check that they are used in computing the loss.");
+  }
+  ++iterations_;
+}
+
+std::vector<std::pair<std::string, Tensor>> Optimizer::state() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  out.emplace_back("iterations", from_vector(std::vector<int64_t>{iterations_}, Shape{}));
+  for (const Slots& s : slots_)
+    for (size_t i = 0; i < slot_names_.size(); ++i) out.emplace_back(s.prefix + slot_names_[i], s.tensors[i].clone());
+  return out;
+}
+
+void Optimizer::set_state(const std::vector<std::pair<std::string, Tensor>>& state) {
+  // Check everything before changing anything, so a bad checkpoint leaves the optimizer as it was.
+  std::vector<std::pair<const Tensor*, const Tensor*>> copies;  // (slot, saved)
+  std::unordered_map<std::string, Tensor> pending;
+  const Tensor* iterations = nullptr;
+  for (const auto& [key, t] : state) {
+    LS_CHECK(t.defined(), ValueError, "optimizer state '", key, "' is an undefined tensor");
+    if (key == "iterations") {
+      LS_CHECK(t.numel() == 1, ValueError, "optimizer state 'iterations' must be a scalar, got shape ",
+               t.shape().str());
+      iterations = &t;
+      continue;
+    }
+    const Tensor* slot = nullptr;
+    for (const Slots& s : slots_)
+      for (size_t i = 0; i < slot_names_.size() && !slot; ++i)
+        if (key == s.prefix + slot_names_[i]) slot = &s.tensors[i];
+    if (slot) {
+      LS_CHECK(t.shape() == slot->shape(), ValueError, "optimizer state '", key, "' has shape ", t.shape().str(),
+               ", expected ", slot->shape().str(), "; was the checkpoint written for another model?");
+      copies.emplace_back(slot, &t);
+      continue;
+    }
+    bool ours = key.starts_with(name_ + "/") &&
+                std::any_of(slot_names_.begin(), slot_names_.end(),
+                            [&](const std::string& n) { return key.size() > n.size() + 1 && key.ends_with("/" + n); });
+    LS_CHECK(ours, ValueError, "optimizer state '", key, "' does not belong to optimizer '", name_,
+             "' (expected 'iterations' or '", name_, "/<variable name>/<slot>'); was it saved by another optimizer?");
+    pending.emplace(key, t.clone());
+  }
+  if (iterations) iterations_ = iterations->item<int64_t>();
+  for (auto [slot, saved] : copies) slot->copy_from(raw_ops::cast(*saved, slot->dtype()));
+  for (auto& [key, t] : pending) pending_[key] = t;
+}
+
+nlohmann::json Optimizer::get_config() const {
+  return {{"name", name_}, {"learning_rate", learning_rate_.to_json()}};
+}
+
+// ---- update rules ----
+
+namespace {
+
+class SGDOptimizer : public Optimizer {
+ public:
+  explicit SGDOptimizer(SGDOptions o)
+      : Optimizer(o.name, o.learning_rate,
+                  o.momentum != 0 ? std::vector<std::string>{"momentum"} : std::vector<std::string>{}),
+        o_(std::move(o)) {
+    LS_CHECK(o_.momentum >= 0 && o_.momentum <= 1, ValueError, "SGD: momentum must be a float between [0, 1], got ",
+             o_.momentum);
+  }
+  nlohmann::json get_config() const override {
+    auto c = Optimizer::get_config();
+    c["momentum"] = o_.momentum;
+    c["nesterov"] = o_.nesterov;
+    return c;
+  }
+
+ protected:
+  void update_step(float* w, const float* g, float* const* s, int64_t n, const Step& st) const override {
+    run(w, g, s, n, st);
+  }
+  void update_step(double* w, const double* g, double* const* s, int64_t n, const Step& st) const override {
+    run(w, g, s, n, st);
+  }
+
+ private:
+  template <typename T>
+  void run(T* w, const T* g, T* const* s, int64_t n, const Step& st) const {
+    const T lr = static_cast<T>(st.learning_rate), mu = static_cast<T>(o_.momentum);
+    if (o_.momentum == 0) {
+      for (int64_t i = 0; i < n; ++i) w[i] -= g[i] * lr;
+    } else if (o_.nesterov) {
+      T* m = s[0];
+      for (int64_t i = 0; i < n; ++i) {
+        m[i] = -g[i] * lr + m[i] * mu;
+        w[i] += -g[i] * lr + m[i] * mu;
+      }
+    } else {
+      T* m = s[0];
+      for (int64_t i = 0; i < n; ++i) {
+        m[i] = -g[i] * lr + m[i] * mu;
+        w[i] += m[i];
+      }
+    }
+  }
+  SGDOptions o_;
+};
+
+class RMSpropOptimizer : public Optimizer {
+ public:
+  explicit RMSpropOptimizer(RMSpropOptions o) : Optimizer(o.name, o.learning_rate, slots(o)), o_(std::move(o)) {}
+  nlohmann::json get_config() const override {
+    auto c = Optimizer::get_config();
+    c["rho"] = o_.rho;
+    c["momentum"] = o_.momentum;
+    c["epsilon"] = o_.epsilon;
+    c["centered"] = o_.centered;
+    return c;
+  }
+
+ protected:
+  void update_step(float* w, const float* g, float* const* s, int64_t n, const Step& st) const override {
+    run(w, g, s, n, st);
+  }
+  void update_step(double* w, const double* g, double* const* s, int64_t n, const Step& st) const override {
+    run(w, g, s, n, st);
+  }
+
+ private:
+  static std::vector<std::string> slots(const RMSpropOptions& o) {
+    std::vector<std::string> names{"velocity"};
+    if (o.momentum > 0) names.push_back("momentum");
+    if (o.centered) names.push_back("average_gradient");
+    return names;
+  }
+  template <typename T>
+  void run(T* w, const T* g, T* const* s, int64_t n, const Step& st) const {
+    const T lr = static_cast<T>(st.learning_rate), rho = static_cast<T>(o_.rho),
+            one_minus_rho = static_cast<T>(1 - o_.rho), eps = static_cast<T>(o_.epsilon),
+            mu = static_cast<T>(o_.momentum);
+    const bool with_momentum = o_.momentum > 0;
+    T* v = s[0];
+    T* m = with_momentum ? s[1] : nullptr;
+    T* a = o_.centered ? s[with_momentum ? 2 : 1] : nullptr;
+    for (int64_t i = 0; i < n; ++i) {
+      v[i] = rho * v[i] + one_minus_rho * g[i] * g[i];
+      T denominator = v[i] + eps;
+      if (a) {
+        a[i] = rho * a[i] + one_minus_rho * g[i];
+        denominator = v[i] - a[i] * a[i] + eps;
+      }
+      const T increment = lr * g[i] / std::sqrt(denominator);
+      if (m) {
+        m[i] = mu * m[i] + increment;
+        w[i] -= m[i];
+      } else {
+        w[i] -= increment;
+      }
+    }
+  }
+  RMSpropOptions o_;
+};
+
+class AdamOptimizer : public Optimizer {
+ public:
+  explicit AdamOptimizer(AdamOptions o)
+      : Optimizer(o.name, o.learning_rate,
+                  o.amsgrad ? std::vector<std::string>{"momentum", "velocity", "velocity_hat"}
+                            : std::vector<std::string>{"momentum", "velocity"}),
+        o_(std::move(o)) {}
+  nlohmann::json get_config() const override {
+    auto c = Optimizer::get_config();
+    c["beta_1"] = o_.beta_1;
+    c["beta_2"] = o_.beta_2;
+    c["epsilon"] = o_.epsilon;
+    c["amsgrad"] = o_.amsgrad;
+    return c;
+  }
+
+ protected:
+  void update_step(float* w, const float* g, float* const* s, int64_t n, const Step& st) const override {
+    run(w, g, s, n, st);
+  }
+  void update_step(double* w, const double* g, double* const* s, int64_t n, const Step& st) const override {
+    run(w, g, s, n, st);
+  }
+
+ private:
+  template <typename T>
+  void run(T* w, const T* g, T* const* s, int64_t n, const Step& st) const {
+    const double t = static_cast<double>(st.t);
+    const T alpha =
+                static_cast<T>(st.learning_rate * std::sqrt(1 - std::pow(o_.beta_2, t)) / (1 - std::pow(o_.beta_1, t))),
+            one_minus_b1 = static_cast<T>(1 - o_.beta_1), one_minus_b2 = static_cast<T>(1 - o_.beta_2),
+            eps = static_cast<T>(o_.epsilon);
+    T *m = s[0], *v = s[1], *vhat = s[2];
+    if (o_.amsgrad) {
+      for (int64_t i = 0; i < n; ++i) {
+        m[i] += (g[i] - m[i]) * one_minus_b1;
+        v[i] += (g[i] * g[i] - v[i]) * one_minus_b2;
+        vhat[i] = std::max(vhat[i], v[i]);
+        w[i] -= m[i] * alpha / (std::sqrt(vhat[i]) + eps);
+      }
+    } else {
+      for (int64_t i = 0; i < n; ++i) {
+        m[i] += (g[i] - m[i]) * one_minus_b1;
+        v[i] += (g[i] * g[i] - v[i]) * one_minus_b2;
+        w[i] -= m[i] * alpha / (std::sqrt(v[i]) + eps);
+      }
+    }
+  }
+  AdamOptions o_;
+};
+
+}  // namespace
+
+std::shared_ptr<Optimizer> SGD(SGDOptions options) {
+  return std::make_shared<SGDOptimizer>(std::move(options));
+}
+std::shared_ptr<Optimizer> RMSprop(RMSpropOptions options) {
+  return std::make_shared<RMSpropOptimizer>(std::move(options));
+}
+std::shared_ptr<Optimizer> Adam(AdamOptions options) {
+  return std::make_shared<AdamOptimizer>(std::move(options));
+}
+
+std::shared_ptr<Optimizer> get(const std::string& identifier) {
+  std::string id;
+  for (unsigned char c : identifier) id += static_cast<char>(std::tolower(c));
+  if (id == "sgd") return SGD();
+  if (id == "rmsprop") return RMSprop();
+  if (id == "adam") return Adam();
+  throw ValueError(make_message("Could not interpret optimizer identifier: '", identifier,
+                                "'. Valid names: 'sgd', 'rmsprop', 'adam'."));
+}
+
+}  // namespace lockstep::keras::optimizers
