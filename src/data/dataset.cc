@@ -126,7 +126,18 @@ Iterator Dataset::begin() const { return make_iterator(); }
 Iterator::Iterator(std::shared_ptr<const DatasetNode> root, uint64_t iteration)
     : root_(std::move(root)), impl_(root_->make_iterator(iteration)), iteration_(iteration) {}
 Iterator::Iterator(Iterator&&) noexcept = default;
-Iterator& Iterator::operator=(Iterator&&) noexcept = default;
+// Not defaulted: the old stages (and their threads) must go before the nodes they refer to.
+Iterator& Iterator::operator=(Iterator&& other) noexcept {
+  if (this == &other) return *this;
+  impl_.reset();
+  root_ = std::move(other.root_);
+  impl_ = std::move(other.impl_);
+  iteration_ = other.iteration_;
+  peeked_ = other.peeked_;
+  ahead_ = std::move(other.ahead_);
+  state_before_ahead_ = std::move(other.state_before_ahead_);
+  return *this;
+}
 Iterator::~Iterator() = default;
 
 std::optional<Element> Iterator::pull() const {

@@ -290,6 +290,11 @@ TEST(Prefetch, StopsItsThreadWhenDestroyed) {
     if (round % 2) it.next();  // half of them started, half never started
   }  // each destructor must stop and join its threads
   { Dataset::range(0, 10).prefetch(2).make_iterator().next(); }
+  // Assigning over an iterator stops its threads before its pipeline goes away.
+  Iterator it = Dataset::range(0, 1000).map(slow).prefetch(4).make_iterator();
+  it.next();
+  it = Dataset::range(0, 3).make_iterator();
+  EXPECT_EQ(it.next()->x.item<int64_t>(), 0);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 

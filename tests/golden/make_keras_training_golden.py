@@ -56,8 +56,7 @@ this checks the formulas) and once in float64 from the same float32 inputs (the 
 The stored losses and weights are the Keras float32 ones; the float64 losses are stored alongside.
 
 Noise floor (Keras float32 vs float64, per run in `f32_vs_f64_relative`; a rerun with oneDNN's kernels,
-another float32 summation order, lands closer than this in every entry except RMSprop's, which are
-within 1.1x of it):
+another float32 summation order, differed from this run's values and deltas by at most 1.25x these):
     per-step losses:                       <= 1.1e-7 (SGD, Nesterov, RMSprop), 2.3e-6 (Adam)
     final values, max |diff| / max |w|:    <= 5.3e-7 (SGD, Nesterov, RMSprop), 4.4e-5 (Adam)
     final - initial, max |diff| / max |delta|: 2.9e-4 SGD (dense2_kernel), 8.2e-4 Adam (conv_kernel),
