@@ -162,6 +162,7 @@ int run_train(const TrainArgs& a) {
 std::function<int()> add_train_command(CLI::App& app) {
   auto a = std::make_shared<TrainArgs>();
   CLI::App* cmd = app.add_subcommand("train", "train a built-in model on Fashion-MNIST or MNIST");
+  cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a repeated flag: the last wins
   cmd->add_option("--model", a->model, "tutorial_cnn | fashion_cnn")->check(CLI::IsMember({"tutorial_cnn", "fashion_cnn"}));
   cmd->add_option("--dataset", a->dataset, "fashion_mnist | mnist | a directory of IDX files");
   cmd->add_option("--epochs", a->epochs)->check(CLI::PositiveNumber);
