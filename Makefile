@@ -22,11 +22,13 @@ test: build
 bench: build
 	@scripts/install-deps --bench
 	$(BUILD)/bin/micro_kernels --benchmark_min_time=0.5
+	$(BUILD)/bin/train_step --model tutorial_cnn --threads 1
+	/usr/bin/python3 bench/peers/torch_cnn.py --threads 1
 
+# The tutorial CNN on Fashion-MNIST, one epoch; one worker until multi-worker training lands (issue #4).
 demo: build
-	@echo "make demo trains the tutorial CNN on Fashion-MNIST; it arrives with the training issue (#3)."
-	@echo "What exists today: the tensor engine, autograd and their tests (make test)."
-	$(BUILD)/bin/lockstep --version
+	$(BUILD)/bin/lockstep train --model tutorial_cnn --dataset fashion_mnist --epochs 1 --batch-size 64 \
+	  --optimizer adam --learning-rate 0.001 --metrics-out $(BUILD)/demo-metrics.json
 
 clean:
 	rm -rf $(BUILD)
