@@ -133,12 +133,13 @@ callbacks::History Sequential::fit(const data::Dataset& dataset, FitOptions opt)
 
   Logs none;
   cbs.each([&](Callback& c) { c.on_train_begin(none); });
-  // With steps_per_epoch the iterator runs on across epochs (Keras); otherwise each epoch is one pass.
-  data::Iterator it = dataset.make_iterator();
+  // With steps_per_epoch the iterator runs on across epochs (Keras); otherwise each epoch is one pass, whose
+  // shuffle order depends on the epoch number only, so a resumed run sees the same order as an unbroken one.
+  data::Iterator it = dataset.make_iterator(fixed_steps ? 0 : static_cast<uint64_t>(opt.initial_epoch));
   for (int64_t epoch = opt.initial_epoch; epoch < opt.epochs && !s_->stop_training; ++epoch) {
     reset_metrics();
     cbs.each([&](Callback& c) { c.on_epoch_begin(epoch, none); });
-    if (!fixed_steps && epoch > opt.initial_epoch) it = dataset.make_iterator();
+    if (!fixed_steps && epoch > opt.initial_epoch) it = dataset.make_iterator(static_cast<uint64_t>(epoch));
     int64_t step = 0;
     for (; !fixed_steps || step < opt.steps_per_epoch; ++step) {
       std::optional<data::Element> batch = it.next();

@@ -126,6 +126,7 @@ class Iterator {
 
   // The exact position and RNG state of every stage. Small: shuffle buffers and caches are saved as
   // (starting point, count) and rebuilt by replay, which costs at most the stage's lifetime of input.
+  // Inside a range-for body the current element is still pending, so a restored iterator yields it again.
   nlohmann::json save_state() const;
   // Puts this iterator (made from the same pipeline) where the saved one was: next() then yields
   // bitwise what the saved iterator would have. Throws ValueError naming the stage when the pipeline
