@@ -12,7 +12,14 @@ namespace lockstep {
 
 namespace {
 std::atomic<int64_t> g_next_variable_id{1};
+thread_local VariableCreationScope* t_creation_scope = nullptr;
+}  // namespace
+
+VariableCreationScope::VariableCreationScope(std::function<void(const Variable&)> observer)
+    : observer_(std::move(observer)), previous_(t_creation_scope) {
+  t_creation_scope = this;
 }
+VariableCreationScope::~VariableCreationScope() { t_creation_scope = previous_; }
 
 struct Variable::Impl {
   std::string name;
@@ -29,6 +36,7 @@ Variable::Variable(const Tensor& initial_value, VariableOptions options) : impl_
   impl_->trainable = options.trainable;
   impl_->id = g_next_variable_id++;
   impl_->value = initial_value.clone();  // a variable owns its storage; updates never alias the initialiser
+  if (t_creation_scope) t_creation_scope->observer_(*this);
 }
 
 namespace {

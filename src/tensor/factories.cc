@@ -35,7 +35,7 @@ Tensor arange(double start, double limit, double delta, DType dtype) {
 
 Tensor from_data(const void* data, const Shape& shape, DType dtype) {
   Tensor out = Tensor::empty(shape, dtype);
-  std::memcpy(out.raw_data(), data, static_cast<size_t>(shape.numel()) * dtype_size(dtype));
+  if (shape.numel() > 0) std::memcpy(out.raw_data(), data, static_cast<size_t>(shape.numel()) * dtype_size(dtype));
   return out;
 }
 

@@ -53,4 +53,19 @@ class Variable {
   std::shared_ptr<Impl> impl_;
 };
 
+// While alive, calls `observer` for every Variable constructed on this thread: how a distribution strategy's
+// scope() learns the variables created inside it (to mirror them and hook their gradients). Nests.
+class VariableCreationScope {
+ public:
+  explicit VariableCreationScope(std::function<void(const Variable&)> observer);
+  ~VariableCreationScope();
+  VariableCreationScope(const VariableCreationScope&) = delete;
+  VariableCreationScope& operator=(const VariableCreationScope&) = delete;
+
+ private:
+  std::function<void(const Variable&)> observer_;
+  VariableCreationScope* previous_;
+  friend class Variable;
+};
+
 }  // namespace lockstep
