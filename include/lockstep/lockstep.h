@@ -11,6 +11,7 @@
 #include "lockstep/core/threads.h"
 #include "lockstep/data/dataset.h"
 #include "lockstep/data/datasets.h"
+#include "lockstep/distribute/strategy/strategy.h"
 #include "lockstep/keras/callbacks.h"
 #include "lockstep/keras/layers.h"
 #include "lockstep/keras/losses.h"

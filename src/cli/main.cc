@@ -1,4 +1,4 @@
-// The lockstep command-line tool: `lockstep train` now; launch, evaluate and tf-config arrive with their issues.
+// The lockstep command-line tool: `lockstep train`, `lockstep launch` and `lockstep tf-config`.
 // Any lockstep error becomes one line on stderr and exit code 2.
 #include <cstdio>
 
@@ -10,6 +10,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "lockstep 0.1.0");
   app.require_subcommand(1);
   std::function<int()> train = lockstep::cli::add_train_command(app);
+  std::function<int()> launch = lockstep::cli::add_launch_command(app);
+  std::function<int()> tf_config = lockstep::cli::add_tf_config_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -22,6 +24,8 @@ int main(int argc, char** argv) {
   }
   try {
     if (app.got_subcommand("train")) return train();
+    if (app.got_subcommand("launch")) return launch();
+    if (app.got_subcommand("tf-config")) return tf_config();
   } catch (const lockstep::Error& e) {
     std::fprintf(stderr, "lockstep: error: %s\n", e.what());
     return 2;

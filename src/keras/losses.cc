@@ -2,6 +2,8 @@
 // of differentiable ops; Loss.__call__'s sample weighting and reductions; tf.nn.compute_average_loss.
 #include "lockstep/keras/losses.h"
 
+#include "lockstep/distribute/strategy/strategy.h"
+
 #include <algorithm>
 #include <cctype>
 
@@ -212,9 +214,7 @@ std::shared_ptr<Loss> get(const std::string& identifier) {
 
 namespace lockstep::nn {
 
-int64_t current_num_replicas_in_sync() {
-  return 1;
-}
+int64_t current_num_replicas_in_sync() { return distribute::get_strategy().num_replicas_in_sync(); }
 
 Tensor compute_average_loss(const Tensor& per_example_loss, const AverageLossOptions& options) {
   LS_CHECK(per_example_loss.rank() >= 1, ValueError,

@@ -18,6 +18,7 @@ Sequential::Sequential() : Sequential(std::vector<LayerHandle>{}) {}
 
 Sequential::Sequential(std::vector<LayerHandle> layers, std::string name) : s_(std::make_shared<State>()) {
   s_->name = name.empty() ? detail::unique_name("Sequential") : std::move(name);
+  if (distribute::has_strategy()) s_->strategy = &distribute::get_strategy();
   for (LayerHandle& l : layers) add(std::move(l));
 }
 
@@ -54,8 +55,15 @@ Tensor Sequential::operator()(const Tensor& x_in, CallOptions options) {
   if (x.dtype() != DType::float32 && x.dtype() != DType::float64) x = cast(x, DType::float32);
   if (s_->input) {
     x = (*s_->input)(x, options);
-  } else if (!s_->built) {
-    build(Shape(std::vector<int64_t>(x.shape().dims().begin() + 1, x.shape().dims().end())));
+  } else {
+    // Built by the first call; under a strategy that call may come from several replicas at once, and the
+    // variables it makes belong to the strategy the model was created under.
+    std::lock_guard lock(s_->build_mutex);
+    if (!s_->built) {
+      std::optional<distribute::Strategy::Scope> scope;
+      if (s_->strategy) scope.emplace(s_->strategy);
+      build(Shape(std::vector<int64_t>(x.shape().dims().begin() + 1, x.shape().dims().end())));
+    }
   }
   for (const LayerPtr& l : s_->layers) x = (*l)(x, options);
   return x;

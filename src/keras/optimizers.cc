@@ -3,6 +3,8 @@
 // variable's own type.
 #include "lockstep/keras/optimizers.h"
 
+#include "lockstep/distribute/strategy/strategy.h"
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -81,6 +83,18 @@ void Optimizer::apply_one(const Tensor& gradient, const Variable& v, const Step&
 void Optimizer::apply_gradients(const std::vector<Tensor>& gradients, const std::vector<Variable>& variables) {
   LS_CHECK(gradients.size() == variables.size(), InvalidArgumentError, "apply_gradients: got ", gradients.size(),
            " gradients for ", variables.size(), " variables; pass one gradient per variable");
+  // Inside strategy.run(): sum the replicas' gradients, then update the mirrored variables once (TF's
+  // apply_gradients in replica context).
+  distribute::Strategy& strategy = distribute::get_strategy();
+  if (distribute::in_replica_context() && strategy.num_replicas_in_sync() > 1) {
+    std::vector<Tensor> reduced = strategy.all_reduce_gradients(gradients, variables);
+    strategy.merge_call([&] { apply_reduced(reduced, variables); });
+    return;
+  }
+  apply_reduced(gradients, variables);
+}
+
+void Optimizer::apply_reduced(const std::vector<Tensor>& gradients, const std::vector<Variable>& variables) {
   NoGradGuard no_grad;  // updates are never part of a gradient computation
   const Step step{learning_rate(), iterations_ + 1};
   std::string missing;

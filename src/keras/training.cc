@@ -1,4 +1,7 @@
-// compile / fit / evaluate / predict: Keras' training and test loops over data::Dataset iterators.
+// compile / fit / evaluate / predict: Keras' training and test loops. One step runs the model on every
+// replica's batch (under a strategy: on all replicas of all workers, gradients all-reduced in the
+// optimizer), then updates the loss tracker and metrics on the caller's thread; logs are summed over workers
+// and printed by the chief only.
 #include <cmath>
 
 #include "lockstep/core/logging.h"
@@ -42,7 +45,43 @@ int64_t steps_for(const data::Dataset& dataset, int64_t steps, const char* what)
            " repeats forever (repeat() without a count): pass steps_per_epoch / steps to say how many batches to use");
   return n >= 0 ? n : -1;
 }
+
+void check_compiled(const Sequential::State& s, const char* what) {
+  LS_CHECK(s.optimizer && s.loss, RuntimeError, "you must call compile() with an optimizer and a loss before ", what,
+           "()");
+}
+
 }  // namespace
+
+// Each step's batches: one, or one per local replica of the model's strategy.
+class Sequential::StepInput {
+ public:
+  StepInput(Sequential::State& s, const data::Dataset& dataset, uint64_t iteration) {
+    if (s.distributed()) {
+      distributed_ = s.strategy->experimental_distribute_dataset(dataset).make_iterator(iteration);
+    } else {
+      plain_ = dataset.make_iterator(iteration);
+    }
+  }
+  std::optional<std::vector<data::Batch>> next() {
+    if (distributed_) {
+      auto b = distributed_->next();
+      if (!b) return std::nullopt;
+      return std::move(b->values);
+    }
+    auto b = plain_->next();
+    if (!b) return std::nullopt;
+    return std::vector<data::Batch>{std::move(*b)};
+  }
+
+ private:
+  std::optional<data::Iterator> plain_;
+  std::optional<distribute::DistributedDataset::Iterator> distributed_;
+};
+
+bool Sequential::State::distributed() const {
+  return strategy && (strategy->num_replicas_in_sync() > 1 || strategy->num_workers() > 1);
+}
 
 void Sequential::compile(CompileOptions options) {
   LS_CHECK(options.optimizer.ptr != nullptr, ValueError, "compile() needs an optimizer");
@@ -66,58 +105,91 @@ void Sequential::reset_metrics() {
 }
 
 Logs Sequential::metric_logs() const {
+  // Under a strategy the accumulators are summed over workers first: every worker reports the same numbers.
+  std::vector<double> state{s_->loss_total, s_->loss_count};
+  std::vector<std::vector<double>> local;
+  for (const auto& m : s_->metrics) {
+    local.push_back(m->state());
+    state.insert(state.end(), local.back().begin(), local.back().end());
+  }
+  if (s_->distributed() && s_->strategy->num_workers() > 1) s_->strategy->all_reduce_sum(state);
   Logs logs;
-  logs.set("loss", s_->loss_count > 0 ? s_->loss_total / s_->loss_count : 0.0);
-  for (const auto& m : s_->metrics) logs.set(m->name(), m->result());
+  logs.set("loss", state[1] > 0 ? state[0] / state[1] : 0.0);
+  size_t at = 2;
+  for (size_t i = 0; i < s_->metrics.size(); ++i) {
+    auto& m = s_->metrics[i];
+    const size_t n = local[i].size();
+    m->set_state(std::vector<double>(state.begin() + static_cast<std::ptrdiff_t>(at), state.begin() + static_cast<std::ptrdiff_t>(at + n)));
+    logs.set(m->name(), m->result());
+    m->set_state(local[i]);
+    at += n;
+  }
   return logs;
 }
 
-namespace {
-void check_compiled(const Sequential::State& s, const char* what) {
-  LS_CHECK(s.optimizer && s.loss, RuntimeError, "you must call compile() with an optimizer and a loss before ", what,
-           "()");
+void Sequential::record_outputs(const std::vector<ReplicaOutputRef>& outputs) {
+  NoGradGuard no_grad;
+  for (const ReplicaOutputRef& o : outputs) {
+    s_->loss_total += o.loss * o.examples;
+    s_->loss_count += o.examples;
+    for (auto& m : s_->metrics) m->update_state(o.y, o.y_pred, o.sample_weight);
+  }
 }
-}  // namespace
+
+std::vector<Sequential::ReplicaOutputRef> Sequential::run_step(const std::vector<data::Batch>& batches, bool training) {
+  // One replica's work. Under a strategy the loss is scaled by 1 / num_replicas_in_sync, so that the
+  // all-reduced (summed) gradients are those of the mean loss over the global batch, as in Keras.
+  auto replica_step = [this, training](const data::Batch& b) {
+    const double scale = s_->distributed() ? 1.0 / s_->strategy->num_replicas_in_sync() : 1.0;
+    ReplicaOutputRef out{0, static_cast<double>(b.x.dim(0)), b.y, Tensor(), b.sample_weight};
+    Tensor loss;
+    if (training) {
+      std::vector<Variable> vars = trainable_variables();
+      std::vector<Tensor> grads;
+      {
+        GradientTape tape;
+        out.y_pred = (*this)(b.x, {.training = true});
+        loss = (*s_->loss)(b.y, out.y_pred, b.sample_weight);
+        std::vector<Tensor> reg = losses();
+        if (!reg.empty()) loss = loss + add_n(reg);
+        grads = tape.gradient(scale == 1.0 ? loss : loss * scale, vars);
+      }
+      s_->optimizer->apply_gradients(grads, vars);
+    } else {
+      NoGradGuard no_grad;
+      out.y_pred = (*this)(b.x, {.training = false});
+      loss = (*s_->loss)(b.y, out.y_pred, b.sample_weight);
+      std::vector<Tensor> reg = losses();
+      if (!reg.empty()) loss = loss + add_n(reg);
+    }
+    out.loss = loss.item<double>();
+    out.y_pred = stop_gradient(out.y_pred);
+    return out;
+  };
+  std::vector<ReplicaOutputRef> outputs;
+  if (s_->distributed()) {
+    distribute::PerReplica<data::Batch> per{batches};
+    outputs = s_->strategy->run(replica_step, per).values;
+  } else {
+    outputs.push_back(replica_step(batches.at(0)));
+  }
+  record_outputs(outputs);
+  return outputs;
+}
 
 std::map<std::string, double> Sequential::train_on_batch(const Tensor& x, const Tensor& y, const Tensor& sample_weight) {
   check_compiled(*s_, "fit");
-  std::vector<Variable> vars = trainable_variables();
-  Tensor y_pred, loss;
-  std::vector<Tensor> grads;
-  {
-    GradientTape tape;
-    y_pred = (*this)(x, {.training = true});
-    loss = (*s_->loss)(y, y_pred, sample_weight);
-    std::vector<Tensor> reg = losses();
-    if (!reg.empty()) loss = loss + add_n(reg);
-    grads = tape.gradient(loss, vars);
-  }
-  s_->optimizer->apply_gradients(grads, vars);
-  const double value = loss.item<double>();
-  s_->loss_total += value * static_cast<double>(x.dim(0));
-  s_->loss_count += static_cast<double>(x.dim(0));
-  NoGradGuard no_grad;
-  for (auto& m : s_->metrics) m->update_state(y, y_pred, sample_weight);
-  std::map<std::string, double> out{{"loss", value}};
-  for (auto& m : s_->metrics) out[m->name()] = m->result();
+  reset_metrics();  // Keras resets metrics each call: the result is this batch's
+  auto outputs = run_step({data::Batch{x, y, sample_weight}}, true);
+  std::map<std::string, double> out = to_map(metric_logs());
+  out["loss"] = outputs[0].loss;
   return out;
-}
-
-void Sequential::test_step(const data::Element& batch) {
-  NoGradGuard no_grad;
-  Tensor y_pred = (*this)(batch.x, {.training = false});
-  Tensor loss = (*s_->loss)(batch.y, y_pred, batch.sample_weight);
-  std::vector<Tensor> reg = losses();
-  if (!reg.empty()) loss = loss + add_n(reg);
-  s_->loss_total += loss.item<double>() * static_cast<double>(batch.x.dim(0));
-  s_->loss_count += static_cast<double>(batch.x.dim(0));
-  for (auto& m : s_->metrics) m->update_state(batch.y, y_pred, batch.sample_weight);
 }
 
 std::map<std::string, double> Sequential::test_on_batch(const Tensor& x, const Tensor& y, const Tensor& sample_weight) {
   check_compiled(*s_, "evaluate");
   reset_metrics();
-  test_step({x, y, sample_weight});
+  run_step({data::Batch{x, y, sample_weight}}, false);
   return to_map(metric_logs());
 }
 
@@ -126,7 +198,8 @@ callbacks::History Sequential::fit(const data::Dataset& dataset, FitOptions opt)
   LS_CHECK(opt.epochs >= 1 && opt.initial_epoch >= 0, ValueError, "fit() needs epochs >= 1 and initial_epoch >= 0, got ",
            opt.epochs, " and ", opt.initial_epoch);
   const bool fixed_steps = opt.steps_per_epoch > 0;
-  RunParams params{opt.epochs, steps_for(dataset, opt.steps_per_epoch, "fit()"), opt.verbose};
+  const bool chief = !s_->distributed() || s_->strategy->is_chief();
+  RunParams params{opt.epochs, steps_for(dataset, opt.steps_per_epoch, "fit()"), chief ? opt.verbose : 0};
   auto history = std::make_shared<callbacks::History>();
   CallbackList cbs = make_callbacks(this, std::move(opt.callbacks), params, history);
   s_->stop_training = false;
@@ -135,15 +208,14 @@ callbacks::History Sequential::fit(const data::Dataset& dataset, FitOptions opt)
   cbs.each([&](Callback& c) { c.on_train_begin(none); });
   // With steps_per_epoch the iterator runs on across epochs (Keras); otherwise each epoch is one pass, whose
   // shuffle order depends on the epoch number only, so a resumed run sees the same order as an unbroken one.
-  data::Iterator it = dataset.make_iterator(fixed_steps ? 0 : static_cast<uint64_t>(opt.initial_epoch));
+  auto input = std::make_unique<StepInput>(*s_, dataset, fixed_steps ? 0 : static_cast<uint64_t>(opt.initial_epoch));
   for (int64_t epoch = opt.initial_epoch; epoch < opt.epochs && !s_->stop_training; ++epoch) {
     reset_metrics();
     cbs.each([&](Callback& c) { c.on_epoch_begin(epoch, none); });
-    if (!fixed_steps && epoch > opt.initial_epoch) it = dataset.make_iterator(static_cast<uint64_t>(epoch));
-    int64_t step = 0;
-    for (; !fixed_steps || step < opt.steps_per_epoch; ++step) {
-      std::optional<data::Element> batch = it.next();
-      if (!batch) {
+    if (!fixed_steps && epoch > opt.initial_epoch) input = std::make_unique<StepInput>(*s_, dataset, static_cast<uint64_t>(epoch));
+    for (int64_t step = 0; !fixed_steps || step < opt.steps_per_epoch; ++step) {
+      std::optional<std::vector<data::Batch>> batches = input->next();
+      if (!batches) {
         if (fixed_steps) {
           log(LogLevel::warning, "your input ran out of data after ", step, " steps of epoch ", epoch + 1,
               ": make sure the dataset can produce steps_per_epoch * epochs batches (use repeat()); training stops");
@@ -152,7 +224,7 @@ callbacks::History Sequential::fit(const data::Dataset& dataset, FitOptions opt)
         break;
       }
       cbs.each([&](Callback& c) { c.on_train_batch_begin(step, none); });
-      train_on_batch(batch->x, batch->y, batch->sample_weight);
+      run_step(*batches, true);
       Logs logs = metric_logs();
       cbs.each([&](Callback& c) { c.on_train_batch_end(step, logs); });
       if (s_->stop_training) break;
@@ -181,12 +253,12 @@ Logs Sequential::run_evaluation(const data::Dataset& dataset, int64_t steps, con
   reset_metrics();
   Logs none;
   cbs.each([&](Callback& c) { c.on_test_begin(none); });
-  data::Iterator it = dataset.make_iterator();
+  StepInput input(*s_, dataset, 0);
   for (int64_t step = 0; steps <= 0 || step < steps; ++step) {
-    std::optional<data::Element> batch = it.next();
-    if (!batch) break;
+    std::optional<std::vector<data::Batch>> batches = input.next();
+    if (!batches) break;
     cbs.each([&](Callback& c) { c.on_test_batch_begin(step, none); });
-    test_step(*batch);
+    run_step(*batches, false);
     Logs logs = metric_logs();
     cbs.each([&](Callback& c) { c.on_test_batch_end(step, logs); });
   }
@@ -197,7 +269,8 @@ Logs Sequential::run_evaluation(const data::Dataset& dataset, int64_t steps, con
 
 std::map<std::string, double> Sequential::evaluate(const data::Dataset& dataset, EvaluateOptions opt) {
   check_compiled(*s_, "evaluate");
-  RunParams params{1, steps_for(dataset, opt.steps, "evaluate()"), opt.verbose};
+  const bool chief = !s_->distributed() || s_->strategy->is_chief();
+  RunParams params{1, steps_for(dataset, opt.steps, "evaluate()"), chief ? opt.verbose : 0};
   CallbackList cbs = make_callbacks(this, std::move(opt.callbacks), params, nullptr);
   return to_map(run_evaluation(dataset, opt.steps, cbs.all));
 }

@@ -110,7 +110,7 @@ struct EarlyStoppingOptions {
   int64_t patience = 0;
   int verbose = 0;
   std::string mode = "auto";  // "min", "max", or "auto" (max for accuracy-like names)
-  std::optional<double> baseline;
+  std::optional<double> baseline = std::nullopt;
   bool restore_best_weights = false;
   int64_t start_from_epoch = 0;
 };

@@ -141,7 +141,7 @@ class Conv2D : public Layer {
 };
 
 struct Pooling2DOptions {
-  std::optional<int64_t> strides;  // defaults to pool_size
+  std::optional<int64_t> strides = std::nullopt;  // defaults to pool_size
   std::string padding = "valid";
   std::string name = "";
 };
@@ -201,7 +201,7 @@ class Dense : public Layer {
 };
 
 struct DropoutOptions {
-  std::optional<uint64_t> seed;
+  std::optional<uint64_t> seed = std::nullopt;
   std::string name = "";
 };
 // Zeroes a fraction `rate` of inputs while training and scales the rest by 1 / (1 - rate).

@@ -115,7 +115,7 @@ std::shared_ptr<Loss> get(const std::string& identifier);
 namespace lockstep::nn {
 
 // The number of replicas that sum their gradients each step (tf.distribute.get_strategy()
-// .num_replicas_in_sync). 1 for now: the distribution layer will provide the strategy's count.
+// .num_replicas_in_sync): the current strategy's, 1 outside any.
 int64_t current_num_replicas_in_sync();
 
 struct AverageLossOptions {

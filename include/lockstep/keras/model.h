@@ -51,7 +51,7 @@ struct FitOptions {
   int64_t steps_per_epoch = -1;  // -1: until the data runs out
   int64_t batch_size = 32;       // for fit(x, y) only
   bool shuffle = true;           // for fit(x, y) only
-  std::optional<data::Dataset> validation_data;
+  std::optional<data::Dataset> validation_data = std::nullopt;
   int64_t validation_steps = -1;
   std::vector<CallbackPtr> callbacks;
   int64_t initial_epoch = 0;
@@ -136,8 +136,16 @@ class Sequential {
   std::shared_ptr<State> s_;
   Logs metric_logs() const;
   void reset_metrics();
-  // One batch of the test loop: forward without training, loss and metrics updated.
-  void test_step(const data::Element& batch);
+  // What a replica's step returns to the caller's thread.
+  struct ReplicaOutputRef {
+    double loss;
+    double examples;
+    Tensor y, y_pred, sample_weight;
+  };
+  class StepInput;
+  // One step: each batch on its replica (training or not), then the loss tracker and metrics updated.
+  std::vector<ReplicaOutputRef> run_step(const std::vector<data::Batch>& batches, bool training);
+  void record_outputs(const std::vector<ReplicaOutputRef>& outputs);
   // Runs the test loop over `dataset` with prepared callbacks and returns the logs (fit's validation uses it).
   Logs run_evaluation(const data::Dataset& dataset, int64_t steps, const std::vector<CallbackPtr>& callbacks);
 };

@@ -94,6 +94,7 @@ class Optimizer {
   // Applies one update to each (gradient, variable) pair, in place, and counts one iteration. Undefined
   // gradients are skipped with a warning (logged once per optimizer). A gradient must have its
   // variable's shape and dtype (float32 or float64): InvalidArgumentError naming the variable otherwise.
+  // Inside strategy.run() the gradients are first all-reduced across replicas and the update runs once.
   void apply_gradients(const std::vector<Tensor>& gradients, const std::vector<Variable>& variables);
   // Creates the slots of `variables` now instead of on their first update (Keras' optimizer.build).
   void build(const std::vector<Variable>& variables);
@@ -128,6 +129,10 @@ class Optimizer {
   // elements (zero-initialised). May be called on sub-ranges of a variable in parallel.
   virtual void update_step(float* w, const float* g, float* const* slots, int64_t n, const Step& step) const = 0;
   virtual void update_step(double* w, const double* g, double* const* slots, int64_t n, const Step& step) const = 0;
+
+ private:
+  // The update itself, on gradients that are already the replicas' sum.
+  void apply_reduced(const std::vector<Tensor>& gradients, const std::vector<Variable>& variables);
 
  private:
   struct Slots {

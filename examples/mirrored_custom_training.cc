@@ -1,7 +1,7 @@
-// TensorFlow's "Custom training with tf.distribute.Strategy" tutorial on one worker, in lockstep:
-// Fashion-MNIST, the L2-regularised CNN, a GradientTape train_step whose per-example losses are averaged
-// over the global batch with compute_average_loss, a test_step, and Keras metrics.
-// Usage: custom_training_loop [epochs] [max_steps_per_epoch]
+// TensorFlow's "Custom training with tf.distribute.Strategy" tutorial in lockstep: MirroredStrategy over
+// two logical CPU devices, Fashion-MNIST split across them, the L2-regularised CNN, a GradientTape
+// train_step whose per-example losses are averaged over the global batch, strategy.run/reduce, and metrics.
+// Usage: mirrored_custom_training [epochs] [max_steps_per_epoch]
 #include <lockstep/lockstep.h>
 
 #include <cstdio>
@@ -30,13 +30,17 @@ int main(int argc, char** argv) {
   ls::Tensor test_images = ls::reshape(ls::cast(test.images, ls::DType::float32) / 255.0, {-1, 28, 28, 1});
   ls::Tensor train_labels = ls::cast(train.labels, ls::DType::int64), test_labels = ls::cast(test.labels, ls::DType::int64);
 
+  ls::distribute::MirroredStrategy strategy({"/cpu:0", "/cpu:1"});
+  std::printf("Number of devices: %d\n", strategy.num_replicas_in_sync());
+
   const int64_t BUFFER_SIZE = train_images.dim(0);
   const int64_t BATCH_SIZE_PER_REPLICA = 64;
-  const int64_t num_replicas_in_sync = 1;  // one worker, one replica: the distributed tutorials change this
-  const int64_t GLOBAL_BATCH_SIZE = BATCH_SIZE_PER_REPLICA * num_replicas_in_sync;
+  const int64_t GLOBAL_BATCH_SIZE = BATCH_SIZE_PER_REPLICA * strategy.num_replicas_in_sync();
   auto train_dataset =
       ls::data::Dataset::from_tensor_slices(train_images, train_labels).shuffle(BUFFER_SIZE).batch(GLOBAL_BATCH_SIZE);
   auto test_dataset = ls::data::Dataset::from_tensor_slices(test_images, test_labels).batch(GLOBAL_BATCH_SIZE);
+  auto train_dist_dataset = strategy.experimental_distribute_dataset(train_dataset);
+  auto test_dist_dataset = strategy.experimental_distribute_dataset(test_dataset);
 
   // Per-example losses: the reduction happens in compute_loss, over the global batch.
   auto loss_object = keras::losses::SparseCategoricalCrossentropy(
@@ -48,12 +52,34 @@ int main(int argc, char** argv) {
     return loss;
   };
 
-  auto test_loss = keras::metrics::Mean("test_loss");
-  auto train_accuracy = keras::metrics::SparseCategoricalAccuracy("train_accuracy");
-  auto test_accuracy = keras::metrics::SparseCategoricalAccuracy("test_accuracy");
+  // Metrics are updated from every replica's thread: one set per replica, summed when read.
+  std::vector<std::shared_ptr<keras::metrics::MeanMetric>> test_loss;
+  std::vector<std::shared_ptr<keras::metrics::Metric>> train_accuracy, test_accuracy;
+  for (int r = 0; r < strategy.num_replicas_in_sync(); ++r) {
+    test_loss.push_back(keras::metrics::Mean("test_loss"));
+    train_accuracy.push_back(keras::metrics::SparseCategoricalAccuracy("train_accuracy"));
+    test_accuracy.push_back(keras::metrics::SparseCategoricalAccuracy("test_accuracy"));
+  }
+  auto result = [](const auto& per_replica) {
+    std::vector<double> total = per_replica[0]->state();
+    for (size_t r = 1; r < per_replica.size(); ++r)
+      for (size_t i = 0; i < total.size(); ++i) total[i] += per_replica[r]->state()[i];
+    auto sum = keras::metrics::Mean();
+    sum->set_state(total);
+    return sum->result();
+  };
+  auto reset = [](const auto& per_replica) {
+    for (const auto& m : per_replica) m->reset_state();
+  };
 
-  keras::Sequential model = create_model();
-  auto optimizer = keras::optimizers::Adam({.learning_rate = 0.001});
+  // A model and an optimizer must be created under strategy.scope().
+  keras::Sequential model;
+  std::shared_ptr<keras::optimizers::Optimizer> optimizer;
+  {
+    auto scope = strategy.scope();
+    model = create_model();
+    optimizer = keras::optimizers::Adam({.learning_rate = 0.001});
+  }
 
   auto train_step = [&](const ls::data::Batch& inputs) {
     ls::GradientTape tape;
@@ -61,36 +87,45 @@ int main(int argc, char** argv) {
     ls::Tensor loss = compute_loss(inputs.y, predictions, model.losses());
     auto gradients = tape.gradient(loss, model.trainable_variables());
     optimizer->apply_gradients(gradients, model.trainable_variables());
-    train_accuracy->update_state(inputs.y, predictions);
-    return loss.item<double>();
+    train_accuracy[ls::distribute::replica_id_in_sync_group()]->update_state(inputs.y, predictions);
+    return loss;
   };
   auto test_step = [&](const ls::data::Batch& inputs) {
+    const int r = ls::distribute::replica_id_in_sync_group();
     ls::Tensor predictions = model(inputs.x, {.training = false});
     ls::Tensor t_loss = (*keras::losses::SparseCategoricalCrossentropy({.from_logits = true}))(inputs.y, predictions);
-    test_loss->update_state(t_loss);
-    test_accuracy->update_state(inputs.y, predictions);
+    test_loss[r]->update_state(t_loss);
+    test_accuracy[r]->update_state(inputs.y, predictions);
+  };
+  // strategy.run replicates the computation and runs it with the distributed input.
+  auto distributed_train_step = [&](const ls::distribute::PerReplica<ls::data::Batch>& dataset_inputs) {
+    auto per_replica_losses = strategy.run(train_step, dataset_inputs);
+    return strategy.reduce(ls::distribute::ReduceOp::SUM, per_replica_losses).item<double>();
+  };
+  auto distributed_test_step = [&](const ls::distribute::PerReplica<ls::data::Batch>& dataset_inputs) {
+    strategy.run(test_step, dataset_inputs);
   };
 
   for (int64_t epoch = 0; epoch < EPOCHS; ++epoch) {
     // TRAIN LOOP
     double total_loss = 0.0;
     int64_t num_batches = 0;
-    for (const ls::data::Batch& x : train_dataset) {
-      total_loss += train_step(x);
+    for (const auto& x : train_dist_dataset) {
+      total_loss += distributed_train_step(x);
       if (++num_batches == max_steps) break;
     }
     const double train_loss = total_loss / static_cast<double>(num_batches);
     // TEST LOOP
     int64_t test_batches = 0;
-    for (const ls::data::Batch& x : test_dataset) {
-      test_step(x);
+    for (const auto& x : test_dist_dataset) {
+      distributed_test_step(x);
       if (++test_batches == max_steps) break;
     }
     std::printf("Epoch %lld, Loss: %g, Accuracy: %g, Test Loss: %g, Test Accuracy: %g\n",
-                static_cast<long long>(epoch + 1), train_loss, train_accuracy->result() * 100, test_loss->result(),
-                test_accuracy->result() * 100);
-    test_loss->reset_state();
-    train_accuracy->reset_state();
-    test_accuracy->reset_state();
+                static_cast<long long>(epoch + 1), train_loss, result(train_accuracy) * 100, result(test_loss),
+                result(test_accuracy) * 100);
+    reset(test_loss);
+    reset(train_accuracy);
+    reset(test_accuracy);
   }
 }

@@ -1,6 +1,7 @@
-// TensorFlow's "Multi-worker training with Keras" tutorial, its single-worker part, in lockstep:
-// mnist_dataset, build_and_compile_cnn_model, then fit for 3 epochs of 70 steps. The tutorial reads MNIST;
-// this port reads Fashion-MNIST, which Debian ships (dataset-fashion-mnist). Usage: keras_fashion_mnist [steps]
+// TensorFlow's "Multi-worker training with Keras" tutorial in lockstep: mnist_dataset,
+// build_and_compile_cnn_model, MultiWorkerMirroredStrategy from TF_CONFIG, then fit for 3 epochs of 70 steps.
+// The tutorial reads MNIST; this port reads Fashion-MNIST, which Debian ships (dataset-fashion-mnist).
+// Run: lockstep launch -n 2 -- multi_worker_keras [steps_per_epoch]
 #include <lockstep/lockstep.h>
 
 #include <cstdlib>
@@ -28,8 +29,14 @@ keras::Sequential build_and_compile_cnn_model() {
 
 int main(int argc, char** argv) {
   const int64_t steps_per_epoch = argc > 1 ? std::atoll(argv[1]) : 70;
-  const int64_t batch_size = 64;
-  ls::data::Dataset single_worker_dataset = mnist_dataset(batch_size);
-  keras::Sequential single_worker_model = build_and_compile_cnn_model();
-  single_worker_model.fit(single_worker_dataset, {.epochs = 3, .steps_per_epoch = steps_per_epoch});
+  const int64_t per_worker_batch_size = 64;
+  ls::distribute::MultiWorkerMirroredStrategy strategy;  // reads TF_CONFIG; one local worker when it is unset
+  const int64_t global_batch_size = per_worker_batch_size * strategy.num_replicas_in_sync();
+  ls::data::Dataset multi_worker_dataset = mnist_dataset(global_batch_size);
+  keras::Sequential multi_worker_model;
+  {
+    auto scope = strategy.scope();  // model building and compiling must be within the scope
+    multi_worker_model = build_and_compile_cnn_model();
+  }
+  multi_worker_model.fit(multi_worker_dataset, {.epochs = 3, .steps_per_epoch = steps_per_epoch});
 }

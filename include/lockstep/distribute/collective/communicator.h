@@ -1,0 +1,50 @@
+// The narrow collective interface every backend implements: all_reduce, broadcast, all_gather and
+// barrier over raw buffers, each with one options struct. Every worker must issue the same collectives in
+// the same order with the same tags; a collective that cannot finish throws instead of hanging.
+#pragma once
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lockstep/core/dtype.h"
+
+namespace lockstep::distribute {
+
+// tf.distribute.ReduceOp, plus MAX and MIN.
+enum class ReduceOp { SUM, MEAN, MAX, MIN };
+
+struct CollectiveOptions {
+  // Collectives that may be in flight at once need distinct tags (gloo's slot); 0 for sequential use.
+  uint32_t tag = 0;
+  // Longest a collective may wait for its peers; then it throws DeadlineExceededError.
+  std::chrono::milliseconds timeout{std::chrono::seconds(60)};
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // In place over `count` elements of `dtype` (float32, bfloat16, float64, int64). MEAN divides the sum
+  // by size(). Every rank ends with bitwise the same result.
+  virtual void all_reduce(void* data, size_t count, DType dtype, ReduceOp op, const CollectiveOptions& options = {}) = 0;
+  // `bytes` from rank `root` into every rank's `data`.
+  virtual void broadcast(void* data, size_t bytes, int root, const CollectiveOptions& options = {}) = 0;
+  // Rank r's `bytes` of `input` land at output + r * bytes on every rank.
+  virtual void all_gather(const void* input, void* output, size_t bytes, const CollectiveOptions& options = {}) = 0;
+  virtual void barrier(const CollectiveOptions& options = {}) = 0;
+};
+
+// The rendezvous a multi-process backend needs: a key-value store every worker reaches (the coordination
+// service's). get() blocks until the key exists or the timeout passes (then DeadlineExceededError).
+class KeyValueStore {
+ public:
+  virtual ~KeyValueStore() = default;
+  virtual void set(const std::string& key, const std::string& value) = 0;
+  virtual std::string get(const std::string& key, std::chrono::milliseconds timeout) = 0;
+};
+
+}  // namespace lockstep::distribute

@@ -1,0 +1,46 @@
+// The gloo collective backend: one worker process per rank, TCP between every pair of workers, and the
+// rendezvous (who listens where) through the coordination service's KeyValueStore.
+#pragma once
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lockstep/distribute/collective/communicator.h"
+
+namespace lockstep::distribute {
+
+// Collective order: each worker issues its cross-worker collectives from one thread in program order (the
+// strategy's step, identical on every worker), gradient buckets are numbered in the order their gradients
+// become ready and carry tag = bucket number, and the strategy's own collectives use fixed tags above
+// those. gloo matches messages by (collective, tag) only, so it cannot detect a worker that breaks this
+// order; it shows up as a timeout, or a count mismatch that gloo reports by terminating the process.
+struct GlooOptions {
+  // The address this rank's gloo pairs listen on (the worker's own TF_CONFIG host).
+  std::string hostname = "127.0.0.1";
+  // Per rank, e.g. "worker:1 at 127.0.0.1:23456", for error messages; empty: "rank N".
+  std::vector<std::string> peer_names;
+  // How long the rendezvous (store keys, TCP connections) may take.
+  std::chrono::milliseconds connect_timeout{std::chrono::seconds(120)};
+  // Key prefix in the store; use a new one for each rebuild of the communicator.
+  std::string prefix = "gloo";
+};
+
+// Connects rank `rank` of `size` to the others; blocks until all of them have called it (or until
+// connect_timeout: DeadlineExceededError naming a rank that did not come). Ignores SIGPIPE for the
+// process if its disposition is the default, so a dead peer is an exception here rather than a signal.
+//
+// Errors: a collective that runs past CollectiveOptions.timeout throws DeadlineExceededError; a peer that
+// dies or closes its connections makes the collective in flight (within a second) or the next one throw
+// UnavailableError naming it. Either way the communicator is broken: it closes its connections, so the
+// other workers fail fast too, and every later call throws the same error at once. Build a new one (new
+// prefix) to go on.
+//
+// Thread-safety: collectives with distinct tags may run at once from different threads (gloo matches
+// them by tag); two in flight with the same tag and kind are undefined. Each communicator runs two
+// threads (gloo's socket loop and a watchdog); creating one costs a store round trip, size-1 TCP
+// connections and an address exchange (about 10 ms on loopback): once per job, not per step.
+std::unique_ptr<Communicator> make_gloo_communicator(KeyValueStore& store, int rank, int size,
+                                                     const GlooOptions& options);
+
+}  // namespace lockstep::distribute

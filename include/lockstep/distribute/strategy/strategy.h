@@ -1,0 +1,217 @@
+// Distribution strategies (tf.distribute): the default strategy, MirroredStrategy (replicas on threads of
+// one process) and MultiWorkerMirroredStrategy (one process per worker, configured by TF_CONFIG). A
+// strategy runs a step function on every replica, all-reduces what replicas produce, splits datasets
+// across replicas, and mirrors the variables created in its scope: they start identical (broadcast from
+// the chief) and stay identical because every replica applies the same all-reduced gradients.
+#pragma once
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "lockstep/autograd/variable.h"
+#include "lockstep/data/dataset.h"
+#include "lockstep/distribute/cluster/cluster_resolver.h"
+#include "lockstep/distribute/collective/communicator.h"
+
+namespace lockstep::distribute {
+
+// One value per local replica (tf.distribute.DistributedValues / PerReplica).
+template <typename T> struct PerReplica {
+  std::vector<T> values;
+};
+
+// What distribute_datasets_from_function hands each input pipeline (tf.distribute.InputContext).
+struct InputContext {
+  int num_input_pipelines = 1;
+  int input_pipeline_id = 0;
+  int num_replicas_in_sync = 1;
+  // global_batch_size / num_replicas_in_sync; ValueError when it does not divide evenly.
+  int64_t get_per_replica_batch_size(int64_t global_batch_size) const;
+};
+
+enum class CommunicationImplementation { AUTO, RING, NCCL };
+struct CommunicationOptions {
+  CommunicationImplementation implementation = CommunicationImplementation::AUTO;
+  // Gradients are packed into all-reduces of about this many bytes; 0 means 25 MiB.
+  int64_t bytes_per_pack = 0;
+  // Longest any collective may wait; 0 means 600 s. Dead workers are detected in seconds regardless.
+  double timeout_seconds = 0;
+};
+
+class Strategy;
+class GradientReducer;
+
+// A dataset split across replicas: each step yields one batch per local replica.
+class DistributedDataset {
+ public:
+  class Iterator {
+   public:
+    // The next per-replica batches; nullopt when any replica, on any worker, has run out (so every worker
+    // stops at the same step).
+    std::optional<PerReplica<data::Batch>> next();
+    // Range-for support.
+    const PerReplica<data::Batch>& operator*() const;
+    Iterator& operator++();
+    bool operator==(std::default_sentinel_t) const;
+    // Exact position of every replica's pipeline, for checkpoints.
+    nlohmann::json save_state() const;
+    void restore_state(const nlohmann::json& state);
+
+   private:
+    friend class DistributedDataset;
+    Strategy* strategy_ = nullptr;
+    std::vector<data::Iterator> iterators_;
+    mutable std::optional<PerReplica<data::Batch>> current_;
+    mutable bool fetched_ = false;
+    void fetch() const;
+  };
+
+  DistributedDataset(Strategy* strategy, std::vector<data::Dataset> per_replica);
+  Iterator begin() const;
+  std::default_sentinel_t end() const { return std::default_sentinel; }
+  Iterator make_iterator(uint64_t iteration) const;
+  const std::vector<data::Dataset>& per_replica_datasets() const { return datasets_; }
+
+ private:
+  Strategy* strategy_;
+  std::vector<data::Dataset> datasets_;
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy();
+  Strategy(const Strategy&) = delete;
+  Strategy& operator=(const Strategy&) = delete;
+
+  int num_replicas_in_sync() const { return num_local_ * num_workers(); }
+  int num_local_replicas() const { return num_local_; }
+  int num_workers() const;
+  // This worker's rank among the training tasks (0 is the chief).
+  int worker_rank() const;
+  bool is_chief() const { return worker_rank() == 0; }
+  const ClusterResolver& cluster_resolver() const { return *resolver_; }
+  const CommunicationOptions& communication_options() const { return options_; }
+
+  // While the returned guard lives, this strategy is the current one (get_strategy()) and the variables
+  // created on this thread are mirrored by it (strategy.scope()).
+  class Scope {
+   public:
+    explicit Scope(Strategy* strategy);
+    ~Scope();
+    Scope(Scope&&) = delete;
+
+   private:
+    Strategy* previous_;
+    VariableCreationScope creation_;
+  };
+  [[nodiscard]] Scope scope() { return Scope(this); }
+
+  // Runs fn on every local replica (on threads when there are several), with arguments that are either
+  // PerReplica values (each replica gets its own) or plain values (shared); returns one result per replica.
+  template <typename F, typename... Args> auto run(F&& fn, const Args&... args);
+
+  // The replicas' values summed or averaged (over replicas, and over `axis` first when given) on every worker.
+  Tensor reduce(ReduceOp op, const PerReplica<Tensor>& value, std::optional<int64_t> axis = std::nullopt);
+  std::vector<Tensor> experimental_local_results(const PerReplica<Tensor>& value) const { return value.values; }
+  // Every replica's value on every worker, concatenated along `axis` in replica order.
+  Tensor gather(const PerReplica<Tensor>& value, int64_t axis);
+
+  // Splits each global batch of `dataset` (whose last step is batch()) across all replicas, after sharding it
+  // across workers as dataset.options().auto_shard_policy says.
+  DistributedDataset experimental_distribute_dataset(const data::Dataset& dataset);
+  // Calls fn once per local replica with its InputContext; fn returns that pipeline's per-replica batches.
+  DistributedDataset distribute_datasets_from_function(const std::function<data::Dataset(const InputContext&)>& fn);
+
+  // ---- for the training loops of keras and the optimizers (replica context) ----
+  // Gradients of `variables` all-reduced (SUM) across all replicas, waiting for the buckets the gradient
+  // hooks started during backward. Call from inside run(), once per step.
+  std::vector<Tensor> all_reduce_gradients(const std::vector<Tensor>& gradients, const std::vector<Variable>& variables);
+  // Runs `update` once per worker for replicas sharing variables (replica 0, the others wait): how the
+  // optimizer applies the reduced gradients to mirrored variables exactly once.
+  void merge_call(const std::function<void()>& update);
+  // Sums `values` element-wise over every replica of every worker (float64), in place. From replica context
+  // each replica passes its own; from cross-replica context (the caller's thread) over workers only.
+  void all_reduce_sum(std::vector<double>& values);
+  // Makes every mirrored variable equal to the chief's and checks that every worker built the same model
+  // and batch size (a mismatch stops the job naming the difference). Runs once; later calls are free.
+  void synchronize_variables(int64_t global_batch_size);
+  const std::vector<Variable>& mirrored_variables() const { return variables_; }
+
+  // For collectives outside the gradient path; the cross-worker communicator (null on a single worker).
+  Communicator* cross_worker() const;
+
+ protected:
+  Strategy(int num_local_replicas, std::unique_ptr<ClusterResolver> resolver, CommunicationOptions options);
+  // Connects workers (coordination service, gloo); called by MultiWorkerMirroredStrategy's constructor.
+  void connect_workers();
+
+ private:
+  struct Impl;
+  void run_replicas(const std::function<void(int replica)>& fn);
+  void register_variable(const Variable& v);
+  int num_local_;
+  std::unique_ptr<ClusterResolver> resolver_;
+  CommunicationOptions options_;
+  std::vector<Variable> variables_;
+  std::unique_ptr<Impl> impl_;
+  friend class DistributedDataset;
+  friend class GradientReducer;
+};
+
+// The strategy whose scope is active on this thread (or whose replica this thread runs), else the default
+// strategy: one replica, no communication (tf.distribute.get_strategy()).
+Strategy& get_strategy();
+bool has_strategy();
+// Inside Strategy::run: this thread's replica (0 for the caller's thread); -1 outside.
+int replica_id_in_sync_group();
+bool in_replica_context();
+
+class DefaultStrategy : public Strategy {
+ public:
+  DefaultStrategy();
+};
+
+// Replicas on logical devices of this process: "/cpu:0", "/cpu:1", ... (or "/gpu:i" later). No devices
+// means one replica on "/cpu:0".
+class MirroredStrategy : public Strategy {
+ public:
+  explicit MirroredStrategy(std::vector<std::string> devices = {});
+  const std::vector<std::string>& devices() const { return devices_; }
+
+ private:
+  std::vector<std::string> devices_;
+};
+
+// One replica per worker process; the cluster comes from TF_CONFIG (or SLURM), a single local worker
+// when neither is set. The chief runs the coordination service on its TF_CONFIG address.
+class MultiWorkerMirroredStrategy : public Strategy {
+ public:
+  explicit MultiWorkerMirroredStrategy(CommunicationOptions options = {});
+  MultiWorkerMirroredStrategy(CommunicationOptions options, std::unique_ptr<ClusterResolver> resolver);
+};
+
+// ---- template implementation ----
+namespace detail {
+template <typename T> const T& replica_value(const PerReplica<T>& v, int r) { return v.values[static_cast<size_t>(r)]; }
+template <typename T> const T& replica_value(const T& v, int) { return v; }
+template <typename T> struct unwrap { using type = T; };
+template <typename T> struct unwrap<PerReplica<T>> { using type = T; };
+}  // namespace detail
+
+template <typename F, typename... Args> auto Strategy::run(F&& fn, const Args&... args) {
+  using R = std::invoke_result_t<F&, const typename detail::unwrap<Args>::type&...>;
+  if constexpr (std::is_void_v<R>) {
+    run_replicas([&](int r) { fn(detail::replica_value(args, r)...); });
+  } else {
+    PerReplica<R> out;
+    out.values.resize(static_cast<size_t>(num_local_));
+    run_replicas([&](int r) { out.values[static_cast<size_t>(r)] = fn(detail::replica_value(args, r)...); });
+    return out;
+  }
+}
+
+}  // namespace lockstep::distribute

@@ -1,0 +1,449 @@
+// The coordination service rank 0 runs, a synchronous gRPC server: registration and the fingerprint check,
+// heartbeats and watch streams that notice a dead task within milliseconds, failure propagation, the
+// key-value store and the barriers. Waiting calls sleep on one condition variable, bounded by their deadline.
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "coordination-impl.h"
+#include "distribute/coordination/coordination.grpc.pb.h"
+#include "lockstep/core/logging.h"
+
+namespace lockstep::distribute {
+
+namespace {
+
+namespace pb = ::lockstep::coordination;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// How often a waiting call checks whether its caller hung up, and a watch whether its task's connection
+// closed: the latency of detecting a killed task.
+constexpr milliseconds kCancelPoll{50};
+// How long a stopping server lets the answers in flight (the shutdown barrier's) reach their tasks.
+constexpr milliseconds kStopGrace{1000};
+// Values in the store may be large (rendezvous blobs); gRPC's default limit is 4 MiB.
+constexpr int kMaxMessageBytes = 64 << 20;
+
+// Why a wait ended.
+enum class Wake { ready, failed, stopping, timeout, cancelled };
+
+// "worker:1 at a:1", "worker:1 at a:1 and worker:2 at a:2", "worker:1 at a:1, worker:2 at a:2 and ...".
+std::string join_labels(const std::vector<std::string>& labels) {
+  std::string out;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    if (i > 0) out += i + 1 == labels.size() ? " and " : ", ";
+    out += labels[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+class CoordinationService::Impl final : public pb::Coordination::Service {
+ public:
+  explicit Impl(const CoordinationOptions& options);
+  ~Impl() override;
+  void wait_failure_delivered(milliseconds timeout);
+
+  grpc::Status Register(grpc::ServerContext* ctx, const pb::RegisterRequest* req, pb::Empty*) override;
+  grpc::Status Heartbeat(grpc::ServerContext*, const pb::Task* req, pb::Empty*) override;
+  grpc::Status Watch(grpc::ServerContext* ctx, const pb::Task* req, grpc::ServerWriter<pb::Event>* writer) override;
+  grpc::Status Set(grpc::ServerContext*, const pb::SetRequest* req, pb::Empty*) override;
+  grpc::Status Get(grpc::ServerContext* ctx, const pb::GetRequest* req, pb::GetResponse* resp) override;
+  grpc::Status Barrier(grpc::ServerContext* ctx, const pb::BarrierRequest* req, pb::Empty*) override;
+  grpc::Status Shutdown(grpc::ServerContext* ctx, const pb::BarrierRequest* req, pb::Empty*) override;
+  grpc::Status ReportError(grpc::ServerContext*, const pb::ReportErrorRequest* req, pb::Empty*) override;
+
+ private:
+  struct Task {
+    bool registered = false;
+    uint64_t incarnation = 0;
+    std::string fingerprint;
+    Clock::time_point last_heartbeat;
+    bool watching = false;  // its watch stream is open
+    bool told = false;      // the failure notice was written to its watch stream
+    bool left = false;      // it entered the shutdown barrier: silence and disconnection are no longer failures
+  };
+  // One reusable barrier: a round completes when every task arrived, then the generation advances.
+  struct BarrierState {
+    std::vector<bool> arrived;
+    int count = 0;
+    uint64_t generation = 0;
+  };
+
+  template <typename Ready>
+  Wake wait(std::unique_lock<std::mutex>& lock, grpc::ServerContext* ctx, Clock::time_point deadline, Ready ready);
+  grpc::Status wake_status(Wake wake, const std::string& timeout_message) const;
+  grpc::Status check_task(const pb::Task& task) const;
+  void finish_registration();
+  void fail_job(int rank, const std::string& reason);
+  grpc::Status pass_barrier(std::unique_lock<std::mutex>& lock, grpc::ServerContext* ctx, BarrierState& barrier,
+                            int rank, milliseconds timeout, const std::string& what);
+  void monitor_heartbeats();
+
+  const CoordinationOptions options_;
+  const TaskLabels labels_;
+  const int world_size_;
+  const Clock::time_point registration_deadline_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;  // notified on every change of the state below
+  std::vector<Task> tasks_;
+  int registered_ = 0;
+  bool registration_done_ = false;
+  grpc::Status registration_error_;  // the answer to every Register once registration failed
+  bool failed_ = false;
+  std::string failure_;
+  std::map<std::string, std::string> store_;
+  std::map<std::string, BarrierState> barriers_;
+  BarrierState shutdown_barrier_;
+  bool stopping_ = false;
+
+  std::unique_ptr<grpc::Server> server_;
+  std::thread monitor_;
+};
+
+CoordinationService::Impl::Impl(const CoordinationOptions& options)
+    : options_(options),
+      labels_(options),
+      world_size_(options.world_size),
+      registration_deadline_(Clock::now() + options.startup_timeout),
+      tasks_(static_cast<size_t>(options.world_size)) {
+  const std::string& address = options_.service_address;
+  const size_t colon = address.rfind(':');
+  const std::string port = colon == std::string::npos ? "" : address.substr(colon + 1);
+  LS_CHECK(!port.empty() && port.find_first_not_of("0123456789") == std::string::npos, ValueError, labels_.name(0),
+           "'s address \"", address, "\" has no port: TF_CONFIG addresses are \"host:port\"");
+  const std::string listen = "0.0.0.0:" + port;
+  int bound_port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &bound_port);
+  builder.RegisterService(this);
+  // gRPC sets SO_REUSEPORT by default, which would let a second job silently share the port.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  server_ = builder.BuildAndStart();
+  LS_CHECK(server_ && bound_port != 0, UnavailableError, labels_.name(0), " cannot start the coordination service on ",
+           listen,
+           ": the port is in use (another job or a stale process?); free it or give the chief another port in "
+           "TF_CONFIG");
+  monitor_ = std::thread([this] { monitor_heartbeats(); });
+  log(LogLevel::debug, "coordination service of ", labels_.service_label(), " listening on ", listen);
+}
+
+CoordinationService::Impl::~Impl() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  server_->Shutdown(std::chrono::system_clock::now() + kStopGrace);
+  monitor_.join();
+}
+
+template <typename Ready>
+Wake CoordinationService::Impl::wait(std::unique_lock<std::mutex>& lock, grpc::ServerContext* ctx,
+                                     Clock::time_point deadline, Ready ready) {
+  while (true) {
+    if (ready()) return Wake::ready;
+    if (failed_) return Wake::failed;
+    if (stopping_) return Wake::stopping;
+    const auto now = Clock::now();
+    if (now >= deadline) return Wake::timeout;
+    // A caller that gave up (or died) frees its thread and, while registering, its place.
+    if (ctx->IsCancelled()) return Wake::cancelled;
+    cv_.wait_until(lock, std::min(deadline, now + kCancelPoll));
+  }
+}
+
+grpc::Status CoordinationService::Impl::wake_status(Wake wake, const std::string& timeout_message) const {
+  switch (wake) {
+    case Wake::ready:
+      return grpc::Status::OK;
+    case Wake::failed:
+      return {grpc::StatusCode::ABORTED, failure_};
+    case Wake::stopping:
+      return {grpc::StatusCode::UNAVAILABLE, "the coordination service is stopping"};
+    case Wake::timeout:
+      return {grpc::StatusCode::DEADLINE_EXCEEDED, timeout_message};
+    case Wake::cancelled:
+      break;
+  }
+  return {grpc::StatusCode::CANCELLED, "the caller cancelled"};
+}
+
+grpc::Status CoordinationService::Impl::check_task(const pb::Task& task) const {
+  const int rank = task.rank();
+  if (rank < 0 || rank >= world_size_) {
+    return {grpc::StatusCode::INVALID_ARGUMENT,
+            make_message("rank ", rank, " is outside the cluster of ", world_size_, " tasks of ",
+                         labels_.service_label(), ": every task needs the same TF_CONFIG cluster")};
+  }
+  const Task& t = tasks_[static_cast<size_t>(rank)];
+  if (!t.registered || t.incarnation != task.incarnation()) {
+    return {grpc::StatusCode::FAILED_PRECONDITION,
+            labels_.label(rank) +
+                " is not the process that registered with the coordination service (it was "
+                "restarted?): restart every task of the job together"};
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinationService::Impl::Register(grpc::ServerContext* ctx, const pb::RegisterRequest* req, pb::Empty*) {
+  const int rank = req->task().rank();
+  const uint64_t incarnation = req->task().incarnation();
+  std::unique_lock lock(mu_);
+  if (req->world_size() != world_size_) {
+    return {
+        grpc::StatusCode::INVALID_ARGUMENT,
+        make_message(labels_.name(rank), " expects a cluster of ", req->world_size(), " tasks but ",
+                     labels_.service_label(), " has ", world_size_, ": every task needs the same TF_CONFIG cluster")};
+  }
+  if (rank < 0 || rank >= world_size_) return check_task(req->task());
+  Task& t = tasks_[static_cast<size_t>(rank)];
+  if (t.registered && t.incarnation != incarnation) {
+    return {grpc::StatusCode::FAILED_PRECONDITION,
+            labels_.label(rank) +
+                " registered again from another process: a restarted task cannot join a running "
+                "job and two processes cannot share a task index; restart every task together"};
+  }
+  if (failed_) return {grpc::StatusCode::ABORTED, failure_};
+  if (!registration_error_.ok()) return registration_error_;
+  if (!t.registered) {
+    t.registered = true;
+    t.incarnation = incarnation;
+    t.fingerprint = req->fingerprint();
+    if (++registered_ == world_size_) finish_registration();
+  }
+  const milliseconds timeout(req->timeout_ms());
+  const auto deadline = std::min(Clock::now() + timeout, registration_deadline_);
+  const Wake wake = wait(lock, ctx, deadline, [&] { return registration_done_ || !registration_error_.ok(); });
+  if (wake == Wake::ready) return registration_error_;
+  std::vector<std::string> missing;
+  for (int r = 0; r < world_size_; ++r) {
+    if (!tasks_[static_cast<size_t>(r)].registered) missing.push_back(labels_.label(r));
+  }
+  // Withdraw, so that a caller that gave up is reported missing rather than counted present.
+  t.registered = false;
+  --registered_;
+  if (wake != Wake::timeout) return wake_status(wake, "");
+  const grpc::Status timed_out(
+      grpc::StatusCode::DEADLINE_EXCEEDED,
+      make_message(join_labels(missing), " never registered with the coordination service of ", labels_.service_label(),
+                   " within ", format_seconds(timeout), ": ", missing.size() == 1 ? "is it" : "are they",
+                   " running, with the same TF_CONFIG cluster?"));
+  // The chief giving up ends registration for everybody (its service is about to go), with one message.
+  if (rank == 0 || Clock::now() >= registration_deadline_) {
+    registration_error_ = timed_out;
+    cv_.notify_all();
+  }
+  return timed_out;
+}
+
+void CoordinationService::Impl::finish_registration() {
+  std::string first;
+  int differing = 0;
+  for (int r = 1; r < world_size_; ++r) {
+    const std::string difference = fingerprint_difference(
+        tasks_[0].fingerprint, tasks_[static_cast<size_t>(r)].fingerprint, labels_.name(0), labels_.name(r));
+    if (difference.empty()) continue;
+    if (differing++ == 0) first = labels_.name(r) + " does not match the chief: " + difference;
+  }
+  if (differing > 0) {
+    if (differing > 1) first += make_message(" (and ", differing - 1, " more tasks differ)");
+    registration_error_ = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                       first + "; every task must run the same program and configuration");
+  } else {
+    registration_done_ = true;
+    for (Task& t : tasks_) t.last_heartbeat = Clock::now();
+    log(LogLevel::debug, "all ", world_size_, " tasks registered with the coordination service of ",
+        labels_.service_label());
+  }
+  cv_.notify_all();
+}
+
+void CoordinationService::Impl::fail_job(int rank, const std::string& reason) {
+  if (failed_) return;
+  failed_ = true;
+  failure_ = labels_.label(rank) + " failed: " + reason;
+  log(LogLevel::debug, "coordination service: ", failure_);
+  cv_.notify_all();
+}
+
+grpc::Status CoordinationService::Impl::Heartbeat(grpc::ServerContext*, const pb::Task* req, pb::Empty*) {
+  std::lock_guard lock(mu_);
+  if (grpc::Status status = check_task(*req); !status.ok()) return status;
+  // A task declared failed (it was stopped, then resumed) learns it here too.
+  if (failed_) return {grpc::StatusCode::ABORTED, failure_};
+  tasks_[static_cast<size_t>(req->rank())].last_heartbeat = Clock::now();
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinationService::Impl::Watch(grpc::ServerContext* ctx, const pb::Task* req,
+                                              grpc::ServerWriter<pb::Event>* writer) {
+  const int rank = req->rank();
+  std::unique_lock lock(mu_);
+  if (grpc::Status status = check_task(*req); !status.ok()) return status;
+  Task& t = tasks_[static_cast<size_t>(rank)];
+  if (t.watching) return {grpc::StatusCode::ALREADY_EXISTS, labels_.label(rank) + " is already watched"};
+  t.watching = true;
+  lock.unlock();
+  pb::Event watching;
+  watching.set_kind(pb::Event::WATCHING);
+  bool connected = writer->Write(watching);
+  lock.lock();
+  while (!stopping_ && connected) {
+    if (failed_ && !t.told) {
+      pb::Event event;
+      event.set_kind(pb::Event::JOB_FAILED);
+      event.set_message(failure_);
+      lock.unlock();
+      writer->Write(event);
+      lock.lock();
+      t.told = true;
+      cv_.notify_all();
+      continue;
+    }
+    // The stream is cancelled within milliseconds of the task's process dying (its socket closes).
+    connected = !ctx->IsCancelled();
+    if (connected) cv_.wait_for(lock, kCancelPoll);
+  }
+  t.watching = false;
+  if (!connected && !t.left && !stopping_) {
+    fail_job(rank,
+             "its connection to the coordination service closed before the shutdown barrier (the process "
+             "exited, crashed or was killed)");
+  }
+  cv_.notify_all();
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinationService::Impl::Set(grpc::ServerContext*, const pb::SetRequest* req, pb::Empty*) {
+  std::lock_guard lock(mu_);
+  if (grpc::Status status = check_task(req->task()); !status.ok()) return status;
+  if (failed_) return {grpc::StatusCode::ABORTED, failure_};
+  store_[req->key()] = req->value();
+  cv_.notify_all();
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinationService::Impl::Get(grpc::ServerContext* ctx, const pb::GetRequest* req,
+                                            pb::GetResponse* resp) {
+  std::unique_lock lock(mu_);
+  if (grpc::Status status = check_task(req->task()); !status.ok()) return status;
+  if (failed_) return {grpc::StatusCode::ABORTED, failure_};
+  auto found = store_.find(req->key());
+  if (found == store_.end() && !req->wait()) return {grpc::StatusCode::NOT_FOUND, ""};
+  const milliseconds timeout(req->timeout_ms());
+  const Wake wake =
+      wait(lock, ctx, Clock::now() + timeout, [&] { return (found = store_.find(req->key())) != store_.end(); });
+  if (wake == Wake::ready) {
+    resp->set_value(found->second);
+    return grpc::Status::OK;
+  }
+  return wake_status(wake, make_message(labels_.name(req->task().rank()), " waited ", format_seconds(timeout),
+                                        " for key \"", req->key(),
+                                        "\" but no task set it: another task is slow or "
+                                        "stuck (see its log), or raise the timeout"));
+}
+
+grpc::Status CoordinationService::Impl::pass_barrier(std::unique_lock<std::mutex>& lock, grpc::ServerContext* ctx,
+                                                     BarrierState& barrier, int rank, milliseconds timeout,
+                                                     const std::string& what) {
+  if (barrier.arrived.empty()) barrier.arrived.assign(static_cast<size_t>(world_size_), false);
+  if (!barrier.arrived[static_cast<size_t>(rank)]) {
+    barrier.arrived[static_cast<size_t>(rank)] = true;
+    ++barrier.count;
+  }
+  const uint64_t generation = barrier.generation;
+  if (barrier.count == world_size_) {
+    ++barrier.generation;
+    barrier.arrived.assign(static_cast<size_t>(world_size_), false);
+    barrier.count = 0;
+    cv_.notify_all();
+    return grpc::Status::OK;
+  }
+  const Wake wake = wait(lock, ctx, Clock::now() + timeout, [&] { return barrier.generation != generation; });
+  if (wake == Wake::ready) return grpc::Status::OK;
+  std::vector<std::string> missing;
+  for (int r = 0; r < world_size_; ++r) {
+    if (!barrier.arrived[static_cast<size_t>(r)]) missing.push_back(labels_.label(r));
+  }
+  // Withdraw: a later round must not count an arrival whose caller gave up.
+  barrier.arrived[static_cast<size_t>(rank)] = false;
+  --barrier.count;
+  return wake_status(wake, make_message(what, " timed out after ", format_seconds(timeout), " on ", labels_.name(rank),
+                                        ": ", join_labels(missing), missing.size() == 1 ? " has" : " have",
+                                        " not arrived (slow, stuck, or on another code path; see ",
+                                        missing.size() == 1 ? "its log)" : "their logs)"));
+}
+
+grpc::Status CoordinationService::Impl::Barrier(grpc::ServerContext* ctx, const pb::BarrierRequest* req, pb::Empty*) {
+  std::unique_lock lock(mu_);
+  if (grpc::Status status = check_task(req->task()); !status.ok()) return status;
+  if (failed_) return {grpc::StatusCode::ABORTED, failure_};
+  return pass_barrier(lock, ctx, barriers_[req->name()], req->task().rank(), milliseconds(req->timeout_ms()),
+                      "barrier \"" + req->name() + "\"");
+}
+
+grpc::Status CoordinationService::Impl::Shutdown(grpc::ServerContext* ctx, const pb::BarrierRequest* req, pb::Empty*) {
+  std::unique_lock lock(mu_);
+  if (grpc::Status status = check_task(req->task()); !status.ok()) return status;
+  // From here on the task may go quiet and hang up: it is done, whatever the barrier's outcome.
+  tasks_[static_cast<size_t>(req->task().rank())].left = true;
+  if (failed_) return {grpc::StatusCode::ABORTED, failure_};
+  return pass_barrier(lock, ctx, shutdown_barrier_, req->task().rank(), milliseconds(req->timeout_ms()),
+                      "the shutdown barrier");
+}
+
+grpc::Status CoordinationService::Impl::ReportError(grpc::ServerContext*, const pb::ReportErrorRequest* req,
+                                                    pb::Empty*) {
+  std::lock_guard lock(mu_);
+  if (grpc::Status status = check_task(req->task()); !status.ok()) return status;
+  fail_job(req->task().rank(), req->message());
+  return grpc::Status::OK;
+}
+
+void CoordinationService::Impl::monitor_heartbeats() {
+  const milliseconds timeout = options_.heartbeat_timeout;
+  const milliseconds period = std::clamp(timeout / 8, milliseconds(10), milliseconds(500));
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    cv_.wait_for(lock, period);
+    if (!registration_done_ || failed_ || stopping_) continue;
+    const auto now = Clock::now();
+    for (int r = 0; r < world_size_; ++r) {
+      const Task& t = tasks_[static_cast<size_t>(r)];
+      if (!t.left && now - t.last_heartbeat > timeout) {
+        fail_job(r, "no heartbeat for " + format_seconds(timeout) +
+                        " (the process hangs or was stopped, or its host is unreachable)");
+        break;
+      }
+    }
+  }
+}
+
+void CoordinationService::Impl::wait_failure_delivered(milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  cv_.wait_for(lock, timeout, [&] {
+    if (!failed_) return true;
+    for (int r = 1; r < world_size_; ++r) {
+      const Task& t = tasks_[static_cast<size_t>(r)];
+      if (t.watching && !t.told) return false;
+    }
+    return true;
+  });
+}
+
+CoordinationService::CoordinationService(const CoordinationOptions& options) : impl_(std::make_unique<Impl>(options)) {}
+CoordinationService::~CoordinationService() = default;
+void CoordinationService::wait_failure_delivered(milliseconds timeout) {
+  impl_->wait_failure_delivered(timeout);
+}
+
+}  // namespace lockstep::distribute

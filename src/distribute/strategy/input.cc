@@ -1,0 +1,136 @@
+// Distributed input: a global batch split across replicas (experimental_distribute_dataset, with TF's
+// auto-shard policies), per-pipeline datasets from a function, and iterators that stop every worker at the
+// same step.
+#include "lockstep/data/dataset_node.h"
+#include "strategy-impl.h"
+
+namespace lockstep::distribute {
+
+DistributedDataset::DistributedDataset(Strategy* strategy, std::vector<data::Dataset> per_replica)
+    : strategy_(strategy), datasets_(std::move(per_replica)) {}
+
+DistributedDataset::Iterator DistributedDataset::make_iterator(uint64_t iteration) const {
+  Iterator it;
+  it.strategy_ = strategy_;
+  for (const data::Dataset& d : datasets_) it.iterators_.push_back(d.make_iterator(iteration));
+  return it;
+}
+
+DistributedDataset::Iterator DistributedDataset::begin() const {
+  return make_iterator(datasets_.empty() ? 0 : datasets_[0].node().take_iteration_number());
+}
+
+std::optional<PerReplica<data::Batch>> DistributedDataset::Iterator::next() {
+  if (fetched_) {
+    fetched_ = false;
+    return std::move(current_);
+  }
+  PerReplica<data::Batch> out;
+  double missing = 0;
+  for (data::Iterator& it : iterators_) {
+    std::optional<data::Element> e = it.next();
+    if (e) out.values.push_back(std::move(*e));
+    else missing += 1;
+  }
+  // Workers agree to stop together: a worker whose shard ran out would otherwise leave the others
+  // waiting in the next all-reduce.
+  if (Communicator* cross = strategy_->cross_worker()) {
+    cross->all_reduce(&missing, 1, DType::float64, ReduceOp::SUM, {kInputTag, std::chrono::seconds(600)});
+  }
+  if (missing > 0) return std::nullopt;
+  return out;
+}
+
+void DistributedDataset::Iterator::fetch() const {
+  if (fetched_) return;
+  current_ = const_cast<Iterator*>(this)->next();
+  fetched_ = true;
+}
+
+const PerReplica<data::Batch>& DistributedDataset::Iterator::operator*() const {
+  fetch();
+  LS_CHECK(current_.has_value(), RuntimeError, "dereferenced a distributed iterator past its end");
+  return *current_;
+}
+
+DistributedDataset::Iterator& DistributedDataset::Iterator::operator++() {
+  fetch();
+  fetched_ = false;
+  current_.reset();
+  return *this;
+}
+
+bool DistributedDataset::Iterator::operator==(std::default_sentinel_t) const {
+  fetch();
+  return !current_.has_value();
+}
+
+nlohmann::json DistributedDataset::Iterator::save_state() const {
+  LS_CHECK(!fetched_, RuntimeError, "save the distributed iterator's state between steps, not with a batch pending");
+  nlohmann::json s = nlohmann::json::array();
+  for (const data::Iterator& it : iterators_) s.push_back(it.save_state());
+  return s;
+}
+
+void DistributedDataset::Iterator::restore_state(const nlohmann::json& state) {
+  LS_CHECK(state.is_array() && state.size() == iterators_.size(), ValueError, "saved input state has ",
+           state.is_array() ? state.size() : 0, " replica pipelines but this strategy has ", iterators_.size());
+  for (size_t i = 0; i < iterators_.size(); ++i) iterators_[i].restore_state(state[i]);
+  fetched_ = false;
+  current_.reset();
+}
+
+DistributedDataset Strategy::experimental_distribute_dataset(const data::Dataset& dataset) {
+  // Find the final batch(), possibly under prefetch(): each replica rebatches to its share of it.
+  data::NodePtr node = dataset.node_ptr();
+  std::optional<int64_t> prefetch;
+  if (node->op() == "prefetch") {
+    prefetch = node->params().value("buffer_size", int64_t{2});
+    node = node->inputs().at(0);
+  }
+  LS_CHECK(node->op() == "batch", ValueError,
+           "experimental_distribute_dataset needs a dataset whose last step is batch(global_batch_size) "
+           "(optionally followed by prefetch()), got one ending in ", node->str(),
+           ": batch it, or use distribute_datasets_from_function");
+  const int64_t global = node->params().at("batch_size").get<int64_t>();
+  impl_->global_batch_size = global;
+  const bool drop = node->params().value("drop_remainder", false);
+  const int R = num_replicas_in_sync();
+  const int64_t per_replica = InputContext{num_workers(), worker_rank(), R}.get_per_replica_batch_size(global);
+  const auto policy = dataset.options().auto_shard_policy;
+  LS_CHECK(policy != data::Options::AutoShardPolicy::FILE || num_workers() == 1, ValueError,
+           "auto-shard policy FILE needs a dataset read from files; this one comes from tensors: use AUTO or DATA");
+  data::Dataset unbatched(node->inputs().at(0), dataset.options());
+  if (R > 1) {
+    const int64_t n = dataset.cardinality();
+    LS_CHECK(n < 0 || n * global / per_replica >= R, ValueError, "the dataset has only ", n, " batch(es) of ", global,
+             ": split across ", R, " replicas some would receive no data; use more data or a smaller global batch");
+  }
+  std::vector<data::Dataset> per;
+  for (int l = 0; l < num_local_; ++l) {
+    data::Dataset d = unbatched.batch(per_replica, drop);
+    // AUTO and DATA: global replica g takes every R-th per-replica batch starting at g, so one step's
+    // replicas together see exactly the global batch. OFF: every worker reads all data; its local replicas
+    // share it.
+    if (policy == data::Options::AutoShardPolicy::OFF) {
+      if (num_local_ > 1) d = d.shard(num_local_, l);
+    } else if (R > 1) {
+      d = d.shard(R, worker_rank() * num_local_ + l);
+    }
+    if (prefetch) d = d.prefetch(*prefetch);
+    per.push_back(d);
+  }
+  return DistributedDataset(this, std::move(per));
+}
+
+DistributedDataset Strategy::distribute_datasets_from_function(const std::function<data::Dataset(const InputContext&)>& fn) {
+  // One input pipeline per worker (TF's rule for MultiWorkerMirroredStrategy); its batches go round-robin
+  // to the local replicas.
+  InputContext ctx{num_workers(), worker_rank(), num_replicas_in_sync()};
+  data::Dataset pipeline = fn(ctx);
+  std::vector<data::Dataset> per;
+  for (int l = 0; l < num_local_; ++l) per.push_back(num_local_ > 1 ? pipeline.shard(num_local_, l) : pipeline);
+  return DistributedDataset(this, std::move(per));
+}
+
+}  // namespace lockstep::distribute

@@ -1,0 +1,171 @@
+// GradientReducer: gradient buckets filled by variables' gradient hooks and all-reduced on communication
+// threads while backward continues.
+#include <algorithm>
+#include <cstring>
+
+#include "lockstep/tensor/ops.h"
+#include "strategy-impl.h"
+
+namespace lockstep::distribute {
+
+struct GradientReducer::Replica {
+  int index = 0;
+  std::vector<std::vector<float>> buffers;
+  std::vector<int> remaining;
+  std::vector<bool> launched;
+  std::unordered_map<int64_t, bool> filled;
+  // The communication thread and its queue of buckets to all-reduce.
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::deque<size_t> queue;
+  size_t done = 0;
+  std::exception_ptr error;
+  bool stopping = false;
+  std::thread thread;
+};
+
+GradientReducer::GradientReducer(Strategy& strategy) : strategy_(strategy) {}
+
+GradientReducer::~GradientReducer() {
+  for (auto& r : replicas_) {
+    {
+      std::lock_guard lock(r->mutex);
+      r->stopping = true;
+    }
+    r->cv.notify_all();
+    if (r->thread.joinable()) r->thread.join();
+  }
+  for (auto& [v, handle] : hooks_) v.remove_gradient_hook(handle);
+}
+
+void GradientReducer::watch(const Variable& v) {
+  std::lock_guard lock(layout_mutex_);
+  watched_.push_back(v);
+  hooks_.emplace_back(v, v.add_gradient_hook([this](const Variable& var, const Tensor& g) { on_gradient(var, g); }));
+}
+
+void GradientReducer::ensure_layout() {
+  std::lock_guard lock(layout_mutex_);
+  if (layout_count_ == watched_.size() && !replicas_.empty()) return;
+  // Buckets follow reverse creation order, the order backward produces gradients in.
+  const int64_t pack = strategy_.communication_options().bytes_per_pack > 0 ? strategy_.communication_options().bytes_per_pack
+                                                                           : int64_t{25} << 20;
+  slots_.clear();
+  bucket_elements_.clear();
+  bucket_variables_.clear();
+  for (auto it = watched_.rbegin(); it != watched_.rend(); ++it) {
+    const int64_t n = it->shape().numel();
+    if (bucket_elements_.empty() || static_cast<int64_t>(bucket_elements_.back() * sizeof(float)) >= pack) {
+      bucket_elements_.push_back(0);
+      bucket_variables_.push_back(0);
+    }
+    slots_[it->unique_id()] = {bucket_elements_.size() - 1, bucket_elements_.back(), it->shape()};
+    bucket_elements_.back() += static_cast<size_t>(n);
+    ++bucket_variables_.back();
+  }
+  layout_count_ = watched_.size();
+  for (auto& r : replicas_) {  // a new layout (the model grew): restart the communication threads
+    {
+      std::lock_guard l(r->mutex);
+      r->stopping = true;
+    }
+    r->cv.notify_all();
+    r->thread.join();
+  }
+  replicas_.clear();
+  for (int i = 0; i < strategy_.num_local_replicas(); ++i) {
+    auto r = std::make_unique<Replica>();
+    r->index = i;
+    for (size_t b = 0; b < bucket_elements_.size(); ++b) r->buffers.emplace_back(bucket_elements_[b]);
+    r->remaining = bucket_variables_;
+    r->launched.assign(bucket_elements_.size(), false);
+    Replica* raw = r.get();
+    r->thread = std::thread([this, raw] {
+      for (;;) {
+        size_t bucket;
+        {
+          std::unique_lock l(raw->mutex);
+          raw->cv.wait(l, [&] { return raw->stopping || !raw->queue.empty(); });
+          if (raw->stopping) return;
+          bucket = raw->queue.front();
+          raw->queue.pop_front();
+        }
+        std::exception_ptr error;
+        try {
+          const double s = strategy_.communication_options().timeout_seconds;
+          CollectiveOptions o{static_cast<uint32_t>(bucket + 1),
+                              std::chrono::milliseconds(static_cast<int64_t>((s > 0 ? s : 600.0) * 1000))};
+          strategy_.impl_->hierarchical_all_reduce(raw->index, raw->buffers[bucket].data(), raw->buffers[bucket].size(),
+                                                   DType::float32, o);
+        } catch (...) {
+          error = std::current_exception();
+        }
+        std::lock_guard l(raw->mutex);
+        if (error && !raw->error) raw->error = error;
+        ++raw->done;
+        raw->cv.notify_all();
+      }
+    });
+    replicas_.push_back(std::move(r));
+  }
+}
+
+void GradientReducer::launch(Replica& r, size_t bucket) {
+  std::lock_guard l(r.mutex);
+  r.launched[bucket] = true;
+  r.queue.push_back(bucket);
+  r.cv.notify_all();
+}
+
+void GradientReducer::fill(Replica& r, int64_t variable_id, const Tensor& g) {
+  auto slot = slots_.find(variable_id);
+  if (slot == slots_.end() || r.filled[variable_id] || r.launched[slot->second.bucket]) return;
+  LS_CHECK(g.shape() == slot->second.shape, InvalidArgumentError, "gradient of shape ", g.shape().str(),
+           " for a variable of shape ", slot->second.shape.str());
+  Tensor f = raw_ops::cast(g, DType::float32).contiguous();
+  std::memcpy(r.buffers[slot->second.bucket].data() + slot->second.offset, f.data<float>(),
+              static_cast<size_t>(f.numel()) * sizeof(float));
+  r.filled[variable_id] = true;
+  if (--r.remaining[slot->second.bucket] == 0) launch(r, slot->second.bucket);
+}
+
+void GradientReducer::on_gradient(const Variable& v, const Tensor& g) {
+  if (!in_replica_context() || &get_strategy() != &strategy_ || strategy_.num_replicas_in_sync() == 1) return;
+  ensure_layout();
+  fill(*replicas_[static_cast<size_t>(replica_id_in_sync_group())], v.unique_id(), g);
+}
+
+std::vector<Tensor> GradientReducer::finalize(int replica, const std::vector<Tensor>& gradients,
+                                             const std::vector<Variable>& variables) {
+  ensure_layout();
+  Replica& r = *replicas_[static_cast<size_t>(replica)];
+  for (size_t i = 0; i < variables.size(); ++i) {
+    LS_CHECK(slots_.count(variables[i].unique_id()), ValueError, "variable '", variables[i].name(),
+             "' was not created under strategy.scope(): create the model and optimizer inside the scope");
+    fill(r, variables[i].unique_id(), gradients[i].defined() ? gradients[i] : zeros(variables[i].shape(), DType::float32));
+  }
+  // Variables of this strategy without a gradient this step contribute zeros, as on every other replica.
+  for (const Variable& v : watched_)
+    if (!r.filled[v.unique_id()]) fill(r, v.unique_id(), zeros(v.shape(), DType::float32));
+  {
+    std::unique_lock l(r.mutex);
+    r.cv.wait(l, [&] { return r.done == bucket_elements_.size() || r.error; });
+    if (r.error) {
+      std::exception_ptr e = r.error;
+      l.unlock();
+      std::rethrow_exception(e);
+    }
+  }
+  std::vector<Tensor> out;
+  for (const Variable& v : variables) {
+    const Slot& s = slots_.at(v.unique_id());
+    out.push_back(raw_ops::cast(from_data(r.buffers[s.bucket].data() + s.offset, s.shape, DType::float32), v.dtype()));
+  }
+  r.done = 0;
+  r.filled.clear();
+  r.remaining = bucket_variables_;
+  r.launched.assign(bucket_elements_.size(), false);
+  return out;
+}
+
+}  // namespace lockstep::distribute

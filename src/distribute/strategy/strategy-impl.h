@@ -1,0 +1,93 @@
+// Private pieces of the strategies: the replica thread pool, the gradient reducer and the state behind a
+// Strategy.
+#pragma once
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "lockstep/distribute/collective/local.h"
+#include "lockstep/distribute/coordination/coordination.h"
+#include "lockstep/distribute/strategy/strategy.h"
+
+namespace lockstep::distribute {
+
+// Collective tags: gradient buckets use 1..n; these stay clear of them.
+constexpr uint32_t kMetricsTag = 1u << 20;
+constexpr uint32_t kMergeTag = kMetricsTag + 1;
+constexpr uint32_t kInputTag = kMetricsTag + 2;
+
+// Threads for replicas 1..n-1 that live as long as the strategy, so each keeps its per-thread state
+// (oneDNN plans, tapes) from step to step; replica 0 runs on the caller's thread.
+class ReplicaPool {
+ public:
+  explicit ReplicaPool(int n);
+  ~ReplicaPool();
+  // Runs fn(r) for every replica and waits; rethrows the first error. on_error runs on the caller's thread
+  // when replica 0 fails, to release replicas waiting for it.
+  void run(const std::function<void(int)>& fn, const std::function<void()>& on_error);
+
+ private:
+  void loop(int replica);
+  std::vector<std::thread> threads_;
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  const std::function<void(int)>* task_ = nullptr;
+  uint64_t generation_ = 0;
+  int pending_ = 0;
+  bool stopping_ = false;
+  std::exception_ptr error_;
+};
+
+// Packs gradients into buckets of about bytes_per_pack and all-reduces each bucket as soon as backward has
+// produced all of its gradients (variables' gradient hooks), on a communication thread per replica, so
+// communication overlaps the rest of backward. Buckets are filled and launched in the same order on every
+// replica and worker because every replica runs the same model; each bucket's collectives carry its own tag.
+class GradientReducer {
+ public:
+  explicit GradientReducer(Strategy& strategy);
+  ~GradientReducer();
+  void watch(const Variable& v);
+  // The all-reduced gradients of `variables` for this replica; fills what hooks did not see.
+  std::vector<Tensor> finalize(int replica, const std::vector<Tensor>& gradients, const std::vector<Variable>& variables);
+
+ private:
+  struct Slot {
+    size_t bucket;
+    size_t offset;  // elements into the bucket
+    Shape shape;
+  };
+  struct Replica;
+  void on_gradient(const Variable& v, const Tensor& g);
+  void ensure_layout();
+  void fill(Replica& r, int64_t variable_id, const Tensor& g);
+  void launch(Replica& r, size_t bucket);
+
+  Strategy& strategy_;
+  std::mutex layout_mutex_;
+  std::vector<std::pair<Variable, int>> hooks_;
+  std::vector<Variable> watched_;
+  size_t layout_count_ = 0;  // watched_.size() when the layout was made
+  std::unordered_map<int64_t, Slot> slots_;
+  std::vector<size_t> bucket_elements_;
+  std::vector<int> bucket_variables_;
+  std::vector<std::unique_ptr<Replica>> replicas_;
+};
+
+struct Strategy::Impl {
+  std::unique_ptr<LocalGroup> local;
+  std::vector<std::unique_ptr<Communicator>> local_comms;
+  std::unique_ptr<ReplicaPool> pool;
+  std::unique_ptr<CoordinationClient> coordination;
+  std::unique_ptr<Communicator> cross;
+  std::unique_ptr<GradientReducer> reducer;
+  bool synchronized = false;
+  int uncaught_at_start = 0;
+  std::string last_error;     // the last error a step raised on this worker  // std::uncaught_exceptions() when the strategy was made
+  int64_t global_batch_size = 0;  // of the last distributed dataset, for the start-up check
+  void hierarchical_all_reduce(int replica, void* data, size_t count, DType dtype, const CollectiveOptions& o);
+};
+
+}  // namespace lockstep::distribute

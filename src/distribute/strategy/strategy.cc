@@ -1,0 +1,383 @@
+// Strategy: replica threads, replica context, hierarchical all-reduce (local threads, then workers),
+// reduce/gather, variable mirroring and the start-of-training synchronisation.
+#include "lockstep/distribute/strategy/strategy.h"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "lockstep/core/logging.h"
+#include "lockstep/distribute/collective/gloo.h"
+#include "lockstep/distribute/collective/local.h"
+#include "lockstep/distribute/coordination/coordination.h"
+#include "lockstep/tensor/ops.h"
+#include "strategy-impl.h"
+
+namespace lockstep::distribute {
+
+namespace {
+thread_local Strategy* t_current = nullptr;  // the strategy whose scope or replica this thread is in
+thread_local int t_replica = -1;
+
+DefaultStrategy& default_strategy() {
+  static DefaultStrategy* s = new DefaultStrategy();  // never destroyed: models may outlive statics
+  return *s;
+}
+
+// The collective timeout: CommunicationOptions.timeout_seconds, else 600 s.
+CollectiveOptions collective_options(const CommunicationOptions& o, uint32_t tag) {
+  const double s = o.timeout_seconds > 0 ? o.timeout_seconds : 600.0;
+  return {tag, std::chrono::milliseconds(static_cast<int64_t>(s * 1000))};
+}
+}  // namespace
+
+Strategy& get_strategy() { return t_current ? *t_current : default_strategy(); }
+bool has_strategy() { return t_current != nullptr; }
+int replica_id_in_sync_group() { return t_replica; }
+bool in_replica_context() { return t_replica >= 0; }
+
+int64_t InputContext::get_per_replica_batch_size(int64_t global_batch_size) const {
+  LS_CHECK(num_replicas_in_sync > 0 && global_batch_size % num_replicas_in_sync == 0, ValueError,
+           "the global batch size ", global_batch_size, " is not divisible by num_replicas_in_sync ",
+           num_replicas_in_sync, ": use a multiple of ", num_replicas_in_sync);
+  return global_batch_size / num_replicas_in_sync;
+}
+
+// ---- replica threads ----
+
+ReplicaPool::ReplicaPool(int n) {
+  for (int r = 1; r < n; ++r) threads_.emplace_back([this, r] { loop(r); });
+}
+
+ReplicaPool::~ReplicaPool() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  for (std::thread& t : threads_) t.join();
+}
+
+void ReplicaPool::loop(int replica) {
+  uint64_t seen = 0;
+  for (;;) {
+    const std::function<void(int)>* task;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+      if (stopping_) return;
+      seen = generation_;
+      task = task_;
+    }
+    std::exception_ptr error;
+    try {
+      (*task)(replica);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    std::lock_guard lock(mutex_);
+    if (error && !error_) error_ = error;
+    if (--pending_ == 0) done_.notify_all();
+  }
+}
+
+void ReplicaPool::run(const std::function<void(int)>& fn, const std::function<void()>& on_error) {
+  {
+    std::lock_guard lock(mutex_);
+    task_ = &fn;
+    pending_ = static_cast<int>(threads_.size());
+    error_ = nullptr;
+    ++generation_;
+  }
+  wake_.notify_all();
+  std::exception_ptr mine;
+  try {
+    fn(0);
+  } catch (...) {
+    mine = std::current_exception();
+    on_error();  // let replicas blocked in a collective with this one fail instead of waiting
+  }
+  std::unique_lock lock(mutex_);
+  done_.wait(lock, [&] { return pending_ == 0; });
+  if (mine) std::rethrow_exception(mine);
+  if (error_) std::rethrow_exception(error_);
+}
+
+// ---- Strategy ----
+
+Strategy::Strategy(int num_local_replicas, std::unique_ptr<ClusterResolver> resolver, CommunicationOptions options)
+    : num_local_(num_local_replicas), resolver_(std::move(resolver)), options_(options), impl_(std::make_unique<Impl>()) {
+  LS_CHECK(num_local_ >= 1, ValueError, "a strategy needs at least one replica, got ", num_local_);
+  if (num_local_ > 1) {
+    impl_->local = std::make_unique<LocalGroup>(num_local_);
+    for (int r = 0; r < num_local_; ++r) impl_->local_comms.push_back(impl_->local->communicator(r));
+    impl_->pool = std::make_unique<ReplicaPool>(num_local_);
+  }
+  impl_->reducer = std::make_unique<GradientReducer>(*this);
+  impl_->uncaught_at_start = std::uncaught_exceptions();
+}
+
+Strategy::~Strategy() {
+  impl_->reducer.reset();
+  if (!impl_->coordination) return;
+  impl_->cross.reset();
+  if (std::uncaught_exceptions() > impl_->uncaught_at_start) {
+    // Leaving on an error: tell the others now instead of waiting for them in the shutdown barrier. A
+    // collective usually fails because a peer died; the service names that peer within ~50 ms, so give its
+    // notice (which ends this process through on_error) a moment to arrive before blaming this worker.
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    impl_->coordination->report_error(impl_->last_error.empty() ? "stopped with an error" : impl_->last_error);
+    return;
+  }
+  try {
+    impl_->coordination->shutdown();  // the chief keeps the service up until everybody is done
+  } catch (const std::exception& e) {
+    log(LogLevel::warning, "coordination shutdown: ", e.what());
+  }
+}
+
+int Strategy::num_workers() const { return std::max(1, resolver_->world_size()); }
+int Strategy::worker_rank() const { return std::max(0, resolver_->rank()); }
+Communicator* Strategy::cross_worker() const { return impl_->cross.get(); }
+
+void Strategy::connect_workers() {
+  if (num_workers() <= 1) return;
+  LS_CHECK(resolver_->rank() >= 0, ValueError, "task ", resolver_->task().name(),
+           " does not train (evaluators run a separate evaluation loop): it cannot join MultiWorkerMirroredStrategy");
+  CoordinationOptions c;
+  const std::vector<Task> tasks = resolver_->training_tasks();
+  c.service_address = resolver_->chief().address;
+  c.rank = worker_rank();
+  c.world_size = num_workers();
+  for (const Task& t : tasks) {
+    c.task_names.push_back(t.name());
+    c.task_addresses.push_back(t.address);
+  }
+  c.fingerprint = nlohmann::json{{"lockstep_version", "0.1.0"}, {"num_local_replicas", num_local_}}.dump();
+  c.incarnation = std::random_device{}() * 0x100000001ull + static_cast<uint64_t>(::getpid());
+  if (const char* v = std::getenv("LOCKSTEP_STARTUP_TIMEOUT")) c.startup_timeout = std::chrono::milliseconds(static_cast<int64_t>(std::atof(v) * 1000));
+  if (const char* v = std::getenv("LOCKSTEP_HEARTBEAT_TIMEOUT")) c.heartbeat_timeout = std::chrono::milliseconds(static_cast<int64_t>(std::atof(v) * 1000));
+  impl_->coordination = std::make_unique<CoordinationClient>(c);
+
+  GlooOptions g;
+  const std::string& own = tasks[static_cast<size_t>(worker_rank())].address;
+  g.hostname = own.front() == '[' ? own.substr(1, own.find(']') - 1) : own.substr(0, own.rfind(':'));
+  for (const Task& t : tasks) g.peer_names.push_back(t.name() + " at " + t.address);
+  g.connect_timeout = c.startup_timeout;
+  impl_->cross = make_gloo_communicator(*impl_->coordination, worker_rank(), num_workers(), g);
+  log(LogLevel::info, "joined the cluster as ", resolver_->task().name(), " (rank ", worker_rank(), " of ",
+      num_workers(), ")");
+}
+
+void Strategy::run_replicas(const std::function<void(int)>& fn) {
+  LS_CHECK(!in_replica_context(), RuntimeError, "strategy.run() called from inside a replica: call it from the "
+           "training loop (cross-replica context)");
+  synchronize_variables(impl_->global_batch_size);  // once: before the first step every worker is checked and equal
+  auto body = [&](int r) {
+    Strategy* saved = t_current;
+    t_current = this;
+    t_replica = r;
+    struct Reset {
+      Strategy* s;
+      ~Reset() {
+        t_current = s;
+        t_replica = -1;
+      }
+    } reset{saved};
+    fn(r);
+  };
+  try {
+    if (num_local_ == 1) return body(0);
+    impl_->pool->run(body, [this] { impl_->local->abort("another replica of this worker failed"); });
+  } catch (const std::exception& e) {
+    impl_->last_error = e.what();  // what the other workers are told if this one stops
+    throw;
+  }
+}
+
+Strategy::Scope::Scope(Strategy* strategy)
+    : previous_(t_current), creation_([strategy](const Variable& v) { strategy->register_variable(v); }) {
+  t_current = strategy;
+}
+Strategy::Scope::~Scope() { t_current = previous_; }
+
+void Strategy::register_variable(const Variable& v) {
+  variables_.push_back(v);
+  if (v.trainable()) impl_->reducer->watch(v);
+}
+
+// Sums data over local replicas (rank order), then over workers (replica 0), then hands every local
+// replica the result: the same bits everywhere.
+void Strategy::Impl::hierarchical_all_reduce(int replica, void* data, size_t count, DType dtype, const CollectiveOptions& o) {
+  if (local) local_comms[static_cast<size_t>(replica)]->all_reduce(data, count, dtype, ReduceOp::SUM, o);
+  if (!cross) return;
+  if (replica == 0) cross->all_reduce(data, count, dtype, ReduceOp::SUM, o);
+  if (local) local_comms[static_cast<size_t>(replica)]->broadcast(data, count * dtype_size(dtype), 0, o);
+}
+
+void Strategy::all_reduce_sum(std::vector<double>& values) {
+  const CollectiveOptions o = collective_options(options_, kMetricsTag);
+  if (in_replica_context()) {
+    impl_->hierarchical_all_reduce(t_replica, values.data(), values.size(), DType::float64, o);
+  } else if (impl_->cross) {
+    impl_->cross->all_reduce(values.data(), values.size(), DType::float64, ReduceOp::SUM, o);
+  }
+}
+
+void Strategy::merge_call(const std::function<void()>& update) {
+  if (!impl_->local || !in_replica_context()) return update();
+  const CollectiveOptions o = collective_options(options_, kMergeTag);
+  Communicator& c = *impl_->local_comms[static_cast<size_t>(t_replica)];
+  c.barrier(o);  // every replica has finished reading the variables for this step
+  if (t_replica == 0) update();
+  c.barrier(o);  // nobody reads them again before the update is done
+}
+
+std::vector<Tensor> Strategy::all_reduce_gradients(const std::vector<Tensor>& gradients, const std::vector<Variable>& variables) {
+  LS_CHECK(in_replica_context(), RuntimeError,
+           "all_reduce_gradients must run inside strategy.run(): gradients are per replica");
+  if (num_replicas_in_sync() == 1) return gradients;
+  return impl_->reducer->finalize(t_replica, gradients, variables);
+}
+
+Tensor Strategy::reduce(ReduceOp op, const PerReplica<Tensor>& value, std::optional<int64_t> axis) {
+  LS_CHECK(static_cast<int>(value.values.size()) == num_local_, ValueError, "reduce got ", value.values.size(),
+           " values for ", num_local_, " local replicas");
+  LS_CHECK(op == ReduceOp::SUM || op == ReduceOp::MEAN, ValueError, "strategy.reduce supports ReduceOp::SUM and MEAN");
+  Tensor total;
+  double count = 0;
+  for (const Tensor& v : value.values) {
+    Tensor x = raw_ops::cast(v, DType::float64);
+    if (axis) {
+      count += static_cast<double>(x.dim(*axis));
+      x = raw_ops::sum(x, {*axis});
+    } else {
+      count += 1;
+    }
+    total = total.defined() ? raw_ops::binary(raw_ops::BinaryOp::add, total, x) : x.clone();
+  }
+  total = total.contiguous().clone();
+  if (impl_->cross) {
+    std::vector<double> buf = total.to_vector<double>();
+    buf.push_back(count);
+    impl_->cross->all_reduce(buf.data(), buf.size(), DType::float64, ReduceOp::SUM, collective_options(options_, kMetricsTag));
+    count = buf.back();
+    buf.pop_back();
+    total = from_vector(buf, total.shape());
+  }
+  if (op == ReduceOp::MEAN) total = raw_ops::binary(raw_ops::BinaryOp::div, total, scalar(count, DType::float64));
+  return raw_ops::cast(total, value.values[0].dtype());
+}
+
+Tensor Strategy::gather(const PerReplica<Tensor>& value, int64_t axis) {
+  Tensor local = raw_ops::concat(value.values, axis);
+  if (!impl_->cross) return local;
+  // Workers must contribute equal shapes: check first, so a mismatch is an error and not garbage.
+  std::vector<double> dims(local.shape().dims().begin(), local.shape().dims().end()), sum = dims;
+  impl_->cross->all_reduce(sum.data(), sum.size(), DType::float64, ReduceOp::SUM, collective_options(options_, kMetricsTag));
+  for (size_t i = 0; i < dims.size(); ++i)
+    LS_CHECK(sum[i] == dims[i] * num_workers(), InvalidArgumentError,
+             "strategy.gather needs the same shape on every worker; this worker has ", local.shape().str());
+  Tensor c = local.contiguous();
+  const size_t bytes = static_cast<size_t>(c.numel()) * dtype_size(c.dtype());
+  Tensor all = Tensor::empty(Shape{num_workers() * c.numel()}, c.dtype());
+  impl_->cross->all_gather(c.raw_data(), all.raw_data(), bytes, collective_options(options_, kMetricsTag));
+  std::vector<Tensor> parts;
+  for (int w = 0; w < num_workers(); ++w)
+    parts.push_back(raw_ops::reshape(raw_ops::slice(all, {w * c.numel()}, {c.numel()}), c.shape()));
+  return raw_ops::concat(parts, axis);
+}
+
+void Strategy::synchronize_variables(int64_t global_batch_size) {
+  if (impl_->synchronized || !impl_->cross) {
+    impl_->synchronized = true;
+    return;
+  }
+  // A model without an Input builds its variables in its first step: check and broadcast before the next.
+  if (variables_.empty()) return;
+  // Every worker publishes what it built; all compare with the chief, so all stop with the same message.
+  nlohmann::json vars = nlohmann::json::array();
+  for (const Variable& v : variables_)
+    vars.push_back({{"name", v.name()}, {"shape", v.shape().dims()}, {"dtype", std::string(dtype_name(v.dtype()))}});
+  nlohmann::json mine{{"variables", vars}, {"global_batch_size", global_batch_size}};
+  CoordinationClient& kv = *impl_->coordination;
+  kv.set("model_fingerprint/" + std::to_string(worker_rank()), mine.dump());
+  const auto timeout = collective_options(options_, 0).timeout;
+  const nlohmann::json chief = nlohmann::json::parse(kv.get("model_fingerprint/0", timeout));
+  const std::vector<Task> tasks = resolver_->training_tasks();
+  std::string mismatch;
+  for (int w = 1; w < num_workers() && mismatch.empty(); ++w) {
+    const nlohmann::json other = nlohmann::json::parse(kv.get("model_fingerprint/" + std::to_string(w), timeout));
+    const std::string who = tasks[static_cast<size_t>(w)].name(), boss = tasks[0].name();
+    if (other["global_batch_size"] != chief["global_batch_size"]) {
+      mismatch = make_message(who, " does not match the chief: global batch size is ", chief["global_batch_size"].dump(),
+                              " on ", boss, " but ", other["global_batch_size"].dump(), " on ", who,
+                              ": start every worker with the same batch size");
+      break;
+    }
+    const auto& a = chief["variables"];
+    const auto& b = other["variables"];
+    for (size_t i = 0; i < std::max(a.size(), b.size()) && mismatch.empty(); ++i) {
+      if (i < a.size() && i < b.size() && a[i] == b[i]) continue;
+      mismatch = make_message(who, " does not match the chief: its model differs at variable ", i, " (",
+                              (i < a.size() ? a[i].dump() : "none"), " on ", boss, ", ",
+                              (i < b.size() ? b[i].dump() : "none"), " on ", who, "): start every worker with the same model");
+    }
+  }
+  if (!mismatch.empty()) {
+    kv.report_error(mismatch);  // every worker stops, with the reason
+    throw ValueError(mismatch);
+  }
+  // The chief's initial values, to everybody, in one packed broadcast.
+  size_t total = 0;
+  for (const Variable& v : variables_) total += static_cast<size_t>(v.value().numel()) * dtype_size(v.dtype());
+  std::vector<char> buf(total);
+  size_t at = 0;
+  for (const Variable& v : variables_) {
+    const size_t n = static_cast<size_t>(v.value().numel()) * dtype_size(v.dtype());
+    std::memcpy(buf.data() + at, v.value().contiguous().raw_data(), n);
+    at += n;
+  }
+  impl_->cross->broadcast(buf.data(), buf.size(), 0, collective_options(options_, 0));
+  at = 0;
+  for (const Variable& v : variables_) {
+    const size_t n = static_cast<size_t>(v.value().numel()) * dtype_size(v.dtype());
+    v.assign(from_data(buf.data() + at, v.shape(), v.dtype()));
+    at += n;
+  }
+  impl_->synchronized = true;
+}
+
+// ---- concrete strategies ----
+
+namespace {
+// A resolver for one process: no cluster, worker 0.
+std::unique_ptr<ClusterResolver> local_resolver() { return std::make_unique<TFConfigClusterResolver>(std::string()); }
+}  // namespace
+
+DefaultStrategy::DefaultStrategy() : Strategy(1, local_resolver(), {}) {}
+
+MirroredStrategy::MirroredStrategy(std::vector<std::string> devices)
+    : Strategy(devices.empty() ? 1 : static_cast<int>(devices.size()), local_resolver(), {}), devices_(std::move(devices)) {
+  if (devices_.empty()) devices_.push_back("/cpu:0");
+  for (const std::string& d : devices_) {
+    const bool ok = (d.rfind("/cpu:", 0) == 0 || d.rfind("/device:CPU:", 0) == 0 || d.rfind("/job:", 0) == 0);
+    LS_CHECK(ok, ValueError, "device '", d, "' is not available: this build runs replicas on logical CPU devices "
+             "\"/cpu:0\", \"/cpu:1\", ...");
+  }
+  log(LogLevel::info, "MirroredStrategy with ", devices_.size(), " replica(s)");
+}
+
+MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(CommunicationOptions options)
+    : MultiWorkerMirroredStrategy(options, resolve_cluster()) {}
+
+MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(CommunicationOptions options, std::unique_ptr<ClusterResolver> resolver)
+    : Strategy(1, std::move(resolver), options) {
+  LS_CHECK(options.implementation != CommunicationImplementation::NCCL, ValueError,
+           "CommunicationImplementation::NCCL needs GPUs, which this build does not use: use AUTO or RING");
+  connect_workers();
+}
+
+}  // namespace lockstep::distribute

@@ -1,0 +1,86 @@
+// `lockstep tf-config` run as a user runs it: a malformed TF_CONFIG gives exit code 2 and one line on stderr
+// within 2 s; a valid one prints the role (text and --json).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace lockstep::distribute {
+namespace {
+
+struct Outcome {
+  int code;
+  std::string out, err;
+  double seconds;
+};
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Runs `lockstep tf-config <args>` with TF_CONFIG set (the JSON must not hold a single quote) and SLURM
+// ignored, under `timeout` so a hang fails.
+Outcome tf_config(const std::string& json, const std::string& args = "") {
+  const char* dir = std::getenv("LOCKSTEP_BIN_DIR");
+  const std::string bin = std::string(dir ? dir : LOCKSTEP_BIN_DIR) + "/lockstep";
+  EXPECT_TRUE(std::filesystem::exists(bin)) << bin << " is missing: build the lockstep target first";
+  const auto tmp = std::filesystem::temp_directory_path() / ("lockstep_tf_config_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(tmp);
+  const std::string cmd = "TF_CONFIG='" + json + "' LOCKSTEP_USE_SLURM=0 timeout -k 1 10 " + bin + " tf-config " +
+                          args + " >" + (tmp / "out").string() + " 2>" + (tmp / "err").string();
+  const auto start = std::chrono::steady_clock::now();
+  const int status = std::system(cmd.c_str());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return {WEXITSTATUS(status), slurp(tmp / "out"), slurp(tmp / "err"), seconds};
+}
+
+TEST(TFConfigCli, MalformedConfigsExitTwoWithOneLine) {
+  const std::pair<std::string, std::string> cases[] = {
+      {R"({"cluster": )", "not valid JSON"},
+      {R"({"cluster": {"worker": ["a:1"], "ps": ["a:2"]}, "task": {"type": "worker", "index": 0}})",
+       "remove the ps job"},
+      {R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 3}})", "out of range"},
+      {R"({"cluster": {"worker": ["localhost"]}, "task": {"type": "worker", "index": 0}})", "has no port"},
+      {R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": "0"}})", "use a number"},
+  };
+  for (const auto& [json, phrase] : cases) {
+    const Outcome r = tf_config(json);
+    EXPECT_EQ(r.code, 2) << json << "\n" << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find("TF_CONFIG"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(phrase), std::string::npos) << r.err;
+    EXPECT_LT(r.seconds, 2.0) << json;
+  }
+}
+
+TEST(TFConfigCli, PrintsTheRole) {
+  const std::string json =
+      R"({"cluster": {"worker": ["127.0.0.1:12345", "127.0.0.1:23456"]}, "task": {"type": "worker", "index": 1}})";
+  Outcome r = tf_config(json);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("task: worker:1 (127.0.0.1:23456)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("chief: no (the chief is worker:0 at 127.0.0.1:12345)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rank: 1 of 2\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("peers: worker:0=127.0.0.1:12345 worker:1=127.0.0.1:23456\n"), std::string::npos) << r.out;
+
+  r = tf_config(json, "--json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["task"]["name"], "worker:1");
+  EXPECT_EQ(j["is_chief"], false);
+  EXPECT_EQ(j["chief"]["address"], "127.0.0.1:12345");
+  EXPECT_EQ(j["rank"], 1);
+  EXPECT_EQ(j["world_size"], 2);
+  EXPECT_EQ(j["peers"].size(), 2u);
+}
+
+}  // namespace
+}  // namespace lockstep::distribute

@@ -1,0 +1,253 @@
+// `lockstep launch` end to end with /bin/sh workers: a TF_CONFIG per worker, prefixed output, the group
+// stopped when one worker fails, SIGKILL after the grace period, restarts, log files, the launcher's own
+// SIGINT/SIGTERM, and the one-line errors with exit code 2.
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "cli_util.h"
+
+namespace lockstep::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// A worker command: /bin/sh sets $i to the worker's index, read from TF_CONFIG's `..."index":<i>}}`, then
+// runs `script` (which must not contain single quotes).
+std::string worker(const std::string& script) {
+  return "/bin/sh -c 'i=${TF_CONFIG##*index?:}; i=${i%%[!0-9]*}; " + script + "'";
+}
+
+// The lines of `text` that start with `prefix`, without it.
+std::vector<std::string> lines_after(const std::string& text, const std::string& prefix) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(prefix, 0) == 0) lines.push_back(line.substr(prefix.size()));
+  return lines;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+TEST(LaunchCli, AllWorkersSucceedEachWithItsTfConfig) {
+  Result r = run_lockstep("launch -n 3 -- " + worker("echo \"$TF_CONFIG\"; echo to-stderr-$i >&2"), "", 60);
+  ASSERT_EQ(r.code, 0) << r.err;
+  json cluster;
+  for (int i = 0; i < 3; ++i) {
+    const std::string prefix = "[worker " + std::to_string(i) + "] ";
+    std::vector<std::string> lines = lines_after(r.out, prefix);
+    ASSERT_EQ(lines.size(), 1u) << r.out;
+    json config = json::parse(lines[0]);
+    EXPECT_EQ(config["task"]["type"], "worker");
+    EXPECT_EQ(config["task"]["index"], i);
+    if (i == 0) cluster = config["cluster"];
+    EXPECT_EQ(config["cluster"], cluster) << "every worker must see the same cluster";
+    EXPECT_EQ(lines_after(r.err, prefix), std::vector<std::string>{"to-stderr-" + std::to_string(i)}) << r.err;
+  }
+  ASSERT_EQ(cluster["worker"].size(), 3u);
+  std::set<std::string> ports;
+  for (const json& address : cluster["worker"]) {
+    const std::string a = address.get<std::string>();
+    ASSERT_EQ(a.rfind("127.0.0.1:", 0), 0u) << a;
+    ports.insert(a.substr(10));
+  }
+  EXPECT_EQ(ports.size(), 3u);
+}
+
+TEST(LaunchCli, SplitsLinesAtNewlinesAndCarriageReturns) {
+  // A progress bar redraws with \r; \r\n is one line end; an empty line stays; an unfinished line is kept.
+  Result r = run_lockstep("launch -n 1 -- /bin/sh -c 'printf \"a\\rb\\r\\nc\\n\\nd\"'", "", 60);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "[worker 0] a\n[worker 0] b\n[worker 0] c\n[worker 0] \n[worker 0] d\n");
+}
+
+TEST(LaunchCli, LockstepAsTheCommandIsThisBinary) {
+  Result r = run_lockstep("launch -n 2 -- lockstep --version", "PATH=/usr/bin:/bin", 60);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "[worker 0] lockstep ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "[worker 1] lockstep ")) << r.out;
+}
+
+TEST(LaunchCli, ThreadsPerWorkerAreCoresOverWorkers) {
+  cpu_set_t set;
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  const int expected = std::max(1, CPU_COUNT(&set) / 2);
+  Result r = run_lockstep("launch -n 2 -- /bin/sh -c 'echo $OMP_NUM_THREADS'", "env -u OMP_NUM_THREADS", 60);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(lines_after(r.out, "[worker 1] "), std::vector<std::string>{std::to_string(expected)});
+  // A value the user set wins.
+  r = run_lockstep("launch -n 2 -- /bin/sh -c 'echo $OMP_NUM_THREADS'", "OMP_NUM_THREADS=7", 60);
+  EXPECT_EQ(lines_after(r.out, "[worker 0] "), std::vector<std::string>{"7"});
+}
+
+TEST(LaunchCli, OneFailureStopsTheOthersQuickly) {
+  const auto start = Clock::now();
+  Result r = run_lockstep("launch -n 3 -- " + worker("if [ $i = 1 ]; then sleep 0.3; exit 3; fi; sleep 30"), "", 60);
+  EXPECT_LT(seconds_since(start), 8.0);
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_EQ(lines_after(r.err, "lockstep launch: "), std::vector<std::string>{"worker 1 failed with exit code 3"});
+}
+
+TEST(LaunchCli, WorkerIgnoringSigtermIsKilledAfterTheGracePeriod) {
+  const auto start = Clock::now();
+  Result r = run_lockstep("launch -n 2 --grace-period 1 -- " +
+                              worker("if [ $i = 0 ]; then sleep 0.5; exit 1; fi; trap \"\" TERM; sleep 60"),
+                          "", 60);
+  const double took = seconds_since(start);
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_GE(took, 1.4);  // 0.5 s until the failure, then the full grace period
+  EXPECT_LT(took, 8.0);
+  EXPECT_TRUE(contains(r.err, "lockstep launch: worker 1 did not stop within 1 s of SIGTERM; sending SIGKILL\n"))
+      << r.err;
+}
+
+TEST(LaunchCli, KilledBySignalGives128PlusTheSignal) {
+  Result r = run_lockstep("launch -n 2 -- " + worker("if [ $i = 0 ]; then kill -9 $$; fi; sleep 30"), "", 60);
+  EXPECT_EQ(r.code, 128 + 9) << r.err;
+  EXPECT_TRUE(contains(r.err, "lockstep launch: worker 0 was killed by signal SIGKILL\n")) << r.err;
+}
+
+TEST(LaunchCli, RestartRunsTheGroupAgain) {
+  const fs::path dir = temp_dir("launch_restart");
+  // Worker 1 fails on the first attempt only: the marker file remembers that it already failed.
+  const std::string cmd = worker("if [ $i = 1 ] && [ ! -e " + (dir / "marker").string() + " ]; then touch " +
+                                 (dir / "marker").string() + "; exit 4; fi; echo done-$i");
+  Result r = run_lockstep("launch -n 2 --max-restarts 1 -- " + cmd, "", 60);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(contains(r.err, "lockstep launch: worker 1 failed with exit code 4\n")) << r.err;
+  EXPECT_TRUE(contains(r.err, "lockstep launch: restarting the group (attempt 1 of 1)\n")) << r.err;
+  EXPECT_EQ(lines_after(r.out, "[worker 1] "), std::vector<std::string>{"done-1"});
+
+  fs::remove(dir / "marker");
+  r = run_lockstep("launch -n 2 --max-restarts 0 -- " + cmd, "", 60);
+  EXPECT_EQ(r.code, 4) << r.err;
+  EXPECT_FALSE(contains(r.err, "restarting")) << r.err;
+}
+
+TEST(LaunchCli, RestartsRunOut) {
+  Result r =
+      run_lockstep("launch -n 2 --max-restarts 2 -- " + worker("if [ $i = 0 ]; then exit 5; fi; sleep 30"), "", 60);
+  EXPECT_EQ(r.code, 5) << r.err;
+  EXPECT_EQ(lines_after(r.err, "lockstep launch: restarting the group "),
+            (std::vector<std::string>{"(attempt 1 of 2)", "(attempt 2 of 2)"}));
+  EXPECT_EQ(lines_after(r.err, "lockstep launch: worker 0 failed").size(), 3u);
+}
+
+TEST(LaunchCli, LogDirHoldsEachWorkersOutputUnprefixed) {
+  const fs::path dir = temp_dir("launch_logs") / "logs";
+  Result r =
+      run_lockstep("launch -n 2 --log-dir " + dir.string() + " -- " + worker("echo out-$i; echo err-$i >&2"), "", 60);
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (int i = 0; i < 2; ++i) {
+    const std::string log = read_all((dir / ("worker-" + std::to_string(i) + ".log")).string());
+    const std::string n = std::to_string(i);
+    EXPECT_TRUE(contains(log, "out-" + n + "\n")) << log;
+    EXPECT_TRUE(contains(log, "err-" + n + "\n")) << log;
+    EXPECT_FALSE(contains(log, "[worker")) << log;
+    EXPECT_EQ(count_lines(log), 2u) << log;
+  }
+}
+
+// Every user mistake: exit code 2, nothing on stdout and one line on stderr that names the problem.
+struct BadLaunch {
+  std::string name, args, must_mention;
+};
+
+class LaunchCliErrors : public ::testing::TestWithParam<BadLaunch> {};
+
+TEST_P(LaunchCliErrors, OneLineAndExitCode2) {
+  const BadLaunch& bad = GetParam();
+  const auto start = Clock::now();
+  Result r = run_lockstep("launch " + bad.args, "", 60);
+  EXPECT_LT(seconds_since(start), 5.0);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+  EXPECT_TRUE(contains(r.err, bad.must_mention)) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, LaunchCliErrors,
+    ::testing::Values(BadLaunch{"NoWorkers", "-n 0 -- true", "at least 1, got 0"},
+                      BadLaunch{"NoCommand", "-n 2", "command"},
+                      BadLaunch{"CommandNotInPath", "-n 2 -- no-such-lockstep-command --flag",
+                                "lockstep launch: cannot run 'no-such-lockstep-command': No such file or directory"},
+                      BadLaunch{"MissingFile", "-n 2 -- /nonexistent/worker", "cannot run '/nonexistent/worker'"},
+                      // Passes the access() check but not execve: the child reports its errno through a pipe.
+                      BadLaunch{"ExecFails", "-n 2 -- /", "lockstep launch: cannot run '/': Permission denied"},
+                      BadLaunch{"BadHost", "-n 2 --host 192.0.2.1 -- true", "not an address of this machine"},
+                      BadLaunch{"NegativeGrace", "-n 2 --grace-period -1 -- true", "--grace-period"}),
+    [](const ::testing::TestParamInfo<BadLaunch>& info) { return info.param.name; });
+
+// The launcher itself gets SIGINT or SIGTERM: it passes SIGTERM on, SIGKILLs what ignores it, and exits
+// 128 + the signal without leaving any worker behind.
+class LaunchCliSignals : public ::testing::TestWithParam<int> {};
+
+TEST_P(LaunchCliSignals, StopsEveryWorkerAndExits128PlusTheSignal) {
+  const int sig = GetParam();
+  const fs::path dir = temp_dir("launch_signal");
+  const char* bin = std::getenv("LOCKSTEP_BIN_DIR");
+  const std::string lockstep = std::string(bin ? bin : LOCKSTEP_BIN_DIR) + "/lockstep";
+  // Worker 1 ignores SIGTERM, so only the SIGKILL after the grace period ends it.
+  const std::string script = "i=${TF_CONFIG##*index?:}; i=${i%%[!0-9]*}; [ $i = 1 ] && trap \"\" TERM; echo $$ > " +
+                             dir.string() + "/pid-$i; exec sleep 30";
+  const pid_t launcher = fork();
+  ASSERT_GE(launcher, 0);
+  if (launcher == 0) {
+    const std::string err = (dir / "err").string();
+    if (!freopen(err.c_str(), "w", stderr) || !freopen("/dev/null", "w", stdout)) _exit(99);
+    execl(lockstep.c_str(), "lockstep", "launch", "-n", "2", "--grace-period", "1", "--", "/bin/sh", "-c",
+          script.c_str(), static_cast<char*>(nullptr));
+    _exit(98);
+  }
+  auto deadline = Clock::now() + std::chrono::seconds(20);
+  while (!(fs::exists(dir / "pid-0") && fs::exists(dir / "pid-1") && fs::file_size(dir / "pid-1") > 0) &&
+         Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // let `exec sleep` happen
+  const auto start = Clock::now();
+  kill(launcher, sig);
+  int status = 0;
+  pid_t done = 0;
+  while ((done = waitpid(launcher, &status, WNOHANG)) == 0 && seconds_since(start) < 15)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (done == 0) {
+    kill(launcher, SIGKILL);
+    waitpid(launcher, &status, 0);
+    FAIL() << "the launcher did not exit within 15 s of " << strsignal(sig);
+  }
+  EXPECT_LT(seconds_since(start), 8.0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 128 + sig);
+  const std::string err = read_all((dir / "err").string());
+  EXPECT_TRUE(contains(err, "lockstep launch: received " + std::string(sig == SIGINT ? "SIGINT" : "SIGTERM"))) << err;
+  for (int i = 0; i < 2; ++i) {
+    const pid_t pid = std::stoi(read_all((dir / ("pid-" + std::to_string(i))).string()));
+    EXPECT_NE(kill(pid, 0), 0) << "worker " << i << " (pid " << pid << ") is still running";
+    if (kill(pid, 0) == 0) kill(pid, SIGKILL);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, LaunchCliSignals, ::testing::Values(SIGINT, SIGTERM),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return std::string(info.param == SIGINT ? "SIGINT" : "SIGTERM");
+                         });
+
+}  // namespace
+}  // namespace lockstep::testing

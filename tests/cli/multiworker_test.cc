@@ -1,0 +1,138 @@
+// Multi-worker training with real processes on 127.0.0.1: equivalence with one worker, identical weights
+// on every worker, kill -9 of any worker, an unreachable chief, mismatched workers and bad TF_CONFIGs — all
+// bounded in time.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "process_util.h"
+
+namespace lockstep::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+class MultiWorker : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = temp_dir("multiworker");
+    write_idx_dataset(dir_, 640, 64);
+  }
+  std::string data() const { return " --dataset " + dir_.string() + " --threads 1 --verbose 0"; }
+  // Starts one process per worker on fresh ports, each with its own TF_CONFIG and arguments.
+  std::vector<std::unique_ptr<Worker>> start(const std::vector<std::string>& args, const std::string& env = "") {
+    std::vector<int> ports;
+    for (size_t i = 0; i < args.size(); ++i) ports.push_back(free_port());
+    std::vector<std::unique_ptr<Worker>> ws;
+    for (size_t i = 0; i < args.size(); ++i)
+      ws.push_back(std::make_unique<Worker>(args[i], env + " TF_CONFIG='" + tf_config(ports, static_cast<int>(i)) + "'",
+                                            dir_, "w" + std::to_string(i)));
+    return ws;
+  }
+  fs::path dir_;
+};
+
+TEST_F(MultiWorker, TwoWorkersMatchOneWorkerWithTheGlobalBatch) {
+  // The custom loop records each step's global loss; 2 x 64 must see the same 128 examples per step as 1 x 128.
+  const std::string common = "train --loop ctl --epochs 1 --steps-per-epoch 20 --optimizer sgd --learning-rate 0.05 --seed 3" + data();
+  Result one = run_lockstep(common + " --batch-size 128 --metrics-out " + (dir_ / "one.json").string());
+  ASSERT_EQ(one.code, 0) << one.err;
+  auto ws = start({common + " --batch-size 64 --metrics-out " + (dir_ / "two.json").string(), common + " --batch-size 64"});
+  for (auto& w : ws) {
+    auto s = w->wait(240s);
+    ASSERT_TRUE(s.has_value()) << "worker did not finish";
+    ASSERT_EQ(exit_code(*s), 0) << w->err();
+  }
+  json a = json::parse(read_all((dir_ / "one.json").string())), b = json::parse(read_all((dir_ / "two.json").string()));
+  EXPECT_EQ(b["num_workers"], 2);
+  EXPECT_EQ(b["num_replicas_in_sync"], 2);
+  auto la = a["step_losses"].get<std::vector<double>>(), lb = b["step_losses"].get<std::vector<double>>();
+  ASSERT_EQ(la.size(), 20u);
+  ASSERT_EQ(lb.size(), 20u);
+  for (size_t i = 0; i < la.size(); ++i) EXPECT_NEAR(lb[i], la[i], 1e-5 * std::abs(la[i])) << "step " << i;
+  auto hashes = b["weights_sha256_per_worker"].get<std::vector<std::string>>();
+  ASSERT_EQ(hashes.size(), 2u);
+  EXPECT_EQ(hashes[0], hashes[1]);
+}
+
+TEST_F(MultiWorker, FitOnTwoWorkersKeepsWeightsIdentical) {
+  Result r = run_lockstep("train --workers 2 --epochs 2 --batch-size 32 --metrics-out " + (dir_ / "fit.json").string() + data());
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  json m = json::parse(read_all((dir_ / "fit.json").string()));
+  auto hashes = m["weights_sha256_per_worker"].get<std::vector<std::string>>();
+  ASSERT_EQ(hashes.size(), 2u);
+  EXPECT_EQ(hashes[0], hashes[1]);
+  EXPECT_EQ(m["global_steps"], 2 * 10);  // 640 / 64 per epoch
+  EXPECT_NE(r.out.find("[worker 0]"), std::string::npos) << r.out;
+}
+
+class KillWorker : public MultiWorker, public ::testing::WithParamInterface<int> {};
+
+TEST_P(KillWorker, OthersExitWithinSecondsNamingIt) {
+  const int victim = GetParam();
+  const std::string args = "train --epochs 1 --steps-per-epoch 100000 --batch-size 16" + data();
+  auto ws = start({args, args, args});
+  // Wait until everybody trains (the victim has joined and is past its first steps).
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (ws[static_cast<size_t>(victim)]->err().find("joined the cluster") == std::string::npos) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "workers never started: " << ws[0]->err();
+    std::this_thread::sleep_for(100ms);
+  }
+  std::this_thread::sleep_for(2s);
+  ws[static_cast<size_t>(victim)]->kill9();
+  const auto killed = std::chrono::steady_clock::now();
+  const std::string lost = "worker:" + std::to_string(victim);
+  for (int i = 0; i < 3; ++i) {
+    if (i == victim) continue;
+    auto s = ws[static_cast<size_t>(i)]->wait(15s);
+    ASSERT_TRUE(s.has_value()) << "worker " << i << " still runs 15 s after worker " << victim << " was killed";
+    EXPECT_NE(exit_code(*s), 0);
+    EXPECT_NE(ws[static_cast<size_t>(i)]->err().find(lost), std::string::npos) << ws[static_cast<size_t>(i)]->err();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - killed, 15s);
+}
+
+INSTANTIATE_TEST_SUITE_P(AnyWorker, KillWorker, ::testing::Values(0, 1, 2),
+                         [](const auto& info) { return info.param == 0 ? std::string("chief") : "worker" + std::to_string(info.param); });
+
+TEST_F(MultiWorker, UnreachableChiefFailsAfterTheStartupTimeout) {
+  // Worker 1 of a cluster whose chief never starts.
+  const std::string cfg = tf_config({free_port(), free_port()}, 1);
+  const auto start_time = std::chrono::steady_clock::now();
+  Result r = run_lockstep("train --epochs 1" + data(), "LOCKSTEP_STARTUP_TIMEOUT=3 TF_CONFIG='" + cfg + "'", 60);
+  const auto took = std::chrono::steady_clock::now() - start_time;
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("127.0.0.1"), std::string::npos) << r.err;
+  EXPECT_GE(took, 3s);
+  EXPECT_LT(took, 20s);
+}
+
+TEST_F(MultiWorker, MismatchedWorkersAreRefusedAtStart) {
+  for (auto [chief, other, phrase] : {std::tuple{"--model tutorial_cnn --batch-size 32", "--model fashion_cnn --batch-size 32", "model differs"},
+                                      {"--batch-size 32", "--batch-size 16", "global batch size"}}) {
+    auto ws = start({"train --epochs 1 " + std::string(chief) + data(), "train --epochs 1 " + std::string(other) + data()});
+    for (auto& w : ws) {
+      auto s = w->wait(60s);
+      ASSERT_TRUE(s.has_value()) << "a mismatched worker did not stop";
+      EXPECT_NE(exit_code(*s), 0);
+    }
+    EXPECT_NE((ws[0]->err() + ws[1]->err()).find(phrase), std::string::npos) << ws[0]->err() << ws[1]->err();
+  }
+}
+
+TEST_F(MultiWorker, MalformedTfConfigIsOneLineAndExitCode2) {
+  for (std::string cfg : {"{not json", R"({"cluster": {"worker": ["127.0.0.1:1"]}, "task": {"type": "worker", "index": 3}})",
+                          R"({"cluster": {"ps": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]}, "task": {"type": "worker", "index": 0}})",
+                          R"({"cluster": {"worker": ["127.0.0.1"]}, "task": {"type": "worker", "index": 0}})"}) {
+    const auto t0 = std::chrono::steady_clock::now();
+    Result r = run_lockstep("train --epochs 1" + data(), "TF_CONFIG='" + cfg + "'", 30);
+    EXPECT_EQ(r.code, 2) << cfg << ": " << r.err;
+    EXPECT_EQ(count_lines(r.err), 1u) << cfg << ": " << r.err;
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s) << cfg;
+  }
+}
+
+}  // namespace
+}  // namespace lockstep::testing

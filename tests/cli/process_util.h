@@ -1,0 +1,83 @@
+// Starting, killing and waiting for worker processes with deadlines, for multi-process tests on 127.0.0.1.
+#pragma once
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli_util.h"
+
+namespace lockstep::testing {
+
+// A port the kernel calls free now (bound to port 0 and released).
+inline int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t n = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// TF_CONFIG for worker `index` of a cluster of workers on the given ports.
+inline std::string tf_config(const std::vector<int>& ports, int index) {
+  std::string workers;
+  for (int p : ports) workers += (workers.empty() ? "\"127.0.0.1:" : ", \"127.0.0.1:") + std::to_string(p) + "\"";
+  return "{\"cluster\": {\"worker\": [" + workers + "]}, \"task\": {\"type\": \"worker\", \"index\": " +
+         std::to_string(index) + "}}";
+}
+
+// A child process running `lockstep <args>` with extra environment, its output in files.
+class Worker {
+ public:
+  Worker(const std::string& args, const std::string& env, const std::filesystem::path& dir, const std::string& name)
+      : out_(dir / (name + ".out")), err_(dir / (name + ".err")) {
+    const char* bin = std::getenv("LOCKSTEP_BIN_DIR");
+    const std::string cmd = "exec env " + env + " " + (bin ? bin : LOCKSTEP_BIN_DIR) + std::string("/lockstep ") + args +
+                            " >" + out_.string() + " 2>" + err_.string();
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+  }
+  ~Worker() {
+    if (!status_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  void kill9() { ::kill(pid_, SIGKILL); }
+  // The exit status once the process ended within `timeout`, else nullopt.
+  std::optional<int> wait(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!status_) {
+      int s;
+      if (::waitpid(pid_, &s, WNOHANG) == pid_) status_ = s;
+      else if (std::chrono::steady_clock::now() > deadline) return std::nullopt;
+      else std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return *status_;
+  }
+  std::string out() const { return read_all(out_.string()); }
+  std::string err() const { return read_all(err_.string()); }
+
+ private:
+  pid_t pid_;
+  std::filesystem::path out_, err_;
+  std::optional<int> status_;
+};
+
+inline int exit_code(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
+
+}  // namespace lockstep::testing

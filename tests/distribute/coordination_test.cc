@@ -1,0 +1,573 @@
+// The coordination service and client. With clients on threads: registration, the key-value store, barriers,
+// the fingerprint check, the shutdown barrier and error reports. With clients in real processes (this binary
+// re-run as a child): a task killed with SIGKILL, a killed chief, and a stopped task's heartbeat timeout.
+#include "lockstep/distribute/coordination/coordination.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <climits>
+#include <condition_variable>
+#include <cstdio>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "lockstep/core/error.h"
+
+extern char** environ;
+
+namespace lockstep::distribute {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr char kFingerprint[] =
+    R"({"lockstep_version":"0.1.0","global_batch_size":128,"variables":[)"
+    R"({"name":"dense/kernel","shape":[784,128],"dtype":"float32"},{"name":"dense/bias","shape":[128],"dtype":"float32"}]})";
+// The environment variable that turns this binary into a child task of the process tests.
+constexpr char kChildVariable[] = "LOCKSTEP_COORDINATION_CHILD";
+
+// A port nobody listens on right now (the kernel's pick for port 0).
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+long elapsed_ms(Clock::time_point since) {
+  return static_cast<long>(std::chrono::duration_cast<milliseconds>(Clock::now() - since).count());
+}
+
+// Collects the messages a client's on_error receives.
+class ErrorLog {
+ public:
+  std::function<void(const std::string&)> handler() {
+    return [this](const std::string& message) {
+      std::lock_guard lock(mu_);
+      messages_.push_back(message);
+      cv_.notify_all();
+    };
+  }
+  // The first message, waiting up to `timeout` for it; empty when none came.
+  std::string wait(milliseconds timeout) {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, timeout, [&] { return !messages_.empty(); });
+    return messages_.empty() ? "" : messages_.front();
+  }
+  size_t count() {
+    std::lock_guard lock(mu_);
+    return messages_.size();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::string> messages_;
+};
+
+// Rank r of a `world`-task job whose chief serves on 127.0.0.1:port; task r's own address is port + r.
+CoordinationOptions options_for(int rank, int world, int port, ErrorLog* errors = nullptr) {
+  CoordinationOptions o;
+  o.service_address = "127.0.0.1:" + std::to_string(port);
+  o.rank = rank;
+  o.world_size = world;
+  for (int r = 0; r < world; ++r) {
+    o.task_names.push_back(r == 0 ? "chief:0" : "worker:" + std::to_string(r - 1));
+    o.task_addresses.push_back("127.0.0.1:" + std::to_string(port + r));
+  }
+  o.fingerprint = kFingerprint;
+  o.heartbeat_interval = 100ms;
+  o.heartbeat_timeout = 2s;
+  o.startup_timeout = 10s;
+  if (errors) o.on_error = errors->handler();
+  return o;
+}
+
+using Client = std::unique_ptr<CoordinationClient>;
+
+// Constructs every client on its own thread, since each constructor waits for all to register.
+std::vector<std::future<Client>> start(const std::vector<CoordinationOptions>& options) {
+  std::vector<std::future<Client>> clients;
+  for (const CoordinationOptions& o : options) {
+    clients.push_back(std::async(std::launch::async, [o] { return std::make_unique<CoordinationClient>(o); }));
+  }
+  return clients;
+}
+
+std::vector<Client> start_cluster(int world, int port, std::vector<ErrorLog>& errors) {
+  std::vector<CoordinationOptions> options;
+  for (int r = 0; r < world; ++r) options.push_back(options_for(r, world, port, &errors[static_cast<size_t>(r)]));
+  std::vector<Client> clients;
+  for (auto& client : start(options)) clients.push_back(client.get());
+  return clients;
+}
+
+// Runs shutdown() on every client at once, as every task does at its end.
+void shutdown_all(std::vector<Client>& clients) {
+  std::vector<std::thread> threads;
+  for (Client& c : clients) threads.emplace_back([&c] { c->shutdown(10s); });
+  for (std::thread& t : threads) t.join();
+}
+
+// The message of the lockstep error of type E that f throws (empty when it throws none).
+template <typename E, typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(CoordinationTest, RegistersEveryTaskAndShutsDown) {
+  const int port = free_port();
+  std::vector<ErrorLog> errors(3);
+  std::vector<Client> clients = start_cluster(3, port, errors);
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(clients[static_cast<size_t>(r)]->rank(), r);
+    EXPECT_EQ(clients[static_cast<size_t>(r)]->world_size(), 3);
+  }
+  shutdown_all(clients);
+  EXPECT_NE(error_of<RuntimeError>([&] { clients[1]->set("k", "v"); }).find("after shutdown()"), std::string::npos);
+  clients.clear();
+  for (ErrorLog& e : errors) EXPECT_EQ(e.count(), 0u);
+}
+
+TEST(CoordinationTest, KeyValueStore) {
+  const int port = free_port();
+  std::vector<ErrorLog> errors(3);
+  std::vector<Client> clients = start_cluster(3, port, errors);
+
+  clients[0]->set("gloo/rank0", std::string("\0bytes\xff", 7));
+  EXPECT_EQ(clients[2]->get("gloo/rank0", 1s), std::string("\0bytes\xff", 7));
+  EXPECT_EQ(clients[1]->try_get("missing"), std::nullopt);
+  clients[1]->set("gloo/rank0", "overwritten");
+  EXPECT_EQ(clients[0]->try_get("gloo/rank0"), "overwritten");
+
+  // A get waits on the service until another task sets the key.
+  const auto begin = Clock::now();
+  auto late = std::async(std::launch::async, [&] { return clients[1]->get("late", 10s); });
+  std::this_thread::sleep_for(200ms);
+  clients[2]->set("late", "value");
+  EXPECT_EQ(late.get(), "value");
+  EXPECT_GE(elapsed_ms(begin), 190);
+
+  const auto timed = Clock::now();
+  const std::string message = error_of<DeadlineExceededError>([&] { clients[1]->get("never", 300ms); });
+  EXPECT_NE(message.find("worker:0 waited 0.3 s for key \"never\""), std::string::npos) << message;
+  EXPECT_LT(elapsed_ms(timed), 1500);
+
+  shutdown_all(clients);
+  for (ErrorLog& e : errors) EXPECT_EQ(e.count(), 0u);
+}
+
+TEST(CoordinationTest, BarrierWaitsForEveryTaskAndIsReusable) {
+  const int port = free_port();
+  std::vector<ErrorLog> errors(3);
+  std::vector<Client> clients = start_cluster(3, port, errors);
+  for (int round = 0; round < 2; ++round) {
+    const auto begin = Clock::now();
+    std::vector<std::future<long>> passed;
+    for (int r = 0; r < 3; ++r) {
+      passed.push_back(std::async(std::launch::async, [&, r] {
+        if (r == 2) std::this_thread::sleep_for(200ms);
+        clients[static_cast<size_t>(r)]->barrier("step", 5s);
+        return elapsed_ms(begin);
+      }));
+    }
+    for (auto& p : passed) EXPECT_GE(p.get(), 190) << "round " << round;
+  }
+  shutdown_all(clients);
+}
+
+TEST(CoordinationTest, BarrierTimeoutNamesTheMissingTask) {
+  const int port = free_port();
+  std::vector<ErrorLog> errors(3);
+  std::vector<Client> clients = start_cluster(3, port, errors);
+  const auto begin = Clock::now();
+  auto first = std::async(std::launch::async, [&] {
+    return error_of<DeadlineExceededError>([&] { clients[0]->barrier("epoch_end", 300ms); });
+  });
+  const std::string message = error_of<DeadlineExceededError>([&] { clients[1]->barrier("epoch_end", 300ms); });
+  const std::string missing = "worker:1 at 127.0.0.1:" + std::to_string(port + 2);
+  // Whoever times out first withdraws, so the later one may list it as well.
+  EXPECT_NE(message.find("barrier \"epoch_end\" timed out after 0.3 s on worker:0: "), std::string::npos) << message;
+  EXPECT_NE(message.find(missing), std::string::npos) << message;
+  EXPECT_NE(first.get().find(missing), std::string::npos);
+  EXPECT_LT(elapsed_ms(begin), 1500);
+  // The arrivals that timed out were withdrawn; a full round still passes.
+  std::vector<std::thread> threads;
+  for (Client& c : clients) threads.emplace_back([&c] { c->barrier("epoch_end", 5s); });
+  for (std::thread& t : threads) t.join();
+  shutdown_all(clients);
+  for (ErrorLog& e : errors) EXPECT_EQ(e.count(), 0u);
+}
+
+// Every task's constructor throws ValueError naming the task and the first difference.
+std::vector<std::string> mismatch_messages(const std::string& worker_fingerprint) {
+  const int port = free_port();
+  std::vector<CoordinationOptions> options;
+  for (int r = 0; r < 3; ++r) options.push_back(options_for(r, 3, port));
+  options[2].fingerprint = worker_fingerprint;
+  std::vector<std::string> messages;
+  for (auto& client : start(options)) {
+    messages.push_back(error_of<ValueError>([&] { client.get(); }));
+  }
+  return messages;
+}
+
+TEST(CoordinationTest, FingerprintMismatchStopsEveryTask) {
+  std::string batch = kFingerprint;
+  batch.replace(batch.find("128,"), 4, "64,");
+  for (const std::string& m : mismatch_messages(batch)) {
+    EXPECT_NE(m.find("worker:1 does not match the chief: global_batch_size is 128 on chief:0 but 64 on worker:1"),
+              std::string::npos)
+        << m;
+  }
+  std::string shape = kFingerprint;
+  shape.replace(shape.find("[784,128]"), 9, "[784,64]");
+  for (const std::string& m : mismatch_messages(shape)) {
+    EXPECT_NE(m.find("worker:1 does not match the chief: variable dense/kernel has shape [784, 128], float32 on "
+                     "chief:0 but shape [784, 64], float32 on worker:1"),
+              std::string::npos)
+        << m;
+  }
+  std::string version = kFingerprint;
+  version.replace(version.find("0.1.0"), 5, "0.2.0");
+  for (const std::string& m : mismatch_messages(version)) {
+    EXPECT_NE(m.find("lockstep_version is \"0.1.0\" on chief:0 but \"0.2.0\" on worker:1"), std::string::npos) << m;
+  }
+}
+
+TEST(CoordinationTest, ShutdownWaitsForEveryTask) {
+  const int port = free_port();
+  std::vector<ErrorLog> errors(3);
+  std::vector<Client> clients = start_cluster(3, port, errors);
+  const auto begin = Clock::now();
+  std::vector<std::future<long>> done;
+  for (int r = 0; r < 3; ++r) {
+    done.push_back(std::async(std::launch::async, [&, r] {
+      if (r == 1) std::this_thread::sleep_for(300ms);
+      clients[static_cast<size_t>(r)]->shutdown(5s);
+      return elapsed_ms(begin);
+    }));
+  }
+  for (auto& d : done) EXPECT_GE(d.get(), 290);
+  clients.clear();
+  for (ErrorLog& e : errors) EXPECT_EQ(e.count(), 0u);
+}
+
+TEST(CoordinationTest, ShutdownTimeoutNamesTheMissingTask) {
+  const int port = free_port();
+  std::vector<ErrorLog> errors(2);
+  std::vector<Client> clients = start_cluster(2, port, errors);
+  const std::string message = error_of<DeadlineExceededError>([&] { clients[0]->shutdown(300ms); });
+  EXPECT_NE(message.find("the shutdown barrier timed out after 0.3 s on chief:0: worker:0 at"), std::string::npos)
+      << message;
+}
+
+TEST(CoordinationTest, ReportedErrorReachesEveryOtherTaskAndWakesWaiters) {
+  const int port = free_port();
+  std::vector<ErrorLog> errors(3);
+  std::vector<Client> clients = start_cluster(3, port, errors);
+  auto waiting = std::async(std::launch::async,
+                            [&] { return error_of<UnavailableError>([&] { clients[2]->get("never", 20s); }); });
+  std::this_thread::sleep_for(100ms);
+  const auto begin = Clock::now();
+  clients[1]->report_error("CUDA out of memory");
+  const std::string expected = "worker:0 at 127.0.0.1:" + std::to_string(port + 1) + " failed: CUDA out of memory";
+  EXPECT_EQ(errors[0].wait(5s), expected);
+  EXPECT_EQ(errors[2].wait(5s), expected);
+  EXPECT_EQ(waiting.get(), expected);
+  EXPECT_LT(elapsed_ms(begin), 2000);
+  EXPECT_EQ(error_of<UnavailableError>([&] { clients[0]->barrier("after", 5s); }), expected);
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(errors[1].count(), 0u) << "the reporting task's own on_error ran";
+}
+
+TEST(CoordinationTest, RegistrationTimeoutNamesTheMissingTask) {
+  const int port = free_port();
+  std::vector<CoordinationOptions> options;
+  for (int r = 0; r < 2; ++r) {
+    options.push_back(options_for(r, 3, port));
+    options.back().startup_timeout = 1s;
+  }
+  const auto begin = Clock::now();
+  for (auto& client : start(options)) {
+    const std::string message = error_of<DeadlineExceededError>([&] { client.get(); });
+    EXPECT_NE(message.find("worker:1 at 127.0.0.1:" + std::to_string(port + 2) + " never registered"),
+              std::string::npos)
+        << message;
+  }
+  EXPECT_LT(elapsed_ms(begin), 4000);
+}
+
+TEST(CoordinationTest, RestartedTaskIsRefused) {
+  const int port = free_port();
+  std::vector<CoordinationOptions> options;
+  for (int r = 0; r < 3; ++r) options.push_back(options_for(r, 3, port));
+  options[1].incarnation = 1;
+  auto first = start({options[0], options[1]});
+  std::this_thread::sleep_for(300ms);
+  CoordinationOptions restarted = options[1];
+  restarted.incarnation = 2;
+  const std::string message = error_of<ValueError>([&] { CoordinationClient c(restarted); });
+  EXPECT_NE(
+      message.find("worker:0 at 127.0.0.1:" + std::to_string(port + 1) + " registered again from another process"),
+      std::string::npos)
+      << message;
+  auto last = start({options[2]});
+  std::vector<Client> clients;
+  for (auto* group : {&first, &last}) {
+    for (auto& c : *group) clients.push_back(c.get());
+  }
+  shutdown_all(clients);
+}
+
+TEST(CoordinationTest, UnreachableServiceNamesTheAddress) {
+  const int port = free_port();
+  CoordinationOptions o = options_for(1, 2, port);
+  o.startup_timeout = 3s;
+  const auto begin = Clock::now();
+  const std::string message = error_of<UnavailableError>([&] { CoordinationClient c(o); });
+  EXPECT_EQ(message, "worker:0 cannot reach the coordination service of chief:0 at 127.0.0.1:" + std::to_string(port) +
+                         " after 3 s: is the chief running and the address right? (TF_CONFIG)");
+  EXPECT_GE(elapsed_ms(begin), 2900);
+  EXPECT_LT(elapsed_ms(begin), 4500);
+}
+
+TEST(CoordinationTest, TakenPortIsReported) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  socklen_t length = sizeof address;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  CoordinationOptions o = options_for(0, 1, ntohs(address.sin_port));
+  const std::string message = error_of<UnavailableError>([&] { CoordinationClient c(o); });
+  EXPECT_NE(message.find("chief:0 cannot start the coordination service on 0.0.0.0:"), std::string::npos) << message;
+  ::close(fd);
+}
+
+// ---- Clients in real processes ----
+
+// A child task: this binary run with only CoordinationChild.Run and kChildVariable="<rank> <world> <port>
+// <default on_error: 0|1>". It prints "@ready" once registered and "@error <message>" from its on_error.
+TEST(CoordinationChild, Run) {
+  const char* spec = std::getenv(kChildVariable);
+  if (!spec) GTEST_SKIP() << "runs only as a child of the CoordinationProcessTest tests";
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive the test
+  int rank = 0, world = 0, port = 0, default_handler = 0;
+  ASSERT_EQ(std::sscanf(spec, "%d %d %d %d", &rank, &world, &port, &default_handler), 4);
+  CoordinationOptions o = options_for(rank, world, port);
+  if (!default_handler) {
+    o.on_error = [](const std::string& message) {
+      std::printf("@error %s\n", message.c_str());
+      std::fflush(stdout);
+      std::_Exit(3);
+    };
+  }
+  try {
+    CoordinationClient client(o);
+    std::printf("@ready\n");
+    std::fflush(stdout);
+    std::this_thread::sleep_for(30s);
+  } catch (const std::exception& e) {
+    std::printf("@exception %s\n", e.what());
+    std::fflush(stdout);
+    std::_Exit(5);
+  }
+  std::_Exit(4);
+}
+
+// A child task process, killed when the test ends.
+class ChildTask {
+ public:
+  ChildTask(int rank, int world, int port, bool default_handler = false) {
+    char exe[PATH_MAX] = {};
+    EXPECT_GT(::readlink("/proc/self/exe", exe, sizeof exe - 1), 0);
+    int fds[2];
+    EXPECT_EQ(::pipe2(fds, O_CLOEXEC), 0);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+    std::string filter = "--gtest_filter=CoordinationChild.Run";
+    std::string spec = std::string(kChildVariable) + "=" + std::to_string(rank) + " " + std::to_string(world) + " " +
+                       std::to_string(port) + " " + (default_handler ? "1" : "0");
+    std::vector<char*> argv = {exe, filter.data(), nullptr};
+    std::vector<char*> env;
+    for (char** e = environ; *e; ++e) env.push_back(*e);
+    env.push_back(spec.data());
+    env.push_back(nullptr);
+    EXPECT_EQ(::posix_spawn(&pid_, exe, &actions, nullptr, argv.data(), env.data()), 0);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(fds[1]);
+    fd_ = fds[0];
+  }
+  ~ChildTask() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    ::close(fd_);
+  }
+  void signal(int sig) { ::kill(pid_, sig); }
+
+  // The rest of the first output line that starts with `prefix`, waiting up to `timeout`; nullopt if none.
+  std::optional<std::string> line(const std::string& prefix, milliseconds timeout) {
+    const auto deadline = Clock::now() + timeout;
+    while (true) {
+      size_t start = 0;
+      for (size_t end; (end = output_.find('\n', start)) != std::string::npos; start = end + 1) {
+        if (output_.compare(start, prefix.size(), prefix) == 0) {
+          return output_.substr(start + prefix.size(), end - start - prefix.size());
+        }
+      }
+      const long left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
+      pollfd p{fd_, POLLIN, 0};
+      if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) <= 0) return std::nullopt;
+      char buffer[4096];
+      const ssize_t n = ::read(fd_, buffer, sizeof buffer);
+      if (n <= 0) return std::nullopt;
+      output_.append(buffer, static_cast<size_t>(n));
+    }
+  }
+
+  // The exit status, waiting up to `timeout`; -1 if it still runs.
+  int exit_status(milliseconds timeout) {
+    const auto deadline = Clock::now() + timeout;
+    int status = 0;
+    while (::waitpid(pid_, &status, WNOHANG) == 0) {
+      if (Clock::now() >= deadline) return -1;
+      std::this_thread::sleep_for(10ms);
+    }
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  std::string output_;
+};
+
+TEST(CoordinationProcessTest, KilledWorkerIsDetectedAtOnce) {
+  const int port = free_port();
+  ChildTask worker0(1, 3, port);
+  ChildTask worker1(2, 3, port);
+  ErrorLog errors;
+  CoordinationClient chief(options_for(0, 3, port, &errors));
+  ASSERT_TRUE(worker0.line("@ready", 10s));
+  ASSERT_TRUE(worker1.line("@ready", 10s));
+
+  const auto begin = Clock::now();
+  worker1.signal(SIGKILL);
+  const std::string message = errors.wait(15s);
+  const long detected_ms = elapsed_ms(begin);
+  EXPECT_NE(message.find("worker:1 at 127.0.0.1:" + std::to_string(port + 2) +
+                         " failed: its connection to the "
+                         "coordination service closed"),
+            std::string::npos)
+      << message;
+  const auto other = worker0.line("@error ", 15s);
+  ASSERT_TRUE(other);
+  EXPECT_EQ(*other, message);
+  EXPECT_LT(detected_ms, 15000);
+  std::printf("[coordination] a killed worker was noticed after %ld ms, by its peer after %ld ms\n", detected_ms,
+              elapsed_ms(begin));
+}
+
+TEST(CoordinationProcessTest, KilledChiefIsDetectedAtOnce) {
+  const int port = free_port();
+  ChildTask chief(0, 3, port);
+  ChildTask worker1(2, 3, port, /*default_handler=*/true);
+  ErrorLog errors;
+  CoordinationClient worker0(options_for(1, 3, port, &errors));
+  ASSERT_TRUE(chief.line("@ready", 10s));
+  ASSERT_TRUE(worker1.line("@ready", 10s));
+
+  const auto begin = Clock::now();
+  chief.signal(SIGKILL);
+  const std::string message = errors.wait(15s);
+  const long detected_ms = elapsed_ms(begin);
+  EXPECT_EQ(message, "worker:0 lost the coordination service on chief:0 at 127.0.0.1:" + std::to_string(port) +
+                         " (the chief failed or was killed)");
+  // The default on_error logs the message and exits with status 1.
+  EXPECT_EQ(worker1.exit_status(15s), 1);
+  EXPECT_LT(detected_ms, 15000);
+  std::printf(
+      "[coordination] a killed chief was noticed after %ld ms; a worker with the default on_error exited "
+      "after %ld ms\n",
+      detected_ms, elapsed_ms(begin));
+  EXPECT_NE(error_of<UnavailableError>([&] { worker0.get("k", 1s); }).find("lost the coordination service"),
+            std::string::npos);
+}
+
+TEST(CoordinationProcessTest, StoppedWorkerFailsAfterTheHeartbeatTimeout) {
+  const int port = free_port();
+  ChildTask worker0(1, 3, port);
+  ChildTask worker1(2, 3, port);
+  ErrorLog errors;
+  CoordinationClient chief(options_for(0, 3, port, &errors));  // heartbeat_timeout 2 s
+  ASSERT_TRUE(worker0.line("@ready", 10s));
+  ASSERT_TRUE(worker1.line("@ready", 10s));
+
+  const auto begin = Clock::now();
+  worker1.signal(SIGSTOP);  // its connection stays open: only the missing heartbeats tell
+  const std::string message = errors.wait(15s);
+  const long detected_ms = elapsed_ms(begin);
+  EXPECT_EQ(message,
+            "worker:1 at 127.0.0.1:" + std::to_string(port + 2) +
+                " failed: no heartbeat for 2 s (the process hangs or was stopped, or its host is unreachable)");
+  EXPECT_GE(detected_ms, 1800);
+  EXPECT_LT(detected_ms, 4000);
+  const auto other = worker0.line("@error ", 15s);
+  ASSERT_TRUE(other);
+  EXPECT_EQ(*other, message);
+  std::printf("[coordination] a stopped worker was declared failed after %ld ms (heartbeat_timeout 2 s)\n",
+              detected_ms);
+}
+
+TEST(CoordinationProcessTest, StoppedChiefIsNoticedAfterTheHeartbeatTimeout) {
+  const int port = free_port();
+  ChildTask chief(0, 2, port);
+  ErrorLog errors;
+  CoordinationClient worker0(options_for(1, 2, port, &errors));  // heartbeat_timeout 2 s
+  ASSERT_TRUE(chief.line("@ready", 10s));
+  auto waiting =
+      std::async(std::launch::async, [&] { return error_of<UnavailableError>([&] { worker0.get("never", 30s); }); });
+
+  const auto begin = Clock::now();
+  chief.signal(SIGSTOP);  // the service's sockets stay open: only the unanswered heartbeats tell
+  const std::string message = errors.wait(15s);
+  const long detected_ms = elapsed_ms(begin);
+  EXPECT_EQ(message, "worker:0 lost the coordination service on chief:0 at 127.0.0.1:" + std::to_string(port) +
+                         " (the chief failed or was killed)");
+  EXPECT_EQ(waiting.get(), message) << "a get waiting on the stopped service was not woken";
+  EXPECT_GE(detected_ms, 1800);
+  EXPECT_LT(detected_ms, 5000);
+  std::printf("[coordination] a stopped chief was noticed after %ld ms (heartbeat_timeout 2 s)\n", detected_ms);
+}
+
+}  // namespace
+}  // namespace lockstep::distribute

@@ -1,0 +1,142 @@
+// Strategies in one process: MirroredStrategy on two logical CPU devices against one replica with the
+// doubled batch (losses of 20 steps to 1e-5), run/reduce/gather semantics, distributed input splitting,
+// InputContext, and errors.
+#include "lockstep/distribute/strategy/strategy.h"
+
+#include <gtest/gtest.h>
+
+#include "lockstep/keras/model.h"
+
+namespace lockstep::distribute {
+namespace {
+
+namespace kl = keras::layers;
+
+data::Dataset toy_data(int64_t n) {
+  Philox rng(11);
+  Tensor x = random_uniform({n, 6, 6}, rng);
+  Tensor y = raw_ops::cast(random_uniform({n}, rng, 0, 4, DType::float64), DType::int64);
+  return data::Dataset::from_tensor_slices(x, y);
+}
+
+// 20 steps of the tutorials' custom loop under `strategy` with global batch `global`; returns each
+// step's loss (strategy.reduce SUM of compute_average_loss).
+std::vector<double> custom_loop_losses(Strategy& strategy, int64_t global) {
+  keras::utils::set_random_seed(5);
+  keras::Sequential model;
+  std::shared_ptr<keras::optimizers::Optimizer> optimizer;
+  {
+    auto scope = strategy.scope();
+    model = keras::Sequential({keras::Input({6, 6}), kl::Reshape({6, 6, 1}), kl::Conv2D(4, 3, {.activation = "relu"}),
+                               kl::Flatten(), kl::Dense(8, {.activation = "relu"}), kl::Dense(4)});
+    optimizer = keras::optimizers::SGD({.learning_rate = 0.1, .momentum = 0.5});
+  }
+  auto loss_fn = keras::losses::SparseCategoricalCrossentropy({.from_logits = true, .reduction = keras::losses::Reduction::NONE});
+  auto dist = strategy.experimental_distribute_dataset(toy_data(512).shuffle(512, 3).repeat().batch(global));
+  auto it = dist.begin();
+  std::vector<double> losses;
+  for (int step = 0; step < 20; ++step) {
+    auto out = strategy.run(
+        [&](const data::Batch& b) {
+          GradientTape tape;
+          Tensor loss = nn::compute_average_loss((*loss_fn)(b.y, model(b.x, {.training = true})), {.global_batch_size = global});
+          auto vars = model.trainable_variables();
+          optimizer->apply_gradients(tape.gradient(loss, vars), vars);
+          return loss;
+        },
+        *it.next());
+    losses.push_back(strategy.reduce(ReduceOp::SUM, out).item<double>());
+  }
+  return losses;
+}
+
+TEST(MirroredStrategy, TwoReplicasMatchOneWithTheDoubledBatch) {
+  MirroredStrategy one;
+  MirroredStrategy two({"/cpu:0", "/cpu:1"});
+  EXPECT_EQ(two.num_replicas_in_sync(), 2);
+  auto a = custom_loop_losses(one, 32), b = custom_loop_losses(two, 32);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], a[i], 1e-5 * std::abs(a[i])) << "step " << i;
+  EXPECT_LT(a.back(), a.front());  // it trains
+}
+
+TEST(MirroredStrategy, FitUnderTheStrategyMatchesOneReplica) {
+  auto train = [](Strategy& strategy) {
+    keras::utils::set_random_seed(9);
+    keras::Sequential model;
+    {
+      auto scope = strategy.scope();
+      model = keras::Sequential({keras::Input({6, 6}), kl::Flatten(), kl::Dense(16, {.activation = "relu"}), kl::Dense(4)});
+      model.compile({.optimizer = keras::optimizers::Adam({.learning_rate = 0.01}),
+                     .loss = keras::losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                     .metrics = {"accuracy"}});
+    }
+    auto h = model.fit(toy_data(256).batch(32), {.epochs = 2, .verbose = 0});
+    return std::pair{h.history["loss"], model.get_weights()};
+  };
+  MirroredStrategy one, two({"/cpu:0", "/cpu:1"});
+  auto [la, wa] = train(one);
+  auto [lb, wb] = train(two);
+  for (size_t i = 0; i < la.size(); ++i) EXPECT_NEAR(lb[i], la[i], 1e-5 * la[i]);
+  for (size_t i = 0; i < wa.size(); ++i) {
+    auto x = wa[i].to_vector<float>(), y = wb[i].to_vector<float>();
+    for (size_t j = 0; j < x.size(); ++j) ASSERT_NEAR(y[j], x[j], 1e-4) << "weight " << i << "[" << j << "]";
+  }
+}
+
+TEST(Strategy, RunReduceGatherAndReplicaContext) {
+  MirroredStrategy s({"/cpu:0", "/cpu:1", "/cpu:2"});
+  EXPECT_FALSE(in_replica_context());
+  auto ids = s.run([](int base) { return base + replica_id_in_sync_group(); }, 10);
+  EXPECT_EQ(ids.values, (std::vector<int>{10, 11, 12}));
+  auto values = s.run([] { return full({2}, replica_id_in_sync_group() + 1.0); });
+  EXPECT_EQ(s.reduce(ReduceOp::SUM, values).to_vector<float>(), (std::vector<float>{6, 6}));
+  EXPECT_EQ(s.reduce(ReduceOp::MEAN, values).to_vector<float>(), (std::vector<float>{2, 2}));
+  EXPECT_FLOAT_EQ(s.reduce(ReduceOp::MEAN, values, 0).item<float>(), 2.0f);
+  EXPECT_EQ(s.gather(values, 0).to_vector<float>(), (std::vector<float>{1, 1, 2, 2, 3, 3}));
+  EXPECT_THROW(s.run([] { throw ValueError("replica failure"); }), ValueError);
+}
+
+TEST(Strategy, DistributedDatasetSplitsEachGlobalBatch) {
+  MirroredStrategy s({"/cpu:0", "/cpu:1"});
+  auto dist = s.experimental_distribute_dataset(data::Dataset::range(0, 8).batch(4));
+  std::vector<std::vector<int64_t>> seen;
+  for (const auto& per : dist)
+    for (const data::Batch& b : per.values) seen.push_back(b.x.to_vector<int64_t>());
+  EXPECT_EQ(seen, (std::vector<std::vector<int64_t>>{{0, 1}, {2, 3}, {4, 5}, {6, 7}}));
+  EXPECT_THROW(s.experimental_distribute_dataset(data::Dataset::range(0, 8).batch(3)), ValueError);  // 3 % 2
+  EXPECT_THROW(s.experimental_distribute_dataset(data::Dataset::range(0, 8)), ValueError);          // not batched
+  EXPECT_THROW(s.experimental_distribute_dataset(data::Dataset::range(0, 2).batch(2, true).take(0)), ValueError);
+}
+
+TEST(Strategy, InputContextAndDevices) {
+  InputContext ctx{2, 1, 4};
+  EXPECT_EQ(ctx.get_per_replica_batch_size(64), 16);
+  EXPECT_THROW(ctx.get_per_replica_batch_size(30), ValueError);
+  EXPECT_THROW(MirroredStrategy({"/gpu:0"}), ValueError);
+  MirroredStrategy s({"/cpu:0", "/cpu:1"});
+  auto dist = s.distribute_datasets_from_function([](const InputContext& c) {
+    EXPECT_EQ(c.num_replicas_in_sync, 2);
+    return data::Dataset::range(0, 4).batch(c.get_per_replica_batch_size(2));
+  });
+  auto it = dist.begin();
+  auto first = it.next();
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->values[0].x.to_vector<int64_t>(), (std::vector<int64_t>{0}));
+  EXPECT_EQ(first->values[1].x.to_vector<int64_t>(), (std::vector<int64_t>{1}));
+}
+
+TEST(Strategy, DefaultStrategyAndScopes) {
+  EXPECT_FALSE(has_strategy());
+  EXPECT_EQ(get_strategy().num_replicas_in_sync(), 1);
+  MirroredStrategy s({"/cpu:0", "/cpu:1"});
+  {
+    auto scope = s.scope();
+    EXPECT_EQ(&get_strategy(), &s);
+    Variable v(zeros({3}));
+    EXPECT_EQ(s.mirrored_variables().size(), 1u);
+  }
+  EXPECT_FALSE(has_strategy());
+}
+
+}  // namespace
+}  // namespace lockstep::distribute
