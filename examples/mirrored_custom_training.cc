@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
   auto test_step = [&](const ls::data::Batch& inputs) {
     const int r = ls::distribute::replica_id_in_sync_group();
     ls::Tensor predictions = model(inputs.x, {.training = false});
-    ls::Tensor t_loss = (*keras::losses::SparseCategoricalCrossentropy({.from_logits = true}))(inputs.y, predictions);
+    ls::Tensor t_loss = (*loss_object)(inputs.y, predictions);
     test_loss[r]->update_state(t_loss);
     test_accuracy[r]->update_state(inputs.y, predictions);
   };

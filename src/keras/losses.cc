@@ -148,7 +148,22 @@ Tensor mean_squared_error(const Tensor& y_true, const Tensor& y_pred) {
 
 Loss::~Loss() = default;
 
+namespace {
+thread_local int t_keras_loop = 0;  // > 0 inside fit/evaluate, which scale losses for the strategy themselves
+}
+
+KerasLoopScope::KerasLoopScope() { ++t_keras_loop; }
+KerasLoopScope::~KerasLoopScope() { --t_keras_loop; }
+
 Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) const {
+  // TF's rule: inside a custom loop under a strategy, a mean over the replica's batch would be averaged again
+  // over replicas by the summed gradients; only SUM and NONE say what they mean there.
+  const bool averaging = reduction_ == Reduction::AUTO || reduction_ == Reduction::SUM_OVER_BATCH_SIZE;
+  LS_CHECK(!averaging || t_keras_loop > 0 || !distribute::in_replica_context() ||
+               distribute::get_strategy().num_replicas_in_sync() == 1,
+           ValueError, "Please use Reduction::SUM or Reduction::NONE for loss reduction when losses are used with a "
+           "distribution strategy outside compile()/fit() (loss '", name_, "' uses ", reduction_name(reduction_),
+           "); with NONE, average with nn::compute_average_loss(per_example_loss, {.global_batch_size = ...})");
   Tensor values = apply_sample_weight(call(y_true, y_pred), sample_weight);
   if (reduction_ == Reduction::NONE || values.rank() == 0) return values;
   Tensor total = reduce_sum(values);

@@ -140,6 +140,7 @@ std::vector<Sequential::ReplicaOutputRef> Sequential::run_step(const std::vector
   // One replica's work. Under a strategy the loss is scaled by 1 / num_replicas_in_sync, so that the
   // all-reduced (summed) gradients are those of the mean loss over the global batch, as in Keras.
   auto replica_step = [this, training](const data::Batch& b) {
+    losses::KerasLoopScope keras_loop;
     const double scale = s_->distributed() ? 1.0 / s_->strategy->num_replicas_in_sync() : 1.0;
     ReplicaOutputRef out{0, static_cast<double>(b.x.dim(0)), b.y, Tensor(), b.sample_weight};
     Tensor loss;

@@ -125,6 +125,16 @@ TEST(Strategy, InputContextAndDevices) {
   EXPECT_EQ(first->values[1].x.to_vector<int64_t>(), (std::vector<int64_t>{1}));
 }
 
+TEST(Strategy, AveragingLossesAreRefusedInACustomLoopUnderAStrategy) {
+  MirroredStrategy s({"/cpu:0", "/cpu:1"});
+  auto mean_loss = keras::losses::SparseCategoricalCrossentropy({.from_logits = true});
+  auto sum_loss = keras::losses::SparseCategoricalCrossentropy({.from_logits = true, .reduction = keras::losses::Reduction::SUM});
+  Tensor y = from_vector<int64_t>({1}, {1}), logits = zeros({1, 3});
+  EXPECT_THROW(s.run([&] { return (*mean_loss)(y, logits); }), ValueError);
+  EXPECT_NO_THROW(s.run([&] { return (*sum_loss)(y, logits); }));
+  EXPECT_NO_THROW((*mean_loss)(y, logits));  // outside the replicas, as in TF
+}
+
 TEST(Strategy, DefaultStrategyAndScopes) {
   EXPECT_FALSE(has_strategy());
   EXPECT_EQ(get_strategy().num_replicas_in_sync(), 1);

@@ -17,6 +17,16 @@ enum class Reduction { AUTO, NONE, SUM, SUM_OVER_BATCH_SIZE };
 // "auto", "none", "sum", "sum_over_batch_size".
 std::string reduction_name(Reduction reduction);
 
+// Marks Keras' own training and test loops on this thread: there AUTO/SUM_OVER_BATCH_SIZE losses are allowed
+// under a strategy (the loop scales them by 1 / num_replicas_in_sync); elsewhere they are refused, as in TF.
+class KerasLoopScope {
+ public:
+  KerasLoopScope();
+  ~KerasLoopScope();
+  KerasLoopScope(const KerasLoopScope&) = delete;
+  KerasLoopScope& operator=(const KerasLoopScope&) = delete;
+};
+
 class Loss {
  public:
   virtual ~Loss();
