@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "keras-impl.h"
+#include "lockstep/distribute/strategy/strategy.h"
 #include "lockstep/keras/activations.h"
 
 namespace lockstep::keras {
@@ -295,7 +296,19 @@ Dropout::Dropout(double rate, DropoutOptions options)
 
 Tensor Dropout::call(const Tensor& x, bool training) {
   if (!training || rate_ == 0) return x;
-  Tensor keep = cast(greater_equal(random_uniform(x.shape(), rng_, 0, 1, x.dtype()), scalar(rate_, x.dtype())), x.dtype());
+  // Each replica of a strategy draws its own stream of this layer's seed, so replicas drop different units
+  // and the result does not depend on thread timing.
+  Philox* rng = &rng_;
+  distribute::Strategy& strategy = distribute::get_strategy();
+  if (distribute::in_replica_context() && strategy.num_replicas_in_sync() > 1) {
+    const int64_t replica = strategy.worker_rank() * strategy.num_local_replicas() + distribute::replica_id_in_sync_group();
+    if (replica > 0) {
+      std::lock_guard lock(replica_rngs_->mutex);
+      auto [it, fresh] = replica_rngs_->by_replica.try_emplace(replica, rng_.state().seed, rng_.state().stream + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(replica));
+      rng = &it->second;
+    }
+  }
+  Tensor keep = cast(greater_equal(random_uniform(x.shape(), *rng, 0, 1, x.dtype()), scalar(rate_, x.dtype())), x.dtype());
   return x * keep * (1.0 / (1.0 - rate_));
 }
 
@@ -326,9 +339,26 @@ Tensor BatchNormalization::call(const Tensor& x, bool training) {
     mean = reduce_mean(x, axes);
     variance = reduce_mean(square(x - mean), axes);
     NoGradGuard no_grad;
+    // Under a strategy the moving statistics follow the mean of every replica's batch statistics (TF's MEAN
+    // aggregation), so they stay identical on every replica and worker; one replica per worker writes them.
+    Tensor batch_mean = mean, batch_variance = variance;
+    distribute::Strategy& strategy = distribute::get_strategy();
+    const bool replicated = distribute::in_replica_context() && strategy.num_replicas_in_sync() > 1;
+    if (replicated) {
+      std::vector<double> stats = raw_ops::cast(raw_ops::concat({mean, variance}, 0), DType::float64).to_vector<double>();
+      strategy.all_reduce_sum(stats);
+      for (double& v : stats) v /= strategy.num_replicas_in_sync();
+      Tensor both = raw_ops::cast(from_vector(stats, Shape{static_cast<int64_t>(stats.size())}), mean.dtype());
+      batch_mean = raw_ops::slice(both, {0}, {mean.numel()});
+      batch_variance = raw_ops::slice(both, {mean.numel()}, {mean.numel()});
+    }
     const double m = opt_.momentum;
-    moving_mean_.assign(moving_mean_.value() * m + mean * (1 - m));
-    moving_variance_.assign(moving_variance_.value() * m + variance * (1 - m));
+    auto update = [&] {
+      moving_mean_.assign(moving_mean_.value() * m + batch_mean * (1 - m));
+      moving_variance_.assign(moving_variance_.value() * m + batch_variance * (1 - m));
+    };
+    if (replicated) strategy.merge_call(update);
+    else update();
   } else {
     mean = moving_mean_.value();
     variance = moving_variance_.value();

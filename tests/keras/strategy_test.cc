@@ -135,6 +135,19 @@ TEST(Strategy, AveragingLossesAreRefusedInACustomLoopUnderAStrategy) {
   EXPECT_NO_THROW((*mean_loss)(y, logits));  // outside the replicas, as in TF
 }
 
+TEST(MirroredStrategy, BatchNormalizationAveragesStatisticsOverReplicas) {
+  MirroredStrategy s({"/cpu:0", "/cpu:1"});
+  keras::Sequential model;
+  {
+    auto scope = s.scope();
+    model = keras::Sequential({keras::Input({2}), kl::BatchNormalization({.momentum = 0.5}), kl::Dropout(0.5)});
+  }
+  distribute::PerReplica<Tensor> x{{full({4, 2}, 1.0), full({4, 2}, 3.0)}};
+  s.run([&](const Tensor& b) { return model(b, {.training = true}); }, x);
+  // Replicas saw means 1 and 3: the moving mean moves halfway to their average, 2.
+  EXPECT_EQ(model.non_trainable_variables()[0].value().to_vector<float>(), (std::vector<float>{1, 1}));
+}
+
 TEST(Strategy, DefaultStrategyAndScopes) {
   EXPECT_FALSE(has_strategy());
   EXPECT_EQ(get_strategy().num_replicas_in_sync(), 1);

@@ -1,7 +1,9 @@
 // Keras layers: each has build(input_shape), call(x, training), its weights and get_config(); gradients
 // come from the ops they call. Shapes given to layers exclude the batch dimension, as in Keras.
 #pragma once
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -217,7 +219,12 @@ class Dropout : public Layer {
 
  private:
   double rate_;
-  Philox rng_;
+  Philox rng_;  // the caller's thread and replica 0
+  struct ReplicaStreams {
+    std::mutex mutex;
+    std::map<int64_t, Philox> by_replica;  // the other replicas, by global replica index
+  };
+  std::shared_ptr<ReplicaStreams> replica_rngs_ = std::make_shared<ReplicaStreams>();
 };
 
 struct BatchNormalizationOptions {
