@@ -1,11 +1,13 @@
-// Times warm training steps of the built-in models (Keras train_on_batch) at a given batch size and
-// thread count: `train_step [--model tutorial_cnn|fashion_cnn] [--batch 64] [--steps 50] [--threads 1]`.
+// Times warm training steps of the built-in models with Keras fit on synthetic data, on one worker or as
+// one worker of the TF_CONFIG cluster (run it under `lockstep launch -n N`):
+// `train_step [--model tutorial_cnn|fashion_cnn] [--batch 64 (per worker)] [--steps 50] [--threads 1]`.
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
 
 #include "lockstep/core/threads.h"
+#include "lockstep/distribute/strategy/strategy.h"
 #include "lockstep/keras/model.h"
 
 namespace ls = lockstep;
@@ -22,21 +24,31 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--threads")) threads = std::stoi(argv[i + 1]);
   }
   ls::set_num_threads(threads);
-  ls::keras::Sequential model({ls::keras::Input({28, 28}), kl::Reshape({28, 28, 1}), kl::Conv2D(32, 3, {.activation = "relu"}),
-                               kl::Flatten(), kl::Dense(128, {.activation = "relu"}), kl::Dense(10)});
-  if (model_name == "fashion_cnn")
-    model = ls::keras::Sequential({ls::keras::Input({28, 28}), kl::Reshape({28, 28, 1}), kl::Conv2D(32, 3, {.activation = "relu"}),
-                                   kl::MaxPooling2D(), kl::Conv2D(64, 3, {.activation = "relu"}), kl::MaxPooling2D(),
-                                   kl::Flatten(), kl::Dense(64, {.activation = "relu"}), kl::Dense(10)});
-  model.compile({.optimizer = ls::keras::optimizers::SGD({.learning_rate = 0.001}),
-                 .loss = ls::keras::losses::SparseCategoricalCrossentropy({.from_logits = true})});
+  ls::distribute::MultiWorkerMirroredStrategy strategy;
+  const int64_t global = batch * strategy.num_replicas_in_sync();
+  ls::keras::Sequential model;
+  {
+    auto scope = strategy.scope();
+    if (model_name == "fashion_cnn")
+      model = ls::keras::Sequential({ls::keras::Input({28, 28}), kl::Reshape({28, 28, 1}), kl::Conv2D(32, 3, {.activation = "relu"}),
+                                     kl::MaxPooling2D(), kl::Conv2D(64, 3, {.activation = "relu"}), kl::MaxPooling2D(),
+                                     kl::Flatten(), kl::Dense(64, {.activation = "relu"}), kl::Dense(10)});
+    else
+      model = ls::keras::Sequential({ls::keras::Input({28, 28}), kl::Reshape({28, 28, 1}), kl::Conv2D(32, 3, {.activation = "relu"}),
+                                     kl::Flatten(), kl::Dense(128, {.activation = "relu"}), kl::Dense(10)});
+    model.compile({.optimizer = ls::keras::optimizers::SGD({.learning_rate = 0.001}),
+                   .loss = ls::keras::losses::SparseCategoricalCrossentropy({.from_logits = true})});
+  }
   ls::Philox rng(0);
-  ls::Tensor x = ls::random_uniform({batch, 28, 28}, rng);
-  ls::Tensor y = ls::raw_ops::cast(ls::random_uniform({batch}, rng, 0, 10, ls::DType::float64), ls::DType::int64);
-  for (int i = 0; i < 5; ++i) model.train_on_batch(x, y);
+  ls::Tensor x = ls::random_uniform({global, 28, 28}, rng);
+  ls::Tensor y = ls::raw_ops::cast(ls::random_uniform({global}, rng, 0, 10, ls::DType::float64), ls::DType::int64);
+  auto ds = ls::data::Dataset::from_tensor_slices(x, y).repeat().batch(global);
+  model.fit(ds, {.epochs = 1, .steps_per_epoch = 5, .verbose = 0});  // warm-up: plans, buffers, connections
   auto start = std::chrono::steady_clock::now();
-  for (int64_t i = 0; i < steps; ++i) model.train_on_batch(x, y);
+  model.fit(ds, {.epochs = 1, .steps_per_epoch = steps, .verbose = 0});
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("lockstep %s threads=%d batch=%lld: %.2f ms/step, %.0f samples/s\n", model_name.c_str(), threads,
-              static_cast<long long>(batch), s / static_cast<double>(steps) * 1e3, static_cast<double>(batch * steps) / s);
+  if (strategy.is_chief())
+    std::printf("lockstep %s workers=%d threads=%d batch=%lld: %.2f ms/step, %.0f samples/s\n", model_name.c_str(),
+                strategy.num_workers(), threads, static_cast<long long>(batch), s / static_cast<double>(steps) * 1e3,
+                static_cast<double>(global * steps) / s);
 }

@@ -85,9 +85,13 @@ std::string Sequential::summary_string() const {
     line.resize(kWidth, ' ');
     return line + "\n";
   };
-  auto thousands = [](int64_t n) {
-    std::string s = std::to_string(n);
-    for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
+  auto thousands = [](int64_t n) {  // 2770634 -> "2,770,634"
+    const std::string digits = std::to_string(n);
+    std::string s;
+    for (size_t i = 0; i < digits.size(); ++i) {
+      if (i > 0 && (digits.size() - i) % 3 == 0) s += ',';
+      s += digits[i];
+    }
     return s;
   };
   std::ostringstream os;

@@ -28,7 +28,7 @@ class MultiWorker : public ::testing::Test {
     std::vector<std::unique_ptr<Worker>> ws;
     for (size_t i = 0; i < args.size(); ++i)
       ws.push_back(std::make_unique<Worker>(args[i], env + " TF_CONFIG='" + tf_config(ports, static_cast<int>(i)) + "'",
-                                            dir_, "w" + std::to_string(i)));
+                                            dir_, std::string("w").append(std::to_string(i))));
     return ws;
   }
   fs::path dir_;

@@ -32,7 +32,12 @@ inline int free_port() {
 // TF_CONFIG for worker `index` of a cluster of workers on the given ports.
 inline std::string tf_config(const std::vector<int>& ports, int index) {
   std::string workers;
-  for (int p : ports) workers += (workers.empty() ? "\"127.0.0.1:" : ", \"127.0.0.1:") + std::to_string(p) + "\"";
+  for (int p : ports) {
+    if (!workers.empty()) workers += ", ";
+    workers += "\"127.0.0.1:";
+    workers += std::to_string(p);
+    workers += "\"";
+  }
   return "{\"cluster\": {\"worker\": [" + workers + "]}, \"task\": {\"type\": \"worker\", \"index\": " +
          std::to_string(index) + "}}";
 }

@@ -43,7 +43,7 @@ struct MetricRef {
 struct CompileOptions {
   OptimizerRef optimizer = "rmsprop";
   LossRef loss;
-  std::vector<MetricRef> metrics;
+  std::vector<MetricRef> metrics = {};
 };
 
 struct FitOptions {
@@ -53,7 +53,7 @@ struct FitOptions {
   bool shuffle = true;           // for fit(x, y) only
   std::optional<data::Dataset> validation_data = std::nullopt;
   int64_t validation_steps = -1;
-  std::vector<CallbackPtr> callbacks;
+  std::vector<CallbackPtr> callbacks = {};
   int64_t initial_epoch = 0;
   int verbose = 1;  // 0 silent, 1 progress bar, 2 one line per epoch
 };
@@ -61,14 +61,14 @@ struct FitOptions {
 struct EvaluateOptions {
   int64_t steps = -1;
   int64_t batch_size = 32;  // for evaluate(x, y) only
-  std::vector<CallbackPtr> callbacks;
+  std::vector<CallbackPtr> callbacks = {};
   int verbose = 1;
 };
 
 struct PredictOptions {
   int64_t steps = -1;
   int64_t batch_size = 32;
-  std::vector<CallbackPtr> callbacks;
+  std::vector<CallbackPtr> callbacks = {};
   int verbose = 0;
 };
 

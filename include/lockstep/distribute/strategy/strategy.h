@@ -205,11 +205,11 @@ template <typename T> struct unwrap<PerReplica<T>> { using type = T; };
 template <typename F, typename... Args> auto Strategy::run(F&& fn, const Args&... args) {
   using R = std::invoke_result_t<F&, const typename detail::unwrap<Args>::type&...>;
   if constexpr (std::is_void_v<R>) {
-    run_replicas([&](int r) { fn(detail::replica_value(args, r)...); });
+    run_replicas([&]([[maybe_unused]] int r) { fn(detail::replica_value(args, r)...); });
   } else {
     PerReplica<R> out;
     out.values.resize(static_cast<size_t>(num_local_));
-    run_replicas([&](int r) { out.values[static_cast<size_t>(r)] = fn(detail::replica_value(args, r)...); });
+    run_replicas([&]([[maybe_unused]] int r) { out.values[static_cast<size_t>(r)] = fn(detail::replica_value(args, r)...); });
     return out;
   }
 }
