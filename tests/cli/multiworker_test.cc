@@ -68,6 +68,27 @@ TEST_F(MultiWorker, FitOnTwoWorkersKeepsWeightsIdentical) {
   EXPECT_NE(r.out.find("[worker 0]"), std::string::npos) << r.out;
 }
 
+TEST_F(MultiWorker, ChiefAndWorkerEvaluateATestSetSmallerThanTheGlobalBatch) {
+  // TF_CONFIG with a chief job (rank 0) and one worker; the 64 test images are fewer than one global test
+  // batch, so evaluation must spread them over both replicas instead of skipping them.
+  const std::string cluster = R"({"cluster": {"chief": ["127.0.0.1:)" + std::to_string(free_port()) +
+                              R"("], "worker": ["127.0.0.1:)" + std::to_string(free_port()) + R"("]}, "task": )";
+  const std::string args = "train --epochs 2 --batch-size 32 --optimizer adam --learning-rate 0.003" + data();
+  Worker chief(args + " --metrics-out " + (dir_ / "cw.json").string(),
+               "TF_CONFIG='" + cluster + R"({"type": "chief", "index": 0}})" + "'", dir_, "chief");
+  Worker worker(args, "TF_CONFIG='" + cluster + R"({"type": "worker", "index": 0}})" + "'", dir_, "worker");
+  for (Worker* w : {&chief, &worker}) {
+    auto s = w->wait(120s);
+    ASSERT_TRUE(s.has_value());
+    ASSERT_EQ(exit_code(*s), 0) << w->err();
+  }
+  json m = json::parse(read_all((dir_ / "cw.json").string()));
+  EXPECT_EQ(m["num_workers"], 2);
+  EXPECT_GT(m["test_accuracy"].get<double>(), 0.5);  // the generated labels are easy to learn
+  auto hashes = m["weights_sha256_per_worker"].get<std::vector<std::string>>();
+  EXPECT_EQ(hashes[0], hashes[1]);
+}
+
 class KillWorker : public MultiWorker, public ::testing::WithParamInterface<int> {};
 
 TEST_P(KillWorker, OthersExitWithinSecondsNamingIt) {

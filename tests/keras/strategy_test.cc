@@ -102,10 +102,17 @@ TEST(Strategy, DistributedDatasetSplitsEachGlobalBatch) {
   std::vector<std::vector<int64_t>> seen;
   for (const auto& per : dist)
     for (const data::Batch& b : per.values) seen.push_back(b.x.to_vector<int64_t>());
-  EXPECT_EQ(seen, (std::vector<std::vector<int64_t>>{{0, 1}, {2, 3}, {4, 5}, {6, 7}}));
+  // Each step's replicas hold exactly that step's global batch, dealt out element by element.
+  EXPECT_EQ(seen, (std::vector<std::vector<int64_t>>{{0, 2}, {1, 3}, {4, 6}, {5, 7}}));
+  // A final partial global batch is spread over the replicas instead of starving one.
+  auto partial = s.experimental_distribute_dataset(data::Dataset::range(0, 6).batch(4));
+  std::vector<int64_t> sizes;
+  for (const auto& per : partial)
+    for (const data::Batch& b : per.values) sizes.push_back(b.x.dim(0));
+  EXPECT_EQ(sizes, (std::vector<int64_t>{2, 2, 1, 1}));
   EXPECT_THROW(s.experimental_distribute_dataset(data::Dataset::range(0, 8).batch(3)), ValueError);  // 3 % 2
   EXPECT_THROW(s.experimental_distribute_dataset(data::Dataset::range(0, 8)), ValueError);          // not batched
-  EXPECT_THROW(s.experimental_distribute_dataset(data::Dataset::range(0, 2).batch(2, true).take(0)), ValueError);
+  EXPECT_THROW(s.experimental_distribute_dataset(data::Dataset::range(0, 1).batch(2)), ValueError);  // 1 element, 2 replicas
 }
 
 TEST(Strategy, InputContextAndDevices) {

@@ -102,21 +102,24 @@ DistributedDataset Strategy::experimental_distribute_dataset(const data::Dataset
            "auto-shard policy FILE needs a dataset read from files; this one comes from tensors: use AUTO or DATA");
   data::Dataset unbatched(node->inputs().at(0), dataset.options());
   if (R > 1) {
-    const int64_t n = dataset.cardinality();
-    LS_CHECK(n < 0 || n * global / per_replica >= R, ValueError, "the dataset has only ", n, " batch(es) of ", global,
-             ": split across ", R, " replicas some would receive no data; use more data or a smaller global batch");
+    const int64_t n = unbatched.cardinality();
+    LS_CHECK(n < 0 || n >= R, ValueError, "the dataset has only ", n, " element(s): split across ", R,
+             " replicas some would receive no data; use more data or fewer replicas");
   }
+  // Sharding elements before batching: replica g of R takes elements g, g + R, g + 2R, ... of the (shuffled)
+  // stream and batches them by per_replica, so at every step the replicas together hold exactly the global
+  // batch's elements; a final partial global batch is spread over the replicas; and each replica copies only
+  // its own rows. AUTO and DATA shard over all replicas of all workers; OFF gives every worker all data and
+  // splits it over its local replicas only.
   std::vector<data::Dataset> per;
   for (int l = 0; l < num_local_; ++l) {
-    data::Dataset d = unbatched.batch(per_replica, drop);
-    // AUTO and DATA: global replica g takes every R-th per-replica batch starting at g, so one step's
-    // replicas together see exactly the global batch. OFF: every worker reads all data; its local replicas
-    // share it.
+    data::Dataset d = unbatched;
     if (policy == data::Options::AutoShardPolicy::OFF) {
       if (num_local_ > 1) d = d.shard(num_local_, l);
     } else if (R > 1) {
       d = d.shard(R, worker_rank() * num_local_ + l);
     }
+    d = d.batch(per_replica, drop);
     if (prefetch) d = d.prefetch(*prefetch);
     per.push_back(d);
   }
