@@ -359,8 +359,9 @@ std::unique_ptr<ClusterResolver> local_resolver() { return std::make_unique<TFCo
 
 DefaultStrategy::DefaultStrategy() : Strategy(1, local_resolver(), {}) {}
 
-MirroredStrategy::MirroredStrategy(std::vector<std::string> devices)
-    : Strategy(devices.empty() ? 1 : static_cast<int>(devices.size()), local_resolver(), {}), devices_(std::move(devices)) {
+MirroredStrategy::MirroredStrategy(std::vector<std::string> devices, CommunicationOptions options)
+    : Strategy(devices.empty() ? 1 : static_cast<int>(devices.size()), local_resolver(), options),
+      devices_(std::move(devices)) {
   if (devices_.empty()) devices_.push_back("/cpu:0");
   for (const std::string& d : devices_) {
     const bool ok = (d.rfind("/cpu:", 0) == 0 || d.rfind("/device:CPU:", 0) == 0 || d.rfind("/job:", 0) == 0);

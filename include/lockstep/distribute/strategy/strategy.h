@@ -179,7 +179,9 @@ class DefaultStrategy : public Strategy {
 // means one replica on "/cpu:0".
 class MirroredStrategy : public Strategy {
  public:
-  explicit MirroredStrategy(std::vector<std::string> devices = {});
+  // `options` is lockstep's: TF's MirroredStrategy takes cross_device_ops instead; bytes_per_pack and the
+  // timeout apply to the replicas' all-reduces the same way.
+  explicit MirroredStrategy(std::vector<std::string> devices = {}, CommunicationOptions options = {});
   const std::vector<std::string>& devices() const { return devices_; }
 
  private:
