@@ -198,8 +198,34 @@ void where(DType dtype, const Iteration& it, const void* cond, const void* a, co
     auto* pb = static_cast<const T*>(b);
     auto* po = static_cast<T*>(out);
     for_each_row<3>(it, [&](int64_t o, const auto& off, int64_t n, const auto& s) {
-      for (int64_t i = 0; i < n; ++i)
-        po[o + i] = pc[off[0] + i * s[0]] ? pa[off[1] + i * s[1]] : pb[off[2] + i * s[2]];
+      // Distinct buffers (restrict), and the mask read as bytes, so the selects below become vector blends.
+      const uint8_t* __restrict c = reinterpret_cast<const uint8_t*>(pc + off[0]);
+      const T* __restrict x = pa + off[1];
+      const T* __restrict y = pb + off[2];
+      T* __restrict r = po + o;
+      // The shapes gradients take (a mask and a tensor against a broadcast zero, or two tensors) get loops the
+      // compiler vectorises: both sides are loaded unconditionally, so the choice is a blend, not a branch
+      // (relu masks are as good as random and mispredict half the time). Anything else takes the general loop.
+      if (s[0] == 1 && s[1] == 1 && s[2] == 0) {
+        const T yv = *y;
+        for (int64_t i = 0; i < n; ++i) {
+          const T xi = x[i];
+          r[i] = c[i] ? xi : yv;
+        }
+      } else if (s[0] == 1 && s[1] == 0 && s[2] == 1) {
+        const T xv = *x;
+        for (int64_t i = 0; i < n; ++i) {
+          const T yi = y[i];
+          r[i] = c[i] ? xv : yi;
+        }
+      } else if (s[0] == 1 && s[1] == 1 && s[2] == 1) {
+        for (int64_t i = 0; i < n; ++i) {
+          const T xi = x[i], yi = y[i];
+          r[i] = c[i] ? xi : yi;
+        }
+      } else {
+        for (int64_t i = 0; i < n; ++i) r[i] = c[i * s[0]] ? x[i * s[1]] : y[i * s[2]];
+      }
     });
   });
 }
