@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli_util.h"
+
 namespace lockstep::distribute {
 namespace {
 
@@ -21,25 +23,13 @@ struct Outcome {
   double seconds;
 };
 
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 // Runs `lockstep tf-config <args>` with TF_CONFIG set (the JSON must not hold a single quote) and SLURM
-// ignored, under `timeout` so a hang fails.
+// ignored, with a deadline so a hang fails.
 Outcome tf_config(const std::string& json, const std::string& args = "") {
-  const char* dir = std::getenv("LOCKSTEP_BIN_DIR");
-  const std::string bin = std::string(dir ? dir : LOCKSTEP_BIN_DIR) + "/lockstep";
-  EXPECT_TRUE(std::filesystem::exists(bin)) << bin << " is missing: build the lockstep target first";
-  const auto tmp = std::filesystem::temp_directory_path() / ("lockstep_tf_config_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(tmp);
-  const std::string cmd = "TF_CONFIG='" + json + "' LOCKSTEP_USE_SLURM=0 timeout -k 1 10 " + bin + " tf-config " +
-                          args + " >" + (tmp / "out").string() + " 2>" + (tmp / "err").string();
   const auto start = std::chrono::steady_clock::now();
-  const int status = std::system(cmd.c_str());
+  testing::Result r = testing::run_lockstep("tf-config " + args, "TF_CONFIG='" + json + "' LOCKSTEP_USE_SLURM=0", 10);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return {WEXITSTATUS(status), slurp(tmp / "out"), slurp(tmp / "err"), seconds};
+  return {r.code, r.out, r.err, seconds};
 }
 
 TEST(TFConfigCli, MalformedConfigsExitTwoWithOneLine) {
