@@ -47,7 +47,7 @@ class Layer {
   int64_t count_params() const;
 
  protected:
-  virtual void build(const Shape& input_shape) {}
+  virtual void build(const Shape& /*input_shape*/) {}
   virtual Tensor call(const Tensor& x, bool training) = 0;
   Variable add_weight(const std::string& name, const Shape& shape, const InitializerRef& initializer,
                       bool trainable = true, regularizers::RegularizerPtr regularizer = nullptr);
