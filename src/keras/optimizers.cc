@@ -178,10 +178,26 @@ nlohmann::json Optimizer::get_config() const {
 
 namespace {
 
-class SGDOptimizer : public Optimizer {
+// Forwards both update_step overloads to Derived::run<T>, so each optimizer states its rule once.
+template <typename Derived> class RuleOptimizer : public Optimizer {
+ public:
+  using Optimizer::Optimizer;
+
+ protected:
+  void update_step(float* w, const float* g, float* const* s, int64_t n, const Step& st) const override {
+    static_cast<const Derived*>(this)->run(w, g, s, n, st);
+  }
+  void update_step(double* w, const double* g, double* const* s, int64_t n, const Step& st) const override {
+    static_cast<const Derived*>(this)->run(w, g, s, n, st);
+  }
+};
+
+class SGDOptimizer : public RuleOptimizer<SGDOptimizer> {
+  friend class RuleOptimizer<SGDOptimizer>;
+
  public:
   explicit SGDOptimizer(SGDOptions o)
-      : Optimizer(o.name, o.learning_rate,
+      : RuleOptimizer(o.name, o.learning_rate,
                   o.momentum != 0 ? std::vector<std::string>{"momentum"} : std::vector<std::string>{}),
         o_(std::move(o)) {
     LS_CHECK(o_.momentum >= 0 && o_.momentum <= 1, ValueError, "SGD: momentum must be a float between [0, 1], got ",
@@ -192,14 +208,6 @@ class SGDOptimizer : public Optimizer {
     c["momentum"] = o_.momentum;
     c["nesterov"] = o_.nesterov;
     return c;
-  }
-
- protected:
-  void update_step(float* w, const float* g, float* const* s, int64_t n, const Step& st) const override {
-    run(w, g, s, n, st);
-  }
-  void update_step(double* w, const double* g, double* const* s, int64_t n, const Step& st) const override {
-    run(w, g, s, n, st);
   }
 
  private:
@@ -225,9 +233,11 @@ class SGDOptimizer : public Optimizer {
   SGDOptions o_;
 };
 
-class RMSpropOptimizer : public Optimizer {
+class RMSpropOptimizer : public RuleOptimizer<RMSpropOptimizer> {
+  friend class RuleOptimizer<RMSpropOptimizer>;
+
  public:
-  explicit RMSpropOptimizer(RMSpropOptions o) : Optimizer(o.name, o.learning_rate, slots(o)), o_(std::move(o)) {}
+  explicit RMSpropOptimizer(RMSpropOptions o) : RuleOptimizer(o.name, o.learning_rate, slots(o)), o_(std::move(o)) {}
   nlohmann::json get_config() const override {
     auto c = Optimizer::get_config();
     c["rho"] = o_.rho;
@@ -235,14 +245,6 @@ class RMSpropOptimizer : public Optimizer {
     c["epsilon"] = o_.epsilon;
     c["centered"] = o_.centered;
     return c;
-  }
-
- protected:
-  void update_step(float* w, const float* g, float* const* s, int64_t n, const Step& st) const override {
-    run(w, g, s, n, st);
-  }
-  void update_step(double* w, const double* g, double* const* s, int64_t n, const Step& st) const override {
-    run(w, g, s, n, st);
   }
 
  private:
@@ -280,10 +282,12 @@ class RMSpropOptimizer : public Optimizer {
   RMSpropOptions o_;
 };
 
-class AdamOptimizer : public Optimizer {
+class AdamOptimizer : public RuleOptimizer<AdamOptimizer> {
+  friend class RuleOptimizer<AdamOptimizer>;
+
  public:
   explicit AdamOptimizer(AdamOptions o)
-      : Optimizer(o.name, o.learning_rate,
+      : RuleOptimizer(o.name, o.learning_rate,
                   o.amsgrad ? std::vector<std::string>{"momentum", "velocity", "velocity_hat"}
                             : std::vector<std::string>{"momentum", "velocity"}),
         o_(std::move(o)) {}
@@ -294,14 +298,6 @@ class AdamOptimizer : public Optimizer {
     c["epsilon"] = o_.epsilon;
     c["amsgrad"] = o_.amsgrad;
     return c;
-  }
-
- protected:
-  void update_step(float* w, const float* g, float* const* s, int64_t n, const Step& st) const override {
-    run(w, g, s, n, st);
-  }
-  void update_step(double* w, const double* g, double* const* s, int64_t n, const Step& st) const override {
-    run(w, g, s, n, st);
   }
 
  private:
