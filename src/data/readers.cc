@@ -1,13 +1,14 @@
-// IDX, gzip, .npy and .npz readers (zlib does the gunzip and the raw inflate of deflated zip members).
-// Every length read from a file is checked against the bytes present before it is used.
+// IDX, gzip, .npy and .npz readers: zlib does the gunzip, libzip reads the .npz archive and its members.
+// Every length read from a file is checked against the bytes present before it is used or allocated.
 #include "lockstep/data/readers.h"
 
+#include <zip.h>
 #include <zlib.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <iomanip>
+#include <memory>
 
 #include "lockstep/tensor/ops.h"
 
@@ -34,7 +35,6 @@ uint32_t little_endian(const uint8_t* p, int bytes) {
   for (int i = bytes - 1; i >= 0; --i) v = v << 8 | p[i];
   return v;
 }
-uint64_t little_endian64(const uint8_t* p) { return uint64_t(little_endian(p + 4, 4)) << 32 | little_endian(p, 4); }
 
 // A bounds-checked view of a file's bytes: at(offset, n) fails as truncation when n bytes are not there.
 struct Bytes {
@@ -46,41 +46,6 @@ struct Bytes {
     return data.data() + offset;
   }
 };
-
-// The bytes of an uncompressed file.
-std::vector<uint8_t> read_plain(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw NotFoundError(make_message(path, ": cannot open (", std::strerror(errno), "); check the path"));
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
-}
-
-// A zip member's data, inflated when deflated, CRC-checked.
-std::vector<uint8_t> unzip_member(const std::string& path, const std::string& name, int method, const uint8_t* data,
-                                  uint64_t compressed, uint64_t size, uint32_t crc) {
-  std::vector<uint8_t> out(size);
-  if (method == 0) {
-    if (compressed != size) corrupt(path, make_message("stored member ", name, " has ", compressed, " bytes, expected ", size));
-    std::memcpy(out.data(), data, size);
-  } else if (method == 8) {
-    z_stream zs{};
-    if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) throw RuntimeError("zlib: inflateInit2 failed");
-    zs.next_in = const_cast<Bytef*>(data);
-    zs.avail_in = static_cast<uInt>(compressed);
-    zs.next_out = out.data();
-    zs.avail_out = static_cast<uInt>(size);
-    int rc = inflate(&zs, Z_FINISH);
-    uint64_t produced = zs.total_out;
-    inflateEnd(&zs);
-    if (rc != Z_STREAM_END || produced != size)
-      corrupt(path, make_message("deflated member ", name, " does not inflate to its ", size, " bytes (",
-                                 zs.msg ? zs.msg : "stream ends early", ")"));
-  } else {
-    corrupt(path, make_message("member ", name, " uses zip compression method ", method, "; only stored (0) and deflate (8) are supported"));
-  }
-  uint32_t actual = static_cast<uint32_t>(crc32(0L, out.data(), static_cast<uInt>(out.size())));
-  if (actual != crc) corrupt(path, make_message("CRC mismatch in member ", name, " (stored ", hex32(crc), ", computed ", hex32(actual), ")"));
-  return out;
-}
 
 // The text after `'key':` in a .npy header dictionary, up to the next ',' or '}' outside brackets.
 std::string npy_field(const std::string& header, const std::string& key, const std::string& name) {
@@ -99,6 +64,89 @@ std::string npy_field(const std::string& header, const std::string& key, const s
   value.erase(0, value.find_first_not_of(" "));
   value.erase(value.find_last_not_of(" ") + 1);
   return value;
+}
+
+// A libzip archive opened read-only; discarding it writes nothing back.
+struct ZipDiscard {
+  void operator()(zip_t* z) const { zip_discard(z); }
+};
+struct ZipFileClose {
+  void operator()(zip_file_t* f) const { zip_fclose(f); }
+};
+using Zip = std::unique_ptr<zip_t, ZipDiscard>;
+
+// The archive at `path`, with libzip's consistency check (each local header must agree with the central
+// directory). A file that cannot be opened is NotFoundError; one that libzip cannot read is corrupt.
+Zip open_zip(const std::string& path) {
+  zip_error_t error;
+  zip_error_init(&error);
+  zip_source_t* source = zip_source_file_create(path.c_str(), 0, -1, &error);
+  zip_t* archive = source ? zip_open_from_source(source, ZIP_RDONLY | ZIP_CHECKCONS, &error) : nullptr;
+  if (archive) {
+    zip_error_fini(&error);
+    return Zip(archive);
+  }
+  if (source) zip_source_free(source);
+  const int code = zip_error_code_zip(&error);
+  const std::string reason = zip_error_strerror(&error);
+  zip_error_fini(&error);
+  if (code == ZIP_ER_OPEN || code == ZIP_ER_NOENT)
+    throw NotFoundError(make_message(path, ": cannot open (", reason, "); check the path"));
+  if (code == ZIP_ER_NOZIP)
+    corrupt(path, make_message("not a zip archive, or its central directory is damaged (libzip: ", reason, ")"));
+  if (code == ZIP_ER_INCONS)
+    corrupt(path, make_message("a member's local header disagrees with the central directory (libzip: ", reason, ")"));
+  corrupt(path, make_message("not a readable zip archive (libzip: ", reason, ")"));
+}
+
+// Deflate emits at least 2 bits per 258 bytes, so no member inflates to more than 1032 times its size.
+constexpr uint64_t kMaxDeflateRatio = 1032;
+
+// The inflated, CRC-checked bytes of member `st`. Its size is checked before anything is allocated, so a header
+// claiming terabytes is refused, not believed: libzip has already refused compressed data running past the
+// central directory, and kMaxDeflateRatio bounds what that can inflate to.
+std::vector<uint8_t> read_member(zip_t* archive, const std::string& path, const std::string& name,
+                                 const zip_stat_t& st) {
+  const zip_uint64_t needed = ZIP_STAT_SIZE | ZIP_STAT_COMP_SIZE | ZIP_STAT_COMP_METHOD;
+  if ((st.valid & needed) != needed)
+    corrupt(path, make_message("member ", name, " has no sizes in the central directory"));
+  if ((st.valid & ZIP_STAT_ENCRYPTION_METHOD) && st.encryption_method != ZIP_EM_NONE)
+    corrupt(path, make_message("member ", name, " is encrypted; .npz members never are"));
+  const uint64_t size = st.size, compressed = st.comp_size;
+  if (st.comp_method == ZIP_CM_STORE) {
+    if (compressed != size)
+      corrupt(path, make_message("stored member ", name, " has ", compressed, " bytes, expected ", size));
+  } else if (st.comp_method == ZIP_CM_DEFLATE) {
+    if (size / kMaxDeflateRatio > compressed)
+      corrupt(path, make_message("deflated member ", name, " claims ", size, " bytes from ", compressed,
+                                 " compressed bytes, more than deflate can encode"));
+  } else {
+    corrupt(path, make_message("member ", name, " uses zip compression method ", st.comp_method,
+                               "; only stored (0) and deflate (8) are supported"));
+  }
+
+  std::unique_ptr<zip_file_t, ZipFileClose> file(zip_fopen_index(archive, st.index, 0));
+  if (!file) corrupt(path, make_message("cannot open member ", name, " (libzip: ", zip_strerror(archive), ")"));
+  std::vector<uint8_t> out(size);
+  uint64_t got = 0;
+  uint8_t past_end = 0;
+  for (;;) {
+    // Reading on past the declared size is what makes libzip check the CRC and the true length.
+    const bool full = got == size;
+    const zip_int64_t n = zip_fread(file.get(), full ? &past_end : out.data() + got, full ? 1 : size - got);
+    if (n < 0) {
+      zip_error_t* error = zip_file_get_error(file.get());
+      if (zip_error_code_zip(error) == ZIP_ER_CRC)
+        corrupt(path,
+                make_message("CRC mismatch in member ", name, " (the directory says ", hex32(uint32_t(st.crc)), ")"));
+      corrupt(path, make_message(st.comp_method == ZIP_CM_DEFLATE ? "deflated member " : "member ", name,
+                                 " cannot be read (libzip: ", zip_error_strerror(error), ")"));
+    }
+    if (n == 0 && !full) corrupt(path, make_message("member ", name, " ends after ", got, " of its ", size, " bytes"));
+    if (n == 0) return out;
+    if (full) corrupt(path, make_message("member ", name, " holds more than the ", size, " bytes its header declares"));
+    got += uint64_t(n);
+  }
 }
 
 }  // namespace
@@ -185,54 +233,18 @@ Tensor parse_npy(std::span<const uint8_t> data, const std::string& name) {
 }
 
 std::map<std::string, Tensor> read_npz(const std::string& path) {
-  const std::vector<uint8_t> bytes = read_plain(path);
-  Bytes file{bytes, path};
-  // The end-of-central-directory record: 22 bytes plus a comment of up to 64 KiB, at the end.
-  int64_t eocd = -1;
-  for (int64_t at = int64_t(bytes.size()) - 22; at >= 0 && at >= int64_t(bytes.size()) - 22 - 65535; --at) {
-    if (little_endian(&bytes[size_t(at)], 4) == 0x06054b50) {
-      eocd = at;
-      break;
-    }
-  }
-  if (eocd < 0) corrupt(path, "not a zip archive (no end-of-central-directory record)");
-  const uint8_t* end_record = file.at(uint64_t(eocd), 22, "the end-of-central-directory record");
-  const uint32_t entries = little_endian(end_record + 10, 2);
-  uint64_t offset = little_endian(end_record + 16, 4);
-
+  Zip archive = open_zip(path);
+  const zip_int64_t entries = zip_get_num_entries(archive.get(), 0);
   std::map<std::string, Tensor> arrays;
-  for (uint32_t e = 0; e < entries; ++e) {
-    const uint8_t* entry = file.at(offset, 46, "a central directory entry");
-    if (little_endian(entry, 4) != 0x02014b50) corrupt(path, make_message("bad central directory signature at byte ", offset));
-    const int method = int(little_endian(entry + 10, 2));
-    const uint32_t crc = little_endian(entry + 16, 4);
-    uint64_t compressed = little_endian(entry + 20, 4), size = little_endian(entry + 24, 4);
-    const uint32_t name_len = little_endian(entry + 28, 2), extra_len = little_endian(entry + 30, 2),
-                   comment_len = little_endian(entry + 32, 2);
-    uint64_t local = little_endian(entry + 42, 4);
-    const std::string name(reinterpret_cast<const char*>(file.at(offset + 46, name_len, "a member name")), name_len);
-    // Zip64 extra field: 8-byte values for the fields saturated at 0xffffffff, in this order.
-    const uint8_t* extra = file.at(offset + 46 + name_len, extra_len, "a member's extra field");
-    for (uint32_t at = 0; at + 4 <= extra_len;) {
-      const uint32_t id = little_endian(extra + at, 2), len = little_endian(extra + at + 2, 2);
-      if (at + 4 + len > extra_len) break;
-      if (id == 1) {
-        const uint8_t* v = extra + at + 4;
-        for (uint64_t* field : {&size, &compressed, &local}) {
-          if (*field == 0xffffffffu && v + 8 <= extra + at + 4 + len) *field = little_endian64(v), v += 8;
-        }
-      }
-      at += 4 + len;
-    }
-    offset += 46 + uint64_t(name_len) + extra_len + comment_len;
-
-    const uint8_t* header = file.at(local, 30, "a local file header");
-    if (little_endian(header, 4) != 0x04034b50) corrupt(path, make_message("bad local header signature for member ", name));
-    const uint64_t data_at = local + 30 + little_endian(header + 26, 2) + little_endian(header + 28, 2);
-    const uint8_t* data = file.at(data_at, compressed, ("the data of member " + name).c_str());
-    std::vector<uint8_t> npy = unzip_member(path, name, method, data, compressed, size, crc);
-    if (name.size() > 4 && name.ends_with(".npy"))
-      arrays[name.substr(0, name.size() - 4)] = parse_npy(npy, path + ":" + name);
+  for (zip_int64_t i = 0; i < entries; ++i) {
+    zip_stat_t st;
+    zip_stat_init(&st);
+    if (zip_stat_index(archive.get(), zip_uint64_t(i), 0, &st) != 0 || !(st.valid & ZIP_STAT_NAME))
+      corrupt(path, make_message("cannot read central directory entry ", i, " (", zip_strerror(archive.get()), ")"));
+    const std::string name = st.name;
+    if (name.size() <= 4 || !name.ends_with(".npy")) continue;  // np.savez writes only .npy members
+    const std::vector<uint8_t> npy = read_member(archive.get(), path, name, st);
+    arrays[name.substr(0, name.size() - 4)] = parse_npy(npy, path + ":" + name);
   }
   return arrays;
 }

@@ -1,16 +1,18 @@
-// mnist / fashion_mnist loading: the search order, IDX (raw and gzipped) and .npz (stored and deflated)
-// fixtures written here, every kind of damaged file, the not-found message, and the real Fashion-MNIST
-// when Debian's dataset-fashion-mnist is installed.
+// mnist / fashion_mnist loading: the search order, IDX (raw and gzipped) and .npz (stored and deflated, by
+// libzip) fixtures written here, every kind of damaged file, the not-found message, and, when this machine has
+// them, archives written by NumPy and the real Fashion-MNIST of Debian's dataset-fashion-mnist.
 #include "lockstep/data/datasets.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <zip.h>
 #include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <tuple>
 
 #include "lockstep/data/readers.h"
 
@@ -66,9 +68,6 @@ Bytes read(const fs::path& path) {
 void put32be(Bytes& b, uint32_t v) {
   for (int s = 24; s >= 0; s -= 8) b.push_back(uint8_t(v >> s));
 }
-void put_le(Bytes& b, uint64_t v, int n) {
-  for (int i = 0; i < n; ++i) b.push_back(uint8_t(v >> (8 * i)));
-}
 
 // An IDX file of unsigned bytes.
 Bytes idx(const std::vector<uint32_t>& dims, const Bytes& data) {
@@ -117,41 +116,45 @@ Bytes npy(const std::vector<uint32_t>& dims, const Bytes& data, const std::strin
   return b;
 }
 
-// A zip of the members, stored or deflated (raw deflate, as zipfile writes it).
+// A zip of the members, stored or deflated, written by libzip into memory.
 Bytes zip(const std::vector<std::pair<std::string, Bytes>>& members, bool deflate) {
-  Bytes out, central;
+  zip_error_t error;
+  zip_error_init(&error);
+  zip_source_t* buffer = zip_source_buffer_create(nullptr, 0, 0, &error);
+  zip_t* archive = buffer ? zip_open_from_source(buffer, ZIP_TRUNCATE, &error) : nullptr;
+  EXPECT_NE(archive, nullptr) << zip_error_strerror(&error);
+  zip_error_fini(&error);
+  if (!archive) return {};
+  zip_source_keep(buffer);  // outlives zip_close, which writes the archive into it
   for (const auto& [name, data] : members) {
-    Bytes body = data;
-    if (deflate) {
-      z_stream zs{};
-      deflateInit2(&zs, 6, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
-      body.resize(deflateBound(&zs, uLong(data.size())));
-      zs.next_in = const_cast<Bytef*>(data.data());
-      zs.avail_in = uInt(data.size());
-      zs.next_out = body.data();
-      zs.avail_out = uInt(body.size());
-      ::deflate(&zs, Z_FINISH);
-      body.resize(zs.total_out);
-      deflateEnd(&zs);
-    }
-    const uint32_t crc = uint32_t(crc32(0, data.data(), uInt(data.size())));
-    const uint64_t local = out.size();
-    auto common = [&](Bytes& b) {
-      put_le(b, 20, 2), put_le(b, 0, 2), put_le(b, deflate ? 8 : 0, 2), put_le(b, 0, 4);
-      put_le(b, crc, 4), put_le(b, body.size(), 4), put_le(b, data.size(), 4), put_le(b, name.size(), 2), put_le(b, 0, 2);
-    };
-    put_le(out, 0x04034b50, 4), common(out);
-    out.insert(out.end(), name.begin(), name.end());
-    out.insert(out.end(), body.begin(), body.end());
-    put_le(central, 0x02014b50, 4), put_le(central, 20, 2), common(central);
-    put_le(central, 0, 2), put_le(central, 0, 2), put_le(central, 0, 2), put_le(central, 0, 4), put_le(central, local, 4);
-    central.insert(central.end(), name.begin(), name.end());
+    const zip_int64_t index =
+        zip_file_add(archive, name.c_str(), zip_source_buffer(archive, data.data(), data.size(), 0), 0);
+    EXPECT_GE(index, 0) << zip_strerror(archive);
+    EXPECT_EQ(zip_set_file_compression(archive, zip_uint64_t(index), deflate ? ZIP_CM_DEFLATE : ZIP_CM_STORE, 0), 0);
   }
-  const uint64_t cd_offset = out.size();
-  out.insert(out.end(), central.begin(), central.end());
-  put_le(out, 0x06054b50, 4), put_le(out, 0, 2), put_le(out, 0, 2), put_le(out, members.size(), 2);
-  put_le(out, members.size(), 2), put_le(out, central.size(), 4), put_le(out, cd_offset, 4), put_le(out, 0, 2);
+  EXPECT_EQ(zip_close(archive), 0) << zip_strerror(archive);
+  zip_stat_t st;
+  Bytes out;
+  if (zip_source_stat(buffer, &st) == 0 && zip_source_open(buffer) == 0) {
+    out.resize(st.size);
+    EXPECT_EQ(zip_source_read(buffer, out.data(), out.size()), zip_int64_t(out.size()));
+    zip_source_close(buffer);
+  }
+  zip_source_free(buffer);
   return out;
+}
+
+// Overwrites a 4-byte field of the first member in its local header (at byte 0) and/or its central directory
+// entry (at the offset the end record, the archive's last 22 bytes, gives).
+enum Field { kCrc, kCompressedSize, kSize };
+void patch(Bytes& b, Field field, uint32_t value, bool local, bool central) {
+  auto put = [&](size_t offset) {
+    for (int i = 0; i < 4; ++i) b[offset + 4 * size_t(field) + size_t(i)] = uint8_t(value >> (8 * i));
+  };
+  size_t directory = 0;
+  for (size_t i = 4; i-- > 0;) directory = directory << 8 | b[b.size() - 6 + i];
+  if (local) put(14);
+  if (central) put(directory + 16);
 }
 
 Bytes mnist_npz(bool deflate, const std::string& x_test_descr = "|u1") {
@@ -200,6 +203,56 @@ TEST(Datasets, ReadsStoredAndDeflatedNpz) {
     write(dir / "mnist.npz", mnist_npz(deflate));
     expect_fixture(load_idx_directory(dir.string()));
     EXPECT_EQ(data::read_npz((dir / "mnist.npz").string()).size(), 4u);
+  }
+  EXPECT_LT(mnist_npz(true).size(), mnist_npz(false).size() / 2) << "the deflated fixture is not deflated";
+  // Members that are not .npy are not arrays: np.load would not list them either.
+  write(tmp.path / "extra.npz", zip({{"readme.txt", {'h', 'i'}}, {"y.npy", npy({3}, label_bytes(3))}}, true));
+  const auto arrays = data::read_npz((tmp.path / "extra.npz").string());
+  ASSERT_EQ(arrays.size(), 1u);
+  EXPECT_EQ(arrays.at("y").to_vector<int>(), (std::vector<int>{0, 1, 2}));
+  try {
+    data::read_npz((tmp.path / "missing.npz").string());
+    FAIL() << "no NotFoundError";
+  } catch (const NotFoundError& e) {
+    EXPECT_NE(std::string(e.what()).find("missing.npz: cannot open ("), std::string::npos) << e.what();
+  }
+}
+
+// Archives written by NumPy itself (np.savez and np.savez_compressed), when this machine has it.
+TEST(Datasets, ReadsNpzWrittenByNumpy) {
+  const char* env = std::getenv("LOCKSTEP_PYTHON");
+  const std::string python = env ? env : "/usr/bin/python3";
+  if (std::system((python + " -c 'import numpy' >/dev/null 2>&1").c_str()) != 0)
+    GTEST_SKIP() << python << " has no numpy module; the zip layout is checked by ReadsStoredAndDeflatedNpz";
+  TempDir tmp;
+  const std::string script = (tmp.path / "write.py").string(), dir = tmp.path.string();
+  std::ofstream(script)
+      << "import sys, numpy as np\n"
+         "a = dict(images=(np.arange(3 * 28 * 28) % 251).astype(np.uint8).reshape(3, 28, 28),\n"
+         "         labels=np.array([7, 0, 9], np.uint8), scalar=np.uint8(5), empty=np.zeros((0, 4), np.uint8))\n"
+         "np.savez(sys.argv[1] + '/plain.npz', **a)\n"
+         "np.savez_compressed(sys.argv[1] + '/compressed.npz', **a)\n"
+         "np.savez(sys.argv[1] + '/floats.npz', x=np.ones((2, 3), np.float32), n=np.arange(4))\n";
+  ASSERT_EQ(std::system((python + " " + script + " " + dir).c_str()), 0);
+  for (const char* name : {"plain.npz", "compressed.npz"}) {
+    SCOPED_TRACE(name);
+    const auto arrays = data::read_npz(dir + "/" + name);
+    ASSERT_EQ(arrays.size(), 4u);
+    const Tensor& images = arrays.at("images");
+    ASSERT_EQ(images.shape(), (Shape{3, 28, 28}));
+    for (int64_t i = 0; i < images.numel(); ++i) ASSERT_EQ(images.data<uint8_t>()[i], i % 251) << i;
+    EXPECT_EQ(arrays.at("labels").to_vector<int>(), (std::vector<int>{7, 0, 9}));
+    EXPECT_EQ(arrays.at("scalar").shape(), Shape{});
+    EXPECT_EQ(arrays.at("scalar").to_vector<int>(), std::vector<int>{5});
+    EXPECT_EQ(arrays.at("empty").shape(), (Shape{0, 4}));
+  }
+  // Only uint8 arrays are read for now; other dtypes are refused by name.
+  try {
+    data::read_npz(dir + "/floats.npz");
+    FAIL() << "float32 member accepted";
+  } catch (const DataLossError& e) {
+    EXPECT_NE(std::string(e.what()).find("floats.npz:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("holds dtype '<"), std::string::npos) << e.what();
   }
 }
 
@@ -293,13 +346,37 @@ TEST(Datasets, DamagedNpzIsADataLossError) {
     std::function<Bytes()> bytes;
     const char* reason;
   };
+  // Flips one bit of the first member's data; patches a field of the first member's headers.
+  auto flipped = [](bool deflate, size_t at, uint8_t bits) {
+    Bytes b = mnist_npz(deflate);
+    EXPECT_EQ(b[28] | b[29], 0) << "x_train.npy's local header has an extra field; its data does not start at byte 41";
+    b[at] ^= bits;
+    return b;
+  };
+  auto patched = [](bool deflate, std::vector<std::tuple<Field, uint32_t, bool>> fields) {
+    Bytes b = mnist_npz(deflate);
+    for (auto [field, value, central] : fields) patch(b, field, value, true, central);
+    return b;
+  };
+  const size_t first_data = 30 + 11;  // after x_train.npy's local header and name; libzip writes no extra field
   const std::vector<Case> cases = {
-      {"CRC", [] { Bytes b = mnist_npz(false); b[200] ^= 1; return b; }, "CRC mismatch in member x_train.npy"},
-      {"truncated", [] { Bytes b = mnist_npz(true); b.resize(b.size() - 30); return b; }, "no end-of-central-directory"},
+      {"CRC", [&] { return flipped(false, first_data + 200, 1); }, "CRC mismatch in member x_train.npy"},
+      {"deflate CRC", [&] { return flipped(true, 100, 0x55); }, "CRC mismatch in member x_train.npy"},
+      {"deflate stream", [&] { return flipped(true, first_data, 6); },  // a reserved block type
+       "deflated member x_train.npy cannot be read (libzip: "},
+      {"truncated", [] { Bytes b = mnist_npz(true); b.resize(b.size() - 30); return b; }, "not a zip archive, or its central directory is damaged"},
+      {"not a zip", [] { return Bytes{'P', 'K', 3, 4, 'n', 'o', 't'}; }, "not a zip archive"},
+      {"empty", [] { return Bytes{}; }, "not a zip archive"},
       {"dtype", [] { return mnist_npz(false, "<f4"); }, "holds dtype '<f4'"},
       {"missing member", [] { return zip({{"x_train.npy", npy({1, 28, 28}, image_bytes(1))}}, false); }, "has no y_train.npy"},
-      {"deflate", [] { Bytes b = mnist_npz(true); b[100] ^= 0x55; return b; }, "mnist.npz: "},
+      {"member not .npy", [] { return zip({{"x_train.npy", Bytes(100, 'x')}}, true); }, "x_train.npy: bad magic string (not a .npy array)"},
+      {"local header disagrees", [&] { return patched(false, {{kCrc, 0x12345678, false}}); }, "disagrees with the central directory"},
+      {"stored size", [&] { return patched(false, {{kSize, 9537, true}}); },  // x_train.npy is 128 + 12 * 784 bytes
+       "stored member x_train.npy has 9536 bytes, expected 9537"},
+      {"4 GB deflated", [&] { return patched(true, {{kSize, 4000000000u, true}}); }, "deflated member x_train.npy claims 4000000000 bytes from"},
+      {"4 GB stored", [&] { return patched(false, {{kSize, 4000000000u, true}, {kCompressedSize, 4000000000u, true}}); }, "central directory is damaged"},
   };
+
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
     TempDir tmp;

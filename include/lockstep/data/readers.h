@@ -19,7 +19,8 @@ std::vector<uint8_t> read_file(const std::string& path);
 Tensor read_idx(const std::string& path, int expected_rank = -1);
 // The bytes of a .npy file holding a uint8 array ('|u1' or '<u1', C order); `name` names it in errors.
 Tensor parse_npy(std::span<const uint8_t> bytes, const std::string& name);
-// Every .npy member of a .npz file, keyed by its name without ".npy" (np.load's keys).
+// Every .npy member of a .npz file (read with libzip, CRCs checked), keyed by its name without ".npy" (np.load's
+// keys); other members are skipped.
 std::map<std::string, Tensor> read_npz(const std::string& path);
 
 }  // namespace lockstep::data
