@@ -8,8 +8,10 @@
 #include <cmath>
 #include <fstream>
 #include <regex>
+#include <sstream>
 
 #include "lockstep/core/error.h"
+#include "lockstep/core/files.h"
 #include "lockstep/core/logging.h"
 #include "lockstep/keras/model.h"
 
@@ -152,30 +154,37 @@ class CSVLoggerCallback : public Callback {
  public:
   CSVLoggerCallback(std::string filename, CSVLoggerOptions o) : filename_(std::move(filename)), opt_(o) {}
   void on_train_begin(const Logs&) override {
-    const bool existed = std::ifstream(filename_).good();
-    out_.open(filename_, opt_.append ? std::ios::app : std::ios::trunc);
-    LS_CHECK(out_.good(), RuntimeError, "CSVLogger cannot open ", filename_, " for writing");
-    header_written_ = opt_.append && existed;
+    check_writable(filename_, "CSVLogger file");
+    text_.clear();
+    if (opt_.append) {
+      std::ifstream in(filename_);
+      text_.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    header_written_ = !text_.empty();
   }
+  // The whole file is rewritten atomically each epoch (it is small), so a crash or a full disk never
+  // leaves a torn row.
   void on_epoch_end(int64_t epoch, const Logs& logs) override {
     std::vector<std::pair<std::string, double>> items = logs.items();
     std::sort(items.begin(), items.end());
+    std::ostringstream row;
     if (!header_written_) {
-      out_ << "epoch";
-      for (const auto& [k, v] : items) out_ << opt_.separator << k;
-      out_ << "\n";
+      row << "epoch";
+      for (const auto& [k, v] : items) row << opt_.separator << k;
+      row << "\n";
       header_written_ = true;
     }
-    out_ << epoch;
-    for (const auto& [k, v] : items) out_ << opt_.separator << v;
-    out_ << "\n" << std::flush;
+    row << epoch;
+    for (const auto& [k, v] : items) row << opt_.separator << v;
+    row << "\n";
+    text_ += row.str();
+    write_file_atomically(filename_, text_);
   }
-  void on_train_end(const Logs&) override { out_.close(); }
 
  private:
   std::string filename_;
   CSVLoggerOptions opt_;
-  std::ofstream out_;
+  std::string text_;
   bool header_written_ = false;
 };
 

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "keras-impl.h"
+#include "lockstep/core/files.h"
 #include "lockstep/train/safetensors.h"
 #include "model-impl.h"
 
@@ -209,18 +210,11 @@ void Sequential::load_weights(const std::string& path) {
 }
 
 void Sequential::save(const std::string& dir) const {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  LS_CHECK(!ec, RuntimeError, "cannot create model directory ", dir, ": ", ec.message());
+  AtomicDirectory out(dir, "config.json");  // a failed save leaves no half-written model
   nlohmann::json doc = {{"class_name", "Sequential"}, {"config", get_config()}, {"lockstep_version", "0.1.0"}};
-  const std::string tmp = dir + "/config.json.tmp";
-  {
-    std::ofstream out(tmp);
-    out << doc.dump(2) << "\n";
-    LS_CHECK(out.good(), RuntimeError, "cannot write ", tmp);
-  }
-  fs::rename(tmp, dir + "/config.json");
-  save_weights(dir + "/model.weights.safetensors");
+  write_file_atomically(out.staging() + "/config.json", doc.dump(2) + "\n");
+  save_weights(out.staging() + "/model.weights.safetensors");
+  out.commit();
 }
 
 Sequential Sequential::load_model(const std::string& dir) {

@@ -1,6 +1,6 @@
 // safetensors files: an 8-byte little-endian header length N, N bytes of JSON header padded with spaces,
-// then each tensor's row-major little-endian bytes, packed in header order. Saving is atomic (temporary
-// file, fsync, rename, fsync of the directory); loading validates the layout as the Python package does.
+// then each tensor's row-major little-endian bytes, packed in header order. Saving goes through AtomicFile;
+// loading validates the layout as the Python package does.
 #include "lockstep/train/safetensors.h"
 
 #include <fcntl.h>
@@ -14,13 +14,13 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <tuple>
-#include <utility>
 
+#include "lockstep/core/files.h"
 #include "lockstep/train/crc32c.h"
 
 namespace lockstep::train {
@@ -74,28 +74,10 @@ class FileDescriptor {
   FileDescriptor(const FileDescriptor&) = delete;
   FileDescriptor& operator=(const FileDescriptor&) = delete;
   int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
 
  private:
   int fd_;
 };
-
-// Throws for a system call `op` on `file` that failed with errno `err` while saving `path`.
-[[noreturn]] void throw_save_error(const std::string& path, const char* op, const std::string& file, int err) {
-  throw Error(
-      make_message("cannot write checkpoint file ", path, ": ", op, " of ", file, " failed: ", std::strerror(err)));
-}
-
-void write_all(int fd, const void* data, size_t n, const std::string& path, const std::string& file) {
-  auto* p = static_cast<const char*>(data);
-  while (n > 0) {
-    ssize_t written = ::write(fd, p, n);
-    if (written < 0 && errno == EINTR) continue;
-    if (written < 0) throw_save_error(path, "write", file, errno);
-    p += written;
-    n -= static_cast<size_t>(written);
-  }
-}
 
 // Reads exactly n bytes at `offset`; false when the file ends first.
 bool read_all(int fd, void* data, size_t n, uint64_t offset) {
@@ -183,8 +165,16 @@ void check_layout(const std::string& path, const std::vector<Entry>& entries, ui
 }
 }  // namespace
 
-void save_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
-                      const std::map<std::string, std::string>& metadata) {
+namespace {
+// The padded JSON header of `tensors` and their contiguous copies, in the order they are packed.
+struct Encoded {
+  std::string header;
+  std::vector<Tensor> contiguous;
+  uint64_t data_bytes = 0;
+};
+
+Encoded encode(const std::string& path, const std::vector<NamedTensor>& tensors,
+               const std::map<std::string, std::string>& metadata) {
   Json header = Json::object();
   header[kMetadataKey] = Json::object();  // first, as the Python package writes it; filled in below
   Json meta = Json::object();
@@ -222,42 +212,37 @@ void save_safetensors(const std::string& path, const std::vector<NamedTensor>& t
     throw ValueError(make_message("cannot save ", path, ": tensor names and metadata must be UTF-8 (", e.what(), ")"));
   }
   text.append((8 - text.size() % 8) % 8, ' ');  // so the data section starts 8-byte aligned
-  const uint64_t header_size = text.size();     // written as-is: the host is little-endian
 
-  namespace fs = std::filesystem;
-  fs::path dir = fs::path(path).parent_path();
-  if (dir.empty()) dir = ".";
-  const std::string tmp = make_message(path, ".tmp.", ::getpid());
-  FileDescriptor fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (fd.get() < 0) {
-    const int err = errno;
-    std::error_code ec;
-    if (err == ENOENT && !fs::is_directory(dir, ec))
-      throw NotFoundError(make_message("cannot write checkpoint file ", path, ": directory ", dir.string(),
-                                       " does not exist; create it first"));
-    throw_save_error(path, "creation", tmp, err);
-  }
-  // Until the rename, a failure removes the temporary file and leaves the old checkpoint untouched.
-  struct RemoveUnlessRenamed {
-    const std::string& file;
-    bool renamed = false;
-    ~RemoveUnlessRenamed() {
-      if (!renamed) ::unlink(file.c_str());
-    }
-  } cleanup{tmp};
-
-  write_all(fd.get(), &header_size, 8, path, tmp);
-  write_all(fd.get(), text.data(), text.size(), path, tmp);
-  for (const Tensor& t : contiguous) write_all(fd.get(), t.raw_data(), byte_size(t), path, tmp);
-  if (::fsync(fd.get()) != 0) throw_save_error(path, "fsync", tmp, errno);
-  if (::close(fd.release()) != 0) throw_save_error(path, "close", tmp, errno);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) throw_save_error(path, "rename", tmp, errno);
-  cleanup.renamed = true;
-  // The rename is only durable once the directory entry is on disk.
-  const std::string dir_name = dir.string();
-  FileDescriptor dir_fd(::open(dir_name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir_fd.get() < 0 || ::fsync(dir_fd.get()) != 0) throw_save_error(path, "fsync", dir_name, errno);
+  return {std::move(text), std::move(contiguous), offset};
 }
+
+// Writes the file's bytes through `write(data, n)`.
+template <typename Write>
+void emit(const Encoded& e, Write&& write) {
+  const uint64_t header_size = e.header.size();  // written as-is: the host is little-endian
+  write(&header_size, 8);
+  write(e.header.data(), e.header.size());
+  for (const Tensor& t : e.contiguous) write(t.raw_data(), byte_size(t));
+}
+}  // namespace
+
+void save_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+  const Encoded e = encode(path, tensors, metadata);
+  AtomicFile file(path);
+  emit(e, [&](const void* data, size_t n) { file.write(data, n); });
+  file.commit();
+}
+
+std::string serialize_safetensors(const std::vector<NamedTensor>& tensors,
+                                  const std::map<std::string, std::string>& metadata) {
+  const Encoded e = encode("a safetensors buffer", tensors, metadata);
+  std::string out;
+  out.reserve(8 + e.header.size() + e.data_bytes);
+  emit(e, [&](const void* data, size_t n) { out.append(static_cast<const char*>(data), n); });
+  return out;
+}
+
 
 const Tensor* SafetensorsFile::find(const std::string& name) const {
   for (const NamedTensor& t : tensors)
@@ -265,25 +250,21 @@ const Tensor* SafetensorsFile::find(const std::string& name) const {
   return nullptr;
 }
 
-SafetensorsFile load_safetensors(const std::string& path) {
-  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) {
-    int err = errno;
-    throw NotFoundError(make_message("cannot open checkpoint file ", path, ": ", std::strerror(err)));
-  }
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
-    throw NotFoundError(make_message("cannot open checkpoint file ", path, ": not a regular file"));
-  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+namespace {
+// Reads exactly n bytes at an offset; false when the input ends first.
+using ReadAt = std::function<bool(void* data, size_t n, uint64_t offset)>;
 
+// Validates and decodes safetensors bytes of `file_size` bytes read through `read_at`; sizes in the header are
+// checked against file_size before anything is allocated. `path` names the input in messages.
+SafetensorsFile parse(const std::string& path, uint64_t file_size, const ReadAt& read_at) {
   uint64_t header_size = 0;
-  if (file_size < 8 || !read_all(fd.get(), &header_size, 8, 0))
+  if (file_size < 8 || !read_at(&header_size, 8, 0))
     throw_corrupted(path, make_message("it has ", file_size, " bytes, too few for the 8-byte header length"));
   if (header_size > file_size - 8)
     throw_corrupted(path,
                     make_message("header length ", header_size, " is larger than the file (", file_size, " bytes)"));
   std::string text(header_size, '\0');
-  if (!read_all(fd.get(), text.data(), text.size(), 8)) throw_corrupted(path, "the header cannot be read");
+  if (!read_at(text.data(), text.size(), 8)) throw_corrupted(path, "the header cannot be read");
   Json header;
   try {
     header = Json::parse(text);
@@ -328,7 +309,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
   for (const Entry& e : entries) {
     Tensor t = Tensor::empty(Shape(e.shape), e.dtype);
     const size_t bytes = byte_size(t);
-    if (!read_all(fd.get(), t.raw_data(), bytes, data_start + e.begin))
+    if (!read_at(t.raw_data(), bytes, data_start + e.begin))
       throw_corrupted(path, make_message("tensor '", e.name, "' cannot be read: the file is truncated"));
     if (auto it = crcs.find(e.name); it != crcs.end()) {
       const uint32_t computed = crc32c(t.raw_data(), bytes);
@@ -344,6 +325,28 @@ SafetensorsFile load_safetensors(const std::string& path) {
     file.tensors.push_back({e.name, std::move(t)});
   }
   return file;
+}
+}  // namespace
+
+SafetensorsFile load_safetensors(const std::string& path) {
+  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    int err = errno;
+    throw NotFoundError(make_message("cannot open checkpoint file ", path, ": ", std::strerror(err)));
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+    throw NotFoundError(make_message("cannot open checkpoint file ", path, ": not a regular file"));
+  return parse(path, static_cast<uint64_t>(st.st_size),
+               [&](void* data, size_t n, uint64_t offset) { return read_all(fd.get(), data, n, offset); });
+}
+
+SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& name) {
+  return parse(name, bytes.size(), [&](void* data, size_t n, uint64_t offset) {
+    if (offset > bytes.size() || n > bytes.size() - offset) return false;
+    std::memcpy(data, bytes.data() + offset, n);
+    return true;
+  });
 }
 
 }  // namespace lockstep::train

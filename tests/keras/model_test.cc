@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/resource.h>
+
 #include <filesystem>
 
 namespace lockstep::keras {
@@ -130,6 +133,27 @@ TEST(Sequential, ConfigRoundTripAndWeightFiles) {
   EXPECT_THROW(Sequential::load_model(temp_path("no_such_model")), NotFoundError);
   fs::remove_all(dir);
   fs::remove(path);
+}
+
+// A save that fails half way (the weights do not fit on the "disk") leaves no model directory, and an old
+// saved model stays whole.
+TEST(Sequential, FailedSaveLeavesNoHalfWrittenModel) {
+  const std::string dir = temp_path("atomic_model");
+  fs::remove_all(dir);
+  Sequential model = fashion_cnn();
+  rlimit old{};
+  ::getrlimit(RLIMIT_FSIZE, &old);
+  auto handler = ::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = old;
+  small.rlim_cur = 64 * 1024;  // config.json fits, the weights (about 450 KB) do not
+  ::setrlimit(RLIMIT_FSIZE, &small);
+  EXPECT_THROW(model.save(dir), Error);
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  ::signal(SIGXFSZ, handler);
+  EXPECT_FALSE(fs::exists(dir));
+  for (const auto& e : fs::directory_iterator(fs::path(dir).parent_path()))
+    EXPECT_EQ(e.path().filename().string().find("lockstep_test_atomic_model"), std::string::npos) << e.path();
+  fs::remove_all(dir);
 }
 
 // A linearly separable 3-class problem: fit must learn it.

@@ -341,7 +341,7 @@ TEST_F(Safetensors, FailedSaveRemovesItsTemporaryFile) {
     save_safetensors(path("ckpt"), {{"a", scalar(1)}});
     ADD_FAILURE() << "no Error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot write checkpoint file " + path("ckpt") + ": rename"),
+    EXPECT_NE(std::string(e.what()).find("cannot write " + path("ckpt") + ": rename"),
               std::string::npos)
         << e.what();
   }

@@ -3,6 +3,7 @@
 #pragma once
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lockstep/tensor/tensor.h"
@@ -15,8 +16,7 @@ struct NamedTensor {
 };
 
 // Writes `tensors` (CPU tensors of any strides, stored row-major in this order) and `metadata` to `path`.
-// The file is written to "<path>.tmp.<pid>", synced and renamed over `path`, so a crash leaves either the
-// old file or the new one. Each tensor's CRC32C is stored in __metadata__ as "crc32c/<name>" (8 hex
+// The file is written through AtomicFile (core/files.h), so a crash leaves either the old file or the new one. Each tensor's CRC32C is stored in __metadata__ as "crc32c/<name>" (8 hex
 // digits). Throws ValueError for duplicate or reserved names, NotFoundError when the directory is missing,
 // and Error when the write fails (disk full, no permission).
 void save_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
@@ -33,5 +33,11 @@ struct SafetensorsFile {
 // other tools have none and load unchecked). Throws NotFoundError when the file cannot be opened and
 // DataLossError, naming the file and the problem, when it is truncated, malformed or corrupted.
 SafetensorsFile load_safetensors(const std::string& path);
+
+// The same two in memory: the bytes save_safetensors would write, and a parse of such bytes with the same
+// checks (`name` stands for the file in messages).
+std::string serialize_safetensors(const std::vector<NamedTensor>& tensors,
+                                  const std::map<std::string, std::string>& metadata = {});
+SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& name);
 
 }  // namespace lockstep::train
