@@ -1,13 +1,21 @@
-// gloo between real processes: two forked workers on 127.0.0.1 meet through a store in a temporary
-// directory, all-reduce, and one is killed with SIGKILL in the middle of a collective loop; the survivor
-// must throw UnavailableError naming it within seconds, not hang.
+// gloo between real processes: forked workers on 127.0.0.1 meet through a store in a temporary directory
+// and all-reduce. One is killed with SIGKILL in the middle of a collective loop: the survivor must throw
+// UnavailableError naming it within seconds, not hang. Stray clients hammer every listening socket of a
+// starting job: the mesh must still come up.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
+#include <deque>
 #include <filesystem>
 #include <fstream>
+#include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -148,6 +156,177 @@ TEST(GlooProcessTest, SurvivorOfAKilledPeerThrowsUnavailableWithinSeconds) {
   EXPECT_NE(message.find("worker:1 (rank 1)"), std::string::npos) << message;
   EXPECT_NE(message.find("lockstep launch --max-restarts"), std::string::npos) << message;
   std::cout << "    survivor failed " << seconds << " s after the kill: " << message << "\n";
+  fs::remove_all(dir);
+}
+
+// The store for the stray-connection test: a get() of a peer's pair addresses (gloo's key "job/<rank>") waits
+// until the test sets "go". Each worker publishes its own once all its pairs listen, then waits here, so the
+// test can attack every listening socket before any real peer has connected to it.
+class GatedStore final : public KeyValueStore {
+ public:
+  explicit GatedStore(FileStore& files) : files_(files) {}
+  void set(const std::string& key, const std::string& value) override { files_.set(key, value); }
+  std::string get(const std::string& key, milliseconds timeout) override {
+    const auto deadline = Clock::now() + timeout;
+    if (key.rfind("job/", 0) == 0 && std::isdigit(static_cast<unsigned char>(key[4]))) files_.get("go", timeout);
+    return files_.get(key,
+                      std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(deadline - Clock::now())));
+  }
+
+ private:
+  FileStore& files_;
+};
+
+constexpr int kStrayRanks = 3;
+
+// One worker of the stray-connection test: 0 = the communicator came up and every all_reduce was right,
+// 1 = a wrong result, 3 = an error (its message in the store as error/<rank>).
+int stray_worker(const fs::path& dir, int rank) {
+  FileStore files(dir);
+  GatedStore store(files);
+  GlooOptions options;
+  for (int r = 0; r < kStrayRanks; ++r) options.peer_names.push_back("worker:" + std::to_string(r));
+  options.connect_timeout = std::chrono::seconds(20);
+  options.prefix = "job";
+  try {
+    auto comm = make_gloo_communicator(store, rank, kStrayRanks, options);
+    std::vector<float> v(4096);
+    for (int step = 0; step < 5; ++step) {
+      std::fill(v.begin(), v.end(), static_cast<float>(rank + step));
+      comm->all_reduce(v.data(), v.size(), DType::float32, ReduceOp::SUM, {.timeout = std::chrono::seconds(20)});
+      const float expected = static_cast<float>(kStrayRanks * (kStrayRanks - 1) / 2 + kStrayRanks * step);
+      for (float x : v) {
+        if (x != expected) return 1;
+      }
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    files.set("error/" + std::to_string(rank), e.what());
+    return 3;
+  }
+}
+
+// The TCP ports that process `pid` listens on: its sockets (links in /proc/<pid>/fd) that /proc/<pid>/net/tcp
+// shows in state 0A (LISTEN).
+std::set<int> listening_ports(pid_t pid) {
+  const fs::path proc = fs::path("/proc") / std::to_string(pid);
+  std::set<std::string> inodes;
+  std::error_code ec;
+  for (fs::directory_iterator it(proc / "fd", ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string link = fs::read_symlink(it->path(), ec).string();
+    if (!ec && link.rfind("socket:[", 0) == 0) inodes.insert(link.substr(8, link.size() - 9));
+  }
+  std::set<int> ports;
+  std::ifstream table(proc / "net" / "tcp");
+  std::string line;
+  std::getline(table, line);  // the header
+  while (std::getline(table, line)) {
+    std::istringstream fields(line);
+    std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+    fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >> timeout >> inode;
+    if (state == "0A" && inodes.count(inode)) ports.insert(std::stoi(local.substr(local.find(':') + 1), nullptr, 16));
+  }
+  return ports;
+}
+
+// What a stray client does after connecting: send random bytes and close, close at once, stay silent, or
+// send a wrong 8-byte hello and stay.
+enum class Stray { kRandomBytes, kCloseAtOnce, kSilent, kWrongHello };
+
+// Stray connections to 127.0.0.1; the ones that stay open are closed when it is destroyed.
+class Hammer {
+ public:
+  ~Hammer() {
+    for (int fd : held_) ::close(fd);
+  }
+
+  // True if the connection was made (every wait on it bounded by 200 ms).
+  bool hit(int port, Stray kind) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return false;
+    const timeval limit{0, 200'000};
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);  // connect(2) waits at most this long
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+      ::close(fd);
+      return false;
+    }
+    std::vector<char> bytes(kind == Stray::kRandomBytes ? 64 : kind == Stray::kWrongHello ? 8 : 0);
+    for (char& b : bytes) b = static_cast<char>(rng_());
+    if (!bytes.empty()) ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (kind == Stray::kRandomBytes || kind == Stray::kCloseAtOnce) {
+      ::close(fd);
+    } else {
+      held_.push_back(fd);
+      if (held_.size() > 64) {
+        ::close(held_.front());
+        held_.pop_front();
+      }
+    }
+    return true;
+  }
+
+ private:
+  std::mt19937_64 rng_{20240607};
+  std::deque<int> held_;
+};
+
+TEST(GlooProcessTest, StrayConnectionsToTheListenersDuringRendezvousAreDropped) {
+  char pattern[] = "/tmp/lockstep-stray-XXXXXX";
+  ASSERT_NE(::mkdtemp(pattern), nullptr);
+  const fs::path dir = pattern;
+  Children children;
+  for (int rank = 0; rank < kStrayRanks; ++rank) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) ::_exit(stray_worker(dir, rank));
+    children.pids.push_back(pid);
+  }
+  FileStore files(dir);
+  for (int rank = 0; rank < kStrayRanks; ++rank) {
+    ASSERT_NO_THROW(files.get("job/" + std::to_string(rank), std::chrono::seconds(30)))
+        << "worker " << rank << " did not publish its gloo addresses";
+  }
+  // Every pair of every worker listens now, and no peer has connected yet.
+  std::set<int> ports;
+  for (pid_t pid : children.pids) {
+    for (int port : listening_ports(pid)) ports.insert(port);
+  }
+  ASSERT_EQ(ports.size(), static_cast<size_t>(kStrayRanks * (kStrayRanks - 1))) << "one listener per pair";
+  Hammer hammer;
+  const Stray kinds[] = {Stray::kRandomBytes, Stray::kCloseAtOnce, Stray::kSilent, Stray::kWrongHello};
+  for (int port : ports) {
+    int hits = 0;
+    for (int round = 0; round < 5; ++round) {
+      for (Stray kind : kinds) hits += hammer.hit(port, kind);
+    }
+    EXPECT_GT(hits, 0) << "no stray connection reached port " << port;
+  }
+  // Let the workers connect, and keep hitting the listeners while they do.
+  files.set("go", "1");
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  std::vector<int> status(kStrayRanks, -1);
+  for (size_t round = 0; Clock::now() < deadline; ++round) {
+    bool running = false;
+    for (int rank = 0; rank < kStrayRanks; ++rank) {
+      if (status[rank] == -1) status[rank] = wait_for_exit(children.pids[rank], milliseconds(0));
+      running = running || status[rank] == -1;
+    }
+    if (!running) break;
+    for (int port : ports) hammer.hit(port, kinds[round % 4]);
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  for (int rank = 0; rank < kStrayRanks; ++rank) {
+    std::string message;
+    try {
+      message = files.get("error/" + std::to_string(rank), milliseconds(0));
+    } catch (const DeadlineExceededError&) {
+    }
+    EXPECT_EQ(status[rank], 0) << "worker " << rank << " exit status (-1: still running after 60 s); " << message;
+  }
   fs::remove_all(dir);
 }
 

@@ -1,9 +1,11 @@
 // The gloo backend: a tcp device on the worker's own address, a full mesh of pairs set up through our
 // KeyValueStore, and gloo's ring algorithms (each element of an all_reduce is reduced by one rank and then
 // copied to the others, so every rank ends with the same bits). A watchdog turns a broken connection into
-// an error naming the peer, at once; gloo errors become lockstep errors.
+// an error naming the peer, at once; gloo errors become lockstep errors. A pair takes only the connection
+// that proves it knows the pair's secret from the store, so stray clients cannot break the rendezvous.
 #include "lockstep/distribute/collective/gloo.h"
 
+#include <fcntl.h>
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
@@ -14,17 +16,26 @@
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/context.h>
 #include <gloo/transport/tcp/address.h>
+#include <gloo/transport/tcp/context.h>
 #include <gloo/transport/tcp/device.h>
+#include <gloo/transport/tcp/pair.h>
 #include <gloo/transport/unbound_buffer.h>
 #include <gloo/types.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
+#include <cerrno>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -139,9 +150,8 @@ class StoreAdapter final : public gloo::rendezvous::Store {
     const size_t each = bytes.size() / static_cast<size_t>(size_ - 1);
     try {
       for (size_t at = 0; at < bytes.size(); at += each) {
-        const auto address =
-            gloo::transport::tcp::Address(std::vector<char>(bytes.begin() + at, bytes.begin() + at + each));
-        listen_addresses_.emplace_back(address.str(), owner);
+        const tcp::Address address(std::vector<char>(bytes.begin() + at, bytes.begin() + at + each));
+        listen_addresses_.emplace_back(tcp::Address(address.getSockaddr()).str(), owner);  // without the secret
       }
     } catch (const std::exception&) {
       // Only used to name a peer in an error message; an unexpected layout just names nobody.
@@ -157,10 +167,207 @@ class StoreAdapter final : public gloo::rendezvous::Store {
   std::vector<std::pair<std::string, int>> listen_addresses_;
 };
 
+// gloo (2022-05) gives every pair its own listening socket and takes the first connection accepted on it
+// as the peer, then closes the socket: a port scan or any stray client during the rendezvous became "the
+// peer" (its bytes read as gloo messages, its close a lost connection) and the real peer's connect was
+// refused. A VerifiedPair listens the same way but keeps each accepted connection aside until it has sent
+// the pair's secret: a random number that rides in the pair's address as its sequence number (unused by
+// this gloo), so it reaches the peer only through the coordination service's store. The connecting side
+// sends it first thing; any other connection is dropped and the pair keeps listening.
+class VerifiedPair final : public tcp::Pair {
+ public:
+  VerifiedPair(tcp::Context* context, tcp::Device* device, int rank, milliseconds timeout)
+      : tcp::Pair(context, device, rank, timeout), secret_(random_secret()) {
+    // gloo's constructor starts listening before this object can vet connections (and may even have taken
+    // one). Nobody knows that port yet, its address is published after this returns: start over on a new one.
+    {
+      std::lock_guard lock(m_);
+      if (fd_ != kNoSocket) {
+        device_->unregisterDescriptor(fd_, this);
+        ::close(fd_);
+        fd_ = kNoSocket;
+      }
+      ex_ = nullptr;
+      rx_ = tcp::Op();
+      peer_ = tcp::Address();
+      state_ = INITIALIZING;
+    }
+    listen();
+    std::lock_guard lock(m_);
+    ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) | O_NONBLOCK);  // a connection gone before accept() must not block
+    ::listen(fd_, kBacklog);  // gloo's backlog of 1 would make the peer queue behind strays
+    self_ = tcp::Address(self_.getSockaddr(), secret_);
+    armed_ = true;
+  }
+
+  ~VerifiedPair() override {
+    std::lock_guard lock(m_);
+    drop_candidates();
+  }
+
+  void connect(const std::vector<char>& bytes) override {
+    const tcp::Address peer(bytes);
+    {
+      std::lock_guard lock(m_);
+      peer_secret_ = peer.getSeq();
+    }
+    tcp::Pair::connect(tcp::Address(peer.getSockaddr()));  // without the secret, which gloo would print in errors
+  }
+
+  // Called by gloo's event loop for the listening socket, the connections held aside (all registered with
+  // this pair) and, once connected, the pair's socket. Events that do not concern the current state are
+  // harmless: every check here is non-blocking and the loop is level-triggered.
+  void handleEvents(int events) override {
+    {
+      std::unique_lock lock(m_, std::try_to_lock);
+      if (!lock) return;  // gloo's own rule: someone else holds the pair; the event comes again next tick
+      if (state_ == LISTENING) {
+        if (armed_) {
+          accept_candidates();
+          check_candidates();
+        }
+        return;
+      }
+      drop_candidates();
+      if (state_ == CONNECTING) {
+        finish_connecting();
+        return;
+      }
+      // An event of the epoll batch in which another descriptor's event connected or closed the pair is
+      // stale: gloo handles none once closed, and insists on queued writes for an EPOLLOUT.
+      if (state_ != CONNECTED) return;
+      if (tx_.empty()) events &= ~EPOLLOUT;
+    }
+    tcp::Pair::handleEvents(events);
+  }
+
+ private:
+  static constexpr int kNoSocket = -1;
+  static constexpr int kBacklog = 64;
+  // Connections held aside at most; one more drops the oldest (the peer's sends its secret at once).
+  static constexpr size_t kMaxCandidates = 64;
+
+  struct Candidate {
+    int fd = kNoSocket;
+    uint64_t order = 0;  // lower = accepted earlier
+    size_t got = 0;
+    std::array<char, sizeof(tcp::sequence_number_t)> hello{};
+  };
+
+  static tcp::sequence_number_t random_secret() {
+    std::random_device device;
+    const uint64_t bits = (static_cast<uint64_t>(device()) << 32) ^ device();
+    return static_cast<tcp::sequence_number_t>(bits >> 1);  // non-negative: -1 means "no sequence number"
+  }
+
+  void accept_candidates() {
+    for (;;) {
+      const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd == -1) {
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        return;  // none left (or out of descriptors: the next tick tries again)
+      }
+      auto slot =
+          std::find_if(candidates_.begin(), candidates_.end(), [](const Candidate& c) { return c.fd == kNoSocket; });
+      if (slot == candidates_.end() && candidates_.size() < kMaxCandidates) {
+        slot = candidates_.emplace(candidates_.end());
+      } else if (slot == candidates_.end()) {
+        slot = std::min_element(candidates_.begin(), candidates_.end(),
+                                [](const Candidate& a, const Candidate& b) { return a.order < b.order; });
+        drop(*slot);
+      }
+      *slot = Candidate{fd, ++accepted_};
+      device_->registerDescriptor(fd, EPOLLIN, this);
+    }
+  }
+
+  // Reads what each held connection has sent of its hello: the one with the secret becomes the pair's
+  // connection, one with anything else (or closed) is dropped.
+  void check_candidates() {
+    for (Candidate& c : candidates_) {
+      if (c.fd == kNoSocket) continue;
+      const ssize_t n = ::recv(c.fd, c.hello.data() + c.got, c.hello.size() - c.got, 0);
+      if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
+      if (n <= 0) {
+        drop(c);
+        continue;
+      }
+      c.got += static_cast<size_t>(n);
+      if (c.got < c.hello.size()) continue;
+      if (std::memcmp(c.hello.data(), &secret_, sizeof secret_) != 0) {
+        drop(c);
+        continue;
+      }
+      const int fd = c.fd;
+      device_->unregisterDescriptor(fd, this);
+      c.fd = kNoSocket;
+      device_->unregisterDescriptor(fd_, this);
+      ::close(fd_);
+      fd_ = fd;
+      drop_candidates();  // c with them: nothing below may touch it
+      handleConnected();  // gloo's own path after accept(): socket options, registration, CONNECTED
+      return;
+    }
+  }
+
+  // The connecting side: once connect() completed, the secret goes first, then the pair is gloo's.
+  void finish_connecting() {
+    pollfd ready{fd_, POLLOUT, 0};
+    if (::poll(&ready, 1, 0) != 1) return;  // an event for another descriptor: wait for this one's
+    int error = 0;
+    socklen_t size = sizeof error;
+    if (::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &error, &size) == -1) error = errno;
+    if (error == 0) {
+      const ssize_t sent = ::send(fd_, &peer_secret_, sizeof peer_secret_, MSG_NOSIGNAL);
+      if (sent != static_cast<ssize_t>(sizeof peer_secret_)) error = sent == -1 ? errno : EPIPE;
+    }
+    if (error != 0) {
+      signalException(GLOO_ERROR_MSG("connect ", peer_.str(), ": ", std::strerror(error)));  // gloo's wording
+      return;
+    }
+    handleConnected();
+  }
+
+  // A stray connection closes with a reset, so no TIME_WAIT piles up under a port scan.
+  void drop(Candidate& c) {
+    device_->unregisterDescriptor(c.fd, this);
+    const linger reset{1, 0};
+    ::setsockopt(c.fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+    ::close(c.fd);
+    c.fd = kNoSocket;
+  }
+
+  void drop_candidates() {
+    for (Candidate& c : candidates_) {
+      if (c.fd != kNoSocket) drop(c);
+    }
+    candidates_.clear();
+  }
+
+  const tcp::sequence_number_t secret_;      // what a connection to this pair's socket must send first
+  tcp::sequence_number_t peer_secret_ = -1;  // what this side sends when it connects to the peer's
+  bool armed_ = false;                       // listening on the socket whose address carries secret_
+  std::vector<Candidate> candidates_;        // accepted connections that have not shown the secret yet
+  uint64_t accepted_ = 0;
+};
+
+// Our view of gloo's headers must describe the installed library: its tcp::Context::createPair allocates
+// 0x380 bytes for a tcp::Pair.
+static_assert(sizeof(tcp::Pair) == 0x380, "gloo's tcp headers do not match libgloo 0.0~git20220518");
+
+class VerifyingContext final : public tcp::Context {
+ public:
+  using tcp::Context::Context;
+  std::unique_ptr<gloo::transport::Pair>& createPair(int rank) override {
+    pairs_[static_cast<size_t>(rank)] = std::make_unique<VerifiedPair>(this, device_.get(), rank, getTimeout());
+    return pairs_[static_cast<size_t>(rank)];
+  }
+};
+
 // gloo (2022-05) tells only queued operations that their connection broke, not a message that was half
 // sent or half received at that moment: a collective waiting for one would sit out its whole timeout. So
-// the transport context is wrapped (through gloo's public virtual interfaces; Debian ships no header for
-// the tcp classes) to keep a list of the live buffers, and a broken communicator wakes every wait on them.
+// the transport context is wrapped (through gloo's public virtual interfaces) to keep a list of the live
+// buffers, and a broken communicator wakes every wait on them.
 class TrackingContext;
 
 class TrackedBuffer final : public gloo::transport::UnboundBuffer {
@@ -234,7 +441,8 @@ class TrackingDevice final : public tcp::Device {
  public:
   using tcp::Device::Device;
   std::shared_ptr<gloo::transport::Context> createContext(int rank, int size) override {
-    auto context = std::make_shared<TrackingContext>(tcp::Device::createContext(rank, size));
+    auto device = std::static_pointer_cast<tcp::Device>(std::enable_shared_from_this<tcp::Device>::shared_from_this());
+    auto context = std::make_shared<TrackingContext>(std::make_shared<VerifyingContext>(device, rank, size));
     last_context = context.get();
     return context;
   }

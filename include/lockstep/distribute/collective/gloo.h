@@ -29,6 +29,8 @@ struct GlooOptions {
 // Connects rank `rank` of `size` to the others; blocks until all of them have called it (or until
 // connect_timeout: DeadlineExceededError naming a rank that did not come). Ignores SIGPIPE for the
 // process if its disposition is the default, so a dead peer is an exception here rather than a signal.
+// Each pair's listening socket keeps only a connection that first sends the pair's secret, which only the
+// store carries: port scans and stray clients during the rendezvous are dropped and do not break it.
 //
 // Errors: a collective that runs past CollectiveOptions.timeout throws DeadlineExceededError; a peer that
 // dies or closes its connections makes the collective in flight (within a second) or the next one throw
