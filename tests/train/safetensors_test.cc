@@ -1,5 +1,5 @@
 // safetensors files: round trips of every dtype, the layout checked by a parser written here from the spec
-// (and by Python's safetensors where it is installed), corruption and truncation, atomic replacement; CRC32C.
+// (and by Python's safetensors from the venv `make test` makes), corruption and truncation, atomic replacement; CRC32C.
 #include "lockstep/train/safetensors.h"
 
 #include <gtest/gtest.h>
@@ -40,6 +40,16 @@ std::string raw_file(const std::string& header, const std::string& data = "") {
 std::string bytes_of(const Tensor& t) {
   Tensor c = t.contiguous();
   return {static_cast<const char*>(c.raw_data()), static_cast<size_t>(c.numel()) * dtype_size(c.dtype())};
+}
+
+std::string hex_of(const Tensor& t) {
+  std::string hex;
+  for (unsigned char c : bytes_of(t)) {
+    char b[3];
+    std::snprintf(b, sizeof b, "%02x", c);
+    hex += b;
+  }
+  return hex;
 }
 
 // One tensor of every dtype, a strided view, a 0-d scalar and an empty tensor.
@@ -197,33 +207,83 @@ TEST_F(Safetensors, HeaderIsPaddedToEightBytesForAnyNameLength) {
   }
 }
 
-// The real reader, when this machine has it: every tensor's dtype, shape and bytes as Python sees them.
-TEST_F(Safetensors, PythonSafetensorsReadsTheFile) {
+// The Python the interop tests run: $LOCKSTEP_PYTHON, else the venv scripts/python-venv makes beside bin/ (`make test`
+// runs it), else Debian's. Empty, with the reason in `why`, when it cannot import `module`.
+std::string interop_python(const std::string& module, std::string& why) {
+  const fs::path venv = fs::path(LOCKSTEP_BIN_DIR).parent_path() / "venv";
+  const fs::path venv_python = venv / "bin/python3";
   const char* env = std::getenv("LOCKSTEP_PYTHON");
-  const std::string python = env ? env : "/usr/bin/python3";
-  if (std::system((python + " -c 'import safetensors' >/dev/null 2>&1").c_str()) != 0)
-    GTEST_SKIP() << python << " has no safetensors module; the layout is checked by LayoutFollowsTheSpec";
+  const std::string python = env ? env : fs::exists(venv_python) ? venv_python.string() : "/usr/bin/python3";
+  if (std::system((python + " -c 'import " + module + "' >/dev/null 2>&1").c_str()) == 0) return python;
+  why = env ? "" : read_bytes((venv / "UNAVAILABLE").string());  // why scripts/python-venv could not make the venv
+  if (!why.empty() && why.back() == '\n') why.pop_back();
+  if (why.empty())
+    why = python + " cannot import " + module + "; scripts/python-venv " + venv.string() +
+          " (run by make test) installs it";
+  return "";
+}
+
+// The real reader: every tensor's dtype, shape and bytes as Python sees them.
+TEST_F(Safetensors, PythonSafetensorsReadsTheFile) {
+  std::string why;
+  const std::string python = interop_python("safetensors", why);
+  if (python.empty()) GTEST_SKIP() << why << "; the layout is checked by LayoutFollowsTheSpec";
   const auto tensors = every_kind_of_tensor();
   save_safetensors(path("w.safetensors"), tensors, {{"epoch", "3"}});
   const std::map<DType, std::string> dtype_names = {
       {DType::float32, "F32"}, {DType::bfloat16, "BF16"}, {DType::float64, "F64"}, {DType::int64, "I64"},
       {DType::int32, "I32"},   {DType::uint8, "U8"},      {DType::bool_, "BOOL"}};
   json expected = json::object();
-  for (const auto& [name, t] : tensors) {
-    std::string hex;
-    for (unsigned char c : bytes_of(t)) {
-      char b[3];
-      std::snprintf(b, sizeof b, "%02x", c);
-      hex += b;
-    }
-    expected[name] = {dtype_names.at(t.dtype()), t.shape().dims(), hex};
-  }
+  for (const auto& [name, t] : tensors) expected[name] = {dtype_names.at(t.dtype()), t.shape().dims(), hex_of(t)};
   write_bytes(path("expected.json"), expected.dump());
   write_bytes(path("check.py"),
               "import json, sys, safetensors\n"
               "got = {n: [t['dtype'], list(t['shape']), bytes(t['data']).hex()]\n"
               "       for n, t in safetensors.deserialize(open(sys.argv[1], 'rb').read())}\n"
               "sys.exit(0 if got == json.load(open(sys.argv[2])) else 1)\n");
+  EXPECT_EQ(std::system(
+                (python + " " + path("check.py") + " " + path("w.safetensors") + " " + path("expected.json")).c_str()),
+            0);
+}
+
+// Python's NumPy reader: load_file's arrays, and safe_open's __metadata__ holding the caller's entries plus a
+// crc32c/<name> per tensor that matches a CRC32C computed in Python. NumPy has no bfloat16, so that tensor is left out.
+TEST_F(Safetensors, PythonNumpyReadsArraysAndMetadata) {
+  std::string why;
+  const std::string python = interop_python("safetensors.numpy", why);
+  if (python.empty()) GTEST_SKIP() << why << "; the layout is checked by LayoutFollowsTheSpec";
+  std::vector<NamedTensor> tensors;
+  for (auto& t : every_kind_of_tensor())
+    if (t.tensor.dtype() != DType::bfloat16) tensors.push_back(t);
+  const std::map<std::string, std::string> metadata = {{"epoch", "3"}, {"format", "np"}};
+  save_safetensors(path("w.safetensors"), tensors, metadata);
+  const std::map<DType, std::string> numpy_names = {{DType::float32, "float32"}, {DType::float64, "float64"},
+                                                    {DType::int64, "int64"},     {DType::int32, "int32"},
+                                                    {DType::uint8, "uint8"},     {DType::bool_, "bool"}};
+  json expected = {{"tensors", json::object()}, {"metadata", metadata}};
+  for (const auto& [name, t] : tensors)
+    expected["tensors"][name] = {numpy_names.at(t.dtype()), t.shape().dims(), hex_of(t)};
+  write_bytes(path("expected.json"), expected.dump());
+  write_bytes(path("check.py"),
+              "import json, sys\n"
+              "from safetensors import safe_open\n"
+              "from safetensors.numpy import load_file\n"
+              "def crc32c(data):  # Castagnoli, reflected\n"
+              "    crc = 0xFFFFFFFF\n"
+              "    for b in data:\n"
+              "        crc ^= b\n"
+              "        for _ in range(8):\n"
+              "            crc = (crc >> 1) ^ (0x82F63B78 & -(crc & 1))\n"
+              "    return crc ^ 0xFFFFFFFF\n"
+              "arrays = load_file(sys.argv[1])\n"
+              "with safe_open(sys.argv[1], framework='numpy') as f:\n"
+              "    metadata = f.metadata()\n"
+              "expected = json.load(open(sys.argv[2]))\n"
+              "got = {n: [str(a.dtype), list(a.shape), a.tobytes().hex()] for n, a in arrays.items()}\n"
+              "crcs = {'crc32c/' + n: '%08x' % crc32c(a.tobytes()) for n, a in arrays.items()}\n"
+              "ok = got == expected['tensors'] and metadata == {**expected['metadata'], **crcs}\n"
+              "if not ok: print('python read', got, metadata, file=sys.stderr)\n"
+              "sys.exit(0 if ok else 1)\n");
   EXPECT_EQ(std::system(
                 (python + " " + path("check.py") + " " + path("w.safetensors") + " " + path("expected.json")).c_str()),
             0);
