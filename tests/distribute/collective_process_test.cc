@@ -101,6 +101,19 @@ int worker(const fs::path& dir, int rank) {
   }
 }
 
+// A fresh directory under /tmp, removed when the test ends, whatever the outcome.
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& name) {
+    std::string pattern = "/tmp/" + name + "-XXXXXX";
+    if (::mkdtemp(pattern.data()) != nullptr) path = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path.empty()) fs::remove_all(path, ec);
+  }
+};
+
 // Kills and reaps whatever child is still running when the test ends, whatever the outcome.
 struct Children {
   std::vector<pid_t> pids;
@@ -129,9 +142,9 @@ int wait_for_exit(pid_t& pid, milliseconds timeout) {
 }
 
 TEST(GlooProcessTest, SurvivorOfAKilledPeerThrowsUnavailableWithinSeconds) {
-  char pattern[] = "/tmp/lockstep-collective-XXXXXX";
-  ASSERT_NE(::mkdtemp(pattern), nullptr);
-  const fs::path dir = pattern;
+  const TempDir temp("lockstep-collective");
+  ASSERT_FALSE(temp.path.empty());
+  const fs::path& dir = temp.path;
   Children children;
   for (int rank = 0; rank < 2; ++rank) {
     const pid_t pid = ::fork();
@@ -156,7 +169,6 @@ TEST(GlooProcessTest, SurvivorOfAKilledPeerThrowsUnavailableWithinSeconds) {
   EXPECT_NE(message.find("worker:1 (rank 1)"), std::string::npos) << message;
   EXPECT_NE(message.find("lockstep launch --max-restarts"), std::string::npos) << message;
   std::cout << "    survivor failed " << seconds << " s after the kill: " << message << "\n";
-  fs::remove_all(dir);
 }
 
 // The store for the stray-connection test: a get() of a peer's pair addresses (gloo's key "job/<rank>") waits
@@ -275,9 +287,9 @@ class Hammer {
 };
 
 TEST(GlooProcessTest, StrayConnectionsToTheListenersDuringRendezvousAreDropped) {
-  char pattern[] = "/tmp/lockstep-stray-XXXXXX";
-  ASSERT_NE(::mkdtemp(pattern), nullptr);
-  const fs::path dir = pattern;
+  const TempDir temp("lockstep-stray");
+  ASSERT_FALSE(temp.path.empty());
+  const fs::path& dir = temp.path;
   Children children;
   for (int rank = 0; rank < kStrayRanks; ++rank) {
     const pid_t pid = ::fork();
@@ -327,7 +339,6 @@ TEST(GlooProcessTest, StrayConnectionsToTheListenersDuringRendezvousAreDropped) 
     }
     EXPECT_EQ(status[rank], 0) << "worker " << rank << " exit status (-1: still running after 60 s); " << message;
   }
-  fs::remove_all(dir);
 }
 
 }  // namespace
