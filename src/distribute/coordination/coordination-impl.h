@@ -25,6 +25,11 @@ class TaskLabels {
   std::string service_address_;
 };
 
+// Drops gRPC's own log lines (a failed bind alone prints a 1 KB line) before the first gRPC object exists:
+// every gRPC failure reaches the caller as a lockstep error that names the task and what to do. An explicitly
+// set GRPC_VERBOSITY keeps gRPC's logging as it is, for debugging. Once per process; any thread.
+void quiet_grpc_logging();
+
 // "120 s", "2.5 s", "0.3 s".
 std::string format_seconds(std::chrono::milliseconds duration);
 

@@ -114,7 +114,9 @@ CoordinationOptions checked(CoordinationOptions options) {
 }  // namespace
 
 CoordinationClient::Impl::Impl(CoordinationOptions options_in)
-    : options(checked(std::move(options_in))), labels(options) {}
+    : options(checked(std::move(options_in))), labels(options) {
+  quiet_grpc_logging();
+}
 
 pb::Task CoordinationClient::Impl::task() const {
   pb::Task t;

@@ -1,8 +1,14 @@
-// How coordination messages name tasks and durations, and how a configuration fingerprint that differs from
-// the chief's is described: the first differing key, or the first differing variable with its shape and dtype.
+// How coordination messages name tasks and durations, how a configuration fingerprint that differs from
+// the chief's is described (the first differing key, or the first differing variable with its shape and
+// dtype), and gRPC's own log kept out of them.
+#include <grpc/support/log.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "coordination-impl.h"
 #include "lockstep/core/error.h"
@@ -90,7 +96,21 @@ std::string difference(const json& a, const json& b, const std::string& path, co
   return sides.differ(path.empty() ? "the configuration fingerprint" : path, a.dump(), b.dump());
 }
 
+// gRPC logs "assertion failed: ..." just before it aborts: the one line worth keeping, as nothing else
+// would explain the crash.
+void drop_grpc_log(gpr_log_func_args* args) {
+  if (std::string_view(args->message).starts_with("assertion failed"))
+    std::fprintf(stderr, "gRPC %s:%d: %s\n", args->file, args->line, args->message);
+}
+
 }  // namespace
+
+void quiet_grpc_logging() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (!std::getenv("GRPC_VERBOSITY")) gpr_set_log_function(drop_grpc_log);
+  });
+}
 
 TaskLabels::TaskLabels(const CoordinationOptions& options)
     : names_(options.task_names), addresses_(options.task_addresses), service_address_(options.service_address) {}

@@ -114,6 +114,7 @@ CoordinationService::Impl::Impl(const CoordinationOptions& options)
       world_size_(options.world_size),
       registration_deadline_(Clock::now() + options.startup_timeout),
       tasks_(static_cast<size_t>(options.world_size)) {
+  quiet_grpc_logging();
   const std::string& address = options_.service_address;
   const size_t colon = address.rfind(':');
   const std::string port = colon == std::string::npos ? "" : address.substr(colon + 1);
