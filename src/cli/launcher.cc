@@ -1,6 +1,6 @@
 // The local launcher: free ports, one TF_CONFIG per worker, fork/exec into one process group per worker,
 // output prefixed line by line from pipes read with poll(), and the group stopped (SIGTERM, then SIGKILL
-// after a grace period) and restarted when a worker fails.
+// after a grace period) and restarted when a worker fails, naming the worker whose loss started it.
 #include "launcher.h"
 
 #include <fcntl.h>
@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
@@ -41,6 +42,11 @@ using Clock = std::chrono::steady_clock;
 constexpr size_t kMaxLine = 64 * 1024;                   // longer output without a line end is cut here
 constexpr auto kDrainTimeout = std::chrono::seconds(1);  // a worker's own child may hold its pipe open
 constexpr auto kReapTimeout = std::chrono::seconds(5);   // after SIGKILL only a process stuck in the kernel lingers
+// How long a worker that another worker's error names may take to exit by itself, so that the launcher
+// reports its own status (an input error is not restarted) rather than only that it was lost.
+constexpr auto kSettleTimeout = std::chrono::seconds(1);
+constexpr int kInputErrorCode = 2;  // lockstep's "the input is wrong": running the group again cannot help
+constexpr const char* kRestartCountVariable = "LOCKSTEP_RESTART_COUNT";
 
 // Anything that stops the launcher before or while starting workers: one line, exit code 2.
 class LaunchError : public std::runtime_error {
@@ -66,6 +72,7 @@ class Fd {
   Fd& operator=(const Fd&) = delete;
   ~Fd() { reset(); }
   int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
   explicit operator bool() const { return fd_ >= 0; }
   void reset(int fd = -1) {
     if (fd_ >= 0) ::close(fd_);
@@ -76,15 +83,21 @@ class Fd {
   int fd_ = -1;
 };
 
-// Writes everything unless the reader is gone (EPIPE: SIGPIPE is ignored while launching), in which
-// case the output is dropped and the workers keep running.
-void write_all(int fd, std::string_view text) {
+// Writes everything, or returns false with errno set. For the launcher's own stdout and stderr a failure
+// is ignored: the reader is gone (EPIPE: SIGPIPE is ignored while launching), the output is dropped and the
+// workers keep running.
+bool write_all(int fd, std::string_view text) {
   while (!text.empty()) {
     const ssize_t n = ::write(fd, text.data(), text.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
+    if (n < 0) return false;
+    if (n == 0) {
+      errno = EIO;
+      return false;
+    }
     text.remove_prefix(static_cast<size_t>(n));
   }
+  return true;
 }
 
 void say(const std::string& line) {
@@ -198,20 +211,21 @@ std::string find_executable(const std::string& name) {
   throw LaunchError("cannot run '" + name + "': " + errno_text(err));
 }
 
-// The launcher's environment without TF_CONFIG, plus extra_env, plus OMP_NUM_THREADS = cores / workers
-// unless it is already set, so that N workers on one host do not each start a thread per core.
+// The launcher's environment without TF_CONFIG and LOCKSTEP_RESTART_COUNT, plus extra_env, plus
+// OMP_NUM_THREADS = cores / workers unless it is already set, so that N workers on one host do not each
+// start a thread per core.
 std::vector<std::string> worker_environment(const LaunchOptions& o) {
   std::vector<std::string> env;
   bool has_threads = o.extra_env.count("OMP_NUM_THREADS") > 0;
   for (char** e = environ; *e; ++e) {
     const std::string_view entry(*e);
     const std::string name(entry.substr(0, entry.find('=')));
-    if (name == "TF_CONFIG" || o.extra_env.count(name)) continue;
+    if (name == "TF_CONFIG" || name == kRestartCountVariable || o.extra_env.count(name)) continue;
     has_threads |= name == "OMP_NUM_THREADS";
     env.emplace_back(entry);
   }
   for (const auto& [name, value] : o.extra_env)
-    if (name != "TF_CONFIG") env.push_back(name + "=" + value);
+    if (name != "TF_CONFIG" && name != kRestartCountVariable) env.push_back(name + "=" + value);
   if (!has_threads) env.push_back("OMP_NUM_THREADS=" + std::to_string(std::max(1, usable_cores() / o.num_workers)));
   return env;
 }
@@ -219,7 +233,7 @@ std::vector<std::string> worker_environment(const LaunchOptions& o) {
 struct Program {
   std::string path;
   std::vector<std::string> argv;
-  std::vector<std::string> env;  // without TF_CONFIG, which differs per worker
+  std::vector<std::string> env;  // without TF_CONFIG and the restart count, which differ per worker and run
 };
 
 // ---- ports and TF_CONFIG ------------------------------------------------------------------------------
@@ -319,7 +333,9 @@ class LineSplitter {
   bool after_cr_ = false;
 };
 
-// worker-<i>.log per worker, truncated when the launcher starts and appended to across restarts.
+// worker-<i>.log per worker, truncated when the launcher starts and appended to across restarts. A file
+// that cannot be written (a full disk) is closed and the first such error is said once; the workers keep
+// running, since a job is worth more than its log, and close() makes the launcher's exit status non-zero.
 class LogFiles {
  public:
   LogFiles(const std::string& dir, int n) {
@@ -328,24 +344,41 @@ class LogFiles {
     std::filesystem::create_directories(dir, ec);
     if (ec) throw LaunchError("cannot create --log-dir '" + dir + "': " + ec.message());
     for (int i = 0; i < n; ++i) {
-      const std::string path = dir + "/worker-" + std::to_string(i) + ".log";
-      Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644));
-      if (!fd) throw LaunchError("cannot write the log file " + path + ": " + errno_text(errno));
+      paths_.push_back(dir + "/worker-" + std::to_string(i) + ".log");
+      Fd fd(::open(paths_.back().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644));
+      if (!fd) throw LaunchError("cannot write the log file " + paths_.back() + ": " + errno_text(errno));
       files_.push_back(std::move(fd));
     }
   }
   void write(int worker, std::string_view line) {
-    if (files_.empty()) return;
+    const auto i = static_cast<size_t>(worker);
+    if (i >= files_.size() || !files_[i]) return;
     std::string text(line);
     text += '\n';
-    write_all(files_[static_cast<size_t>(worker)].get(), text);
+    if (!write_all(files_[i].get(), text)) fail(i, errno);
   }
   void write_all_workers(std::string_view line) {
     for (size_t i = 0; i < files_.size(); ++i) write(static_cast<int>(i), line);
   }
+  // Closes every file, checking the close (where a delayed write error shows); true when all was written.
+  bool close() {
+    for (size_t i = 0; i < files_.size(); ++i)
+      if (files_[i] && ::close(files_[i].release()) != 0) fail(i, errno);
+    return !failed_;
+  }
 
  private:
+  void fail(size_t i, int err) {
+    files_[i].reset();
+    if (!failed_)
+      say("cannot write the log file " + paths_[i] + ": " + errno_text(err) +
+          " (the workers keep running; the logs stay incomplete and the launcher will exit non-zero)");
+    failed_ = true;
+  }
+
+  std::vector<std::string> paths_;
   std::vector<Fd> files_;
+  bool failed_ = false;
 };
 
 // ---- one run of the group -----------------------------------------------------------------------------
@@ -364,13 +397,47 @@ struct Stream {
 struct Worker {
   pid_t pid = -1;  // also the id of its process group
   bool running = false;
+  int named = -1;  // the other worker that this one's first error line names, as in "worker:1 ... failed"
   std::array<Stream, 2> streams{Stream{{}, STDOUT_FILENO, {}}, Stream{{}, STDERR_FILENO, {}}};
 };
 
+// A worker that ended, with its exit code (128 + n for signal n).
+struct Exit {
+  size_t worker;
+  int status;
+  int code;
+};
+
+bool is_error_line(std::string_view line) {
+  // lockstep's log at error level ("E 12:04:31] ...") and the CLI's last word ("lockstep: error: ...").
+  return line.starts_with("E ") || line.find("error: ") != std::string_view::npos;
+}
+
+// The first "worker:<j>" in `line` that is not `self` and names one of the n workers (a task name in lockstep's
+// messages, which under the launcher are "worker:<launcher's index>"); -1 if none.
+int other_worker_named(std::string_view line, size_t self, size_t n) {
+  constexpr std::string_view kTask = "worker:";
+  for (size_t at = line.find(kTask); at != std::string_view::npos; at = line.find(kTask, at + 1)) {
+    size_t end = at + kTask.size();
+    size_t j = 0;
+    while (end < line.size() && line[end] >= '0' && line[end] <= '9' && j < n)
+      j = j * 10 + static_cast<size_t>(line[end++] - '0');
+    if (end > at + kTask.size() && j < n && j != self) return static_cast<int>(j);
+  }
+  return -1;
+}
+
 class Group {
  public:
-  Group(const LaunchOptions& o, const Program& program, LogFiles& logs)
-      : o_(o), program_(program), logs_(logs), workers_(static_cast<size_t>(o.num_workers)) {}
+  // `attempt`: 0 for the first run of the group, k for its k-th restart; `restarts_left`: whether a failure
+  // would be followed by a restart.
+  Group(const LaunchOptions& o, const Program& program, LogFiles& logs, int attempt, bool restarts_left)
+      : o_(o),
+        program_(program),
+        logs_(logs),
+        attempt_(attempt),
+        restarts_left_(restarts_left),
+        workers_(static_cast<size_t>(o.num_workers)) {}
 
   Outcome run(const std::vector<int>& ports) {
     std::vector<std::string> cluster;
@@ -386,6 +453,7 @@ class Group {
     Worker& w = workers_[static_cast<size_t>(i)];
     std::vector<std::string> env = program_.env;
     env.push_back("TF_CONFIG=" + config);
+    env.push_back(std::string(kRestartCountVariable) + "=" + std::to_string(attempt_));
     auto pointers = [](std::vector<std::string>& v) {
       std::vector<char*> p;
       for (std::string& s : v) p.push_back(s.data());
@@ -483,7 +551,10 @@ class Group {
       if (w.pid > 0) ::kill(-w.pid, sig);
   }
 
+  // Reaps the workers that ended, reading what they left in their pipes first, and on the group's first
+  // failure reports the worker whose loss started it (see blame()) and stops the group.
   void reap() {
+    std::vector<Exit> ended;
     for (size_t i = 0; i < workers_.size(); ++i) {
       Worker& w = workers_[i];
       if (!w.running) continue;
@@ -492,15 +563,68 @@ class Group {
       if (r == 0 || (r < 0 && errno == EINTR)) continue;
       w.running = false;
       if (r < 0) continue;  // not ours any more (someone else reaped it); nothing to report
-      const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      if (code == 0 || stopping_) continue;
-      if (WIFEXITED(status))
-        say(make_message("worker ", i, " failed with exit code ", code));
-      else
-        say(make_message("worker ", i, " was killed by signal ", signal_name(WTERMSIG(status))));
-      outcome_ = {code, true};
-      stop(SIGTERM);
+      drain(i);
+      ended.push_back({i, status, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)});
     }
+    if (stopping_) return;
+    if (suspect_) {
+      for (const Exit& e : ended)
+        if (e.worker == *suspect_) report(culprit(*first_failure_, e));
+      return;
+    }
+    std::vector<Exit> failed;
+    std::copy_if(ended.begin(), ended.end(), std::back_inserter(failed), [](const Exit& e) { return e.code != 0; });
+    if (!failed.empty()) blame(failed);
+  }
+
+  // The worker whose loss started a failure. Its peers notice the loss within milliseconds and exit too,
+  // often before the launcher looks, so the first to be reaped proves nothing. A worker killed by a signal
+  // was killed, not told to exit; otherwise a worker that exits naming another worker in an error line
+  // ("worker:1 ... failed: no heartbeat") points at that one, whose own exit then decides (see culprit()).
+  // A named worker that is still running gets kSettleTimeout to exit; after that it counts as lost (it hangs).
+  void blame(const std::vector<Exit>& failed) {
+    const auto killed = std::find_if(failed.begin(), failed.end(), [](const Exit& e) { return WIFSIGNALED(e.status); });
+    if (killed != failed.end()) return report(*killed);
+    const Exit& first = failed.front();
+    const int named = workers_[first.worker].named;
+    if (named < 0) return report(first);
+    const auto other = std::find_if(failed.begin(), failed.end(),
+                                    [&](const Exit& e) { return e.worker == static_cast<size_t>(named); });
+    if (other != failed.end()) return report(culprit(first, *other));
+    if (!workers_[static_cast<size_t>(named)].running) return report(first);  // it had already finished
+    suspect_ = static_cast<size_t>(named);
+    first_failure_ = first;
+    settle_until_ = Clock::now() + kSettleTimeout;
+  }
+
+  // Of `first`, which named the worker of `named`, and that worker's exit: the one to report. The named one,
+  // unless it succeeded or names `first` back (two workers refusing each other's configuration).
+  const Exit& culprit(const Exit& first, const Exit& named) const {
+    if (WIFSIGNALED(named.status)) return named;
+    if (named.code == 0 || workers_[named.worker].named == static_cast<int>(first.worker)) return first;
+    return named;
+  }
+
+  void report(const Exit& e) {
+    const size_t i = e.worker;
+    if (WIFSIGNALED(e.status))
+      say(make_message("worker ", i, " was killed by signal ", signal_name(WTERMSIG(e.status))));
+    else if (e.code == kInputErrorCode)
+      say(make_message("worker ", i, " exited with code 2 (a usage or input error)",
+                       restarts_left_ ? "; not restarting" : ""));
+    else
+      say(make_message("worker ", i, " failed with exit code ", e.code));
+    outcome_ = {e.code, e.code != kInputErrorCode};
+    stop(SIGTERM);
+  }
+
+  // The suspect did not exit by itself in time: it hangs, or its host is gone.
+  void check_suspect() {
+    if (!suspect_ || stopping_ || Clock::now() < settle_until_) return;
+    say(make_message("worker ", *suspect_, " was lost (worker ", first_failure_->worker, " exited with code ",
+                     first_failure_->code, " reporting it)"));
+    outcome_ = {first_failure_->code, true};
+    stop(SIGTERM);
   }
 
   void check_launcher_signals() {
@@ -514,10 +638,12 @@ class Group {
   }
 
   void emit(size_t i, size_t stream, std::string_view line) {
+    Worker& w = workers_[i];
+    if (stream == 1 && w.named < 0 && is_error_line(line)) w.named = other_worker_named(line, i, workers_.size());
     std::string text = "[worker " + std::to_string(i) + "] ";
     text.append(line);
     text += '\n';
-    write_all(workers_[i].streams[stream].out_fd, text);
+    write_all(w.streams[stream].out_fd, text);
     logs_.write(static_cast<int>(i), line);
   }
 
@@ -525,6 +651,28 @@ class Group {
     Stream& st = workers_[i].streams[s];
     st.lines.finish([&](std::string_view line) { emit(i, s, line); });
     st.fd.reset();
+  }
+
+  // One read from a worker's pipe; false when there was nothing to read or the stream ended.
+  bool read_stream(size_t i, size_t s) {
+    Stream& st = workers_[i].streams[s];
+    if (!st.fd) return false;
+    char buf[65536];
+    const ssize_t n = ::read(st.fd.get(), buf, sizeof buf);
+    if (n > 0) {
+      st.lines.feed(std::string_view(buf, static_cast<size_t>(n)), [&](std::string_view line) { emit(i, s, line); });
+      return true;
+    }
+    if (n == 0 || (errno != EAGAIN && errno != EINTR)) close_stream(i, s);
+    return false;
+  }
+
+  // Reads what an exited worker left in its pipes, so that its last words count before it is judged. Bounded:
+  // a child of the worker may still hold a pipe and write on.
+  void drain(size_t i) {
+    for (size_t s = 0; s < 2; ++s)
+      for (int k = 0; k < 64 && read_stream(i, s); ++k) {
+      }
   }
 
   static int ms_until(Clock::time_point t) {
@@ -535,9 +683,9 @@ class Group {
   // Copies output until every worker has exited and its pipes are drained, enforcing the deadlines.
   void pump() {
     std::optional<Clock::time_point> drain_until;
-    char buf[65536];
     while (true) {
       reap();
+      check_suspect();
       check_launcher_signals();
       const auto now = Clock::now();
       if (stopping_ && !killed_ && now >= kill_at_) stop(SIGKILL);
@@ -561,6 +709,7 @@ class Group {
       if (stopping_ && !killed_) timeout = std::min(timeout, ms_until(kill_at_));
       if (killed_) timeout = std::min(timeout, ms_until(give_up_at_));
       if (drain_until) timeout = std::min(timeout, ms_until(*drain_until));
+      if (suspect_ && !stopping_) timeout = std::min(timeout, ms_until(settle_until_));
       std::vector<pollfd> fds{{g_wake_pipe[0], POLLIN, 0}};
       std::vector<std::pair<size_t, size_t>> owners;
       for (size_t i = 0; i < workers_.size(); ++i)
@@ -578,12 +727,7 @@ class Group {
       for (size_t k = 1; k < fds.size(); ++k) {
         if (!fds[k].revents) continue;
         const auto [i, s] = owners[k - 1];
-        const ssize_t n = ::read(fds[k].fd, buf, sizeof buf);
-        if (n > 0)
-          workers_[i].streams[s].lines.feed(std::string_view(buf, static_cast<size_t>(n)),
-                                            [&](std::string_view line) { emit(i, s, line); });
-        else if (n == 0 || (errno != EAGAIN && errno != EINTR))
-          close_stream(i, s);
+        read_stream(i, s);
       }
     }
     for (size_t i = 0; i < workers_.size(); ++i)
@@ -594,8 +738,13 @@ class Group {
   const LaunchOptions& o_;
   const Program& program_;
   LogFiles& logs_;
+  const int attempt_;
+  const bool restarts_left_;
   std::vector<Worker> workers_;
   Outcome outcome_;
+  std::optional<size_t> suspect_;  // the worker another's error named, given kSettleTimeout to exit itself
+  std::optional<Exit> first_failure_;
+  Clock::time_point settle_until_;
   bool stopping_ = false, killed_ = false, interrupted_ = false;
   Clock::time_point kill_at_, give_up_at_;
 };
@@ -620,15 +769,31 @@ int launch(const LaunchOptions& o) {
     LogFiles logs(o.log_dir, o.num_workers);
     SignalHandlers handlers;
     std::fflush(nullptr);  // nothing buffered in the launcher may be written twice by a child
-    for (int attempt = 0;; ++attempt) {
-      if (g_stop_signal) return 128 + g_stop_signal;
-      const Outcome r = Group(o, program, logs).run(pick_ports(o.host, o.num_workers, o.start_port));
-      if (r.code == 0 || !r.restartable || attempt >= o.max_restarts || g_stop_signal) return r.code;
+    int attempt = 0;
+    int code = 0;
+    for (;; ++attempt) {
+      if (g_stop_signal) {
+        code = 128 + g_stop_signal;
+        break;
+      }
+      const bool restarts_left = attempt < o.max_restarts;
+      const Outcome r =
+          Group(o, program, logs, attempt, restarts_left).run(pick_ports(o.host, o.num_workers, o.start_port));
+      code = r.code;
+      if (r.code == 0 || !r.restartable || !restarts_left || g_stop_signal) break;
       const std::string line =
           make_message("lockstep launch: restarting the group (attempt ", attempt + 1, " of ", o.max_restarts, ")");
       write_all(STDERR_FILENO, line + "\n");
       logs.write_all_workers(line);
     }
+    if (attempt > 0) {
+      std::string how = code == 0 ? "finished" : "failed";
+      if (g_stop_signal) how = "stopped";
+      say(make_message(how, " after ", attempt, attempt == 1 ? " restart" : " restarts"));
+    }
+    // A log that could not be written fails the launcher, but never hides a worker's own failure.
+    if (!logs.close() && code == 0) code = 1;
+    return code;
   } catch (const std::exception& e) {
     say(e.what());
     return 2;

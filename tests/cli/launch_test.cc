@@ -149,6 +149,54 @@ TEST(LaunchCli, RestartsRunOut) {
   EXPECT_EQ(lines_after(r.err, "lockstep launch: worker 0 failed").size(), 3u);
 }
 
+TEST(LaunchCli, ExitCode2IsNotRestarted) {
+  // Exit code 2 is lockstep's "the input is wrong": running the group again cannot help.
+  Result r = run_lockstep(
+      "launch -n 2 --max-restarts 3 -- " + worker("echo run-$i; if [ $i = 1 ]; then exit 2; fi; sleep 30"), "", 60);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(lines_after(r.err, "lockstep launch: "),
+            std::vector<std::string>{"worker 1 exited with code 2 (a usage or input error); not restarting"});
+  EXPECT_EQ(lines_after(r.out, "[worker 1] "), std::vector<std::string>{"run-1"});
+}
+
+TEST(LaunchCli, RestartsAreCountedInTheWorkersEnvironmentAndTheLastLine) {
+  const fs::path dir = temp_dir("launch_restart_count");
+  const std::string marker = (dir / "marker").string();
+  const std::string cmd = worker("echo restart-$LOCKSTEP_RESTART_COUNT; if [ $i = 1 ] && [ ! -e " + marker +
+                                 " ]; then touch " + marker + "; exit 4; fi");
+  // A value inherited from the launcher's own environment is replaced.
+  Result r = run_lockstep("launch -n 2 --max-restarts 2 -- " + cmd, "LOCKSTEP_RESTART_COUNT=9", 60);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(lines_after(r.out, "[worker 0] "), (std::vector<std::string>{"restart-0", "restart-1"}));
+  const std::vector<std::string> said = lines_after(r.err, "lockstep launch: ");
+  ASSERT_FALSE(said.empty()) << r.err;
+  EXPECT_EQ(said.back(), "finished after 1 restart") << r.err;
+
+  // A group that fails every time ends with the count too; without a restart there is no such line.
+  r = run_lockstep("launch -n 2 --max-restarts 2 -- " + worker("exit 3"), "", 60);
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_EQ(lines_after(r.err, "lockstep launch: ").back(), "failed after 2 restarts") << r.err;
+  r = run_lockstep("launch -n 2 -- " + worker("exit 0"), "", 60);
+  EXPECT_EQ(r.err, "");
+  fs::remove_all(dir);
+}
+
+TEST(LaunchCli, LogWriteErrorIsOneLineAndFailsTheLauncherButNotTheJob) {
+  // worker-0.log on a full disk: /dev/full fails every write with ENOSPC.
+  const fs::path dir = temp_dir("launch_log_full");
+  fs::create_symlink("/dev/full", dir / "worker-0.log");
+  Result r = run_lockstep("launch -n 2 --log-dir " + dir.string() + " -- " + worker("echo a-$i; echo b-$i; echo c-$i"),
+                          "", 60);
+  EXPECT_EQ(r.code, 1) << r.err;
+  const std::vector<std::string> said = lines_after(r.err, "lockstep launch: ");
+  ASSERT_EQ(said.size(), 1u) << r.err;
+  EXPECT_TRUE(contains(said[0], (dir / "worker-0.log").string() + ": No space left on device")) << said[0];
+  // The workers ran to the end and their output still reached the terminal.
+  EXPECT_EQ(lines_after(r.out, "[worker 0] "), (std::vector<std::string>{"a-0", "b-0", "c-0"}));
+  EXPECT_EQ(read_all((dir / "worker-1.log").string()), "a-1\nb-1\nc-1\n");
+  fs::remove_all(dir);
+}
+
 TEST(LaunchCli, LogDirHoldsEachWorkersOutputUnprefixed) {
   const fs::path dir = temp_dir("launch_logs") / "logs";
   Result r =
