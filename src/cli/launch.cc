@@ -10,7 +10,8 @@ std::function<int()> add_launch_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("launch", "run N workers of a command on this host, each with its TF_CONFIG");
   cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a repeated flag: the last wins
   cmd->add_option("-n,--num-workers", o->num_workers, "number of worker processes")->required();
-  cmd->add_option("--max-restarts", o->max_restarts, "restarts of the whole group after a worker fails");
+  cmd->add_option("--max-restarts", o->max_restarts,
+                  "restarts of the whole group after a worker fails (none after exit code 2, an input error)");
   cmd->add_option("--start-port", o->start_port, "first port to try (default: ports chosen by the kernel)");
   cmd->add_option("--host", o->host, "address of this host in TF_CONFIG");
   cmd->add_option("--grace-period", o->grace_period_s, "seconds from SIGTERM to SIGKILL when stopping workers");
