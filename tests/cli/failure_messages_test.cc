@@ -135,9 +135,17 @@ TEST_F(LaunchedJob, NamesTheHungWorkerThatTheOthersReport) {
 
 TEST(ChiefPort, TakenPortIsOneLineWithoutGrpcsLog) {
   const fs::path dir = temp_dir("chief_port");
+  struct Cleanup {
+    fs::path dir;
+    int holder = -1;
+    ~Cleanup() {
+      if (holder >= 0) ::close(holder);
+      fs::remove_all(dir);
+    }
+  } cleanup{dir};
   write_idx_dataset(dir, 64, 16);
   // Hold the chief's port the way another job would: bound on every interface and listening.
-  const int holder = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int holder = cleanup.holder = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_ANY);
@@ -156,8 +164,6 @@ TEST(ChiefPort, TakenPortIsOneLineWithoutGrpcsLog) {
   r = run_lockstep(args, "GRPC_VERBOSITY=ERROR TF_CONFIG='" + config + "'", 60);
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_GT(count_lines(r.err), 1u) << r.err;
-  ::close(holder);
-  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -45,6 +45,13 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// A temporary directory removed when the test ends, failed assertions included.
+struct TempDir {
+  explicit TempDir(const std::string& name) : path(temp_dir(name)) {}
+  ~TempDir() { fs::remove_all(path); }
+  fs::path path;
+};
+
 TEST(LaunchCli, AllWorkersSucceedEachWithItsTfConfig) {
   Result r = run_lockstep("launch -n 3 -- " + worker("echo \"$TF_CONFIG\"; echo to-stderr-$i >&2"), "", 60);
   ASSERT_EQ(r.code, 0) << r.err;
@@ -160,7 +167,8 @@ TEST(LaunchCli, ExitCode2IsNotRestarted) {
 }
 
 TEST(LaunchCli, RestartsAreCountedInTheWorkersEnvironmentAndTheLastLine) {
-  const fs::path dir = temp_dir("launch_restart_count");
+  const TempDir temp("launch_restart_count");
+  const fs::path& dir = temp.path;
   const std::string marker = (dir / "marker").string();
   const std::string cmd = worker("echo restart-$LOCKSTEP_RESTART_COUNT; if [ $i = 1 ] && [ ! -e " + marker +
                                  " ]; then touch " + marker + "; exit 4; fi");
@@ -178,12 +186,12 @@ TEST(LaunchCli, RestartsAreCountedInTheWorkersEnvironmentAndTheLastLine) {
   EXPECT_EQ(lines_after(r.err, "lockstep launch: ").back(), "failed after 2 restarts") << r.err;
   r = run_lockstep("launch -n 2 -- " + worker("exit 0"), "", 60);
   EXPECT_EQ(r.err, "");
-  fs::remove_all(dir);
 }
 
 TEST(LaunchCli, LogWriteErrorIsOneLineAndFailsTheLauncherButNotTheJob) {
   // worker-0.log on a full disk: /dev/full fails every write with ENOSPC.
-  const fs::path dir = temp_dir("launch_log_full");
+  const TempDir temp("launch_log_full");
+  const fs::path& dir = temp.path;
   fs::create_symlink("/dev/full", dir / "worker-0.log");
   Result r = run_lockstep("launch -n 2 --log-dir " + dir.string() + " -- " + worker("echo a-$i; echo b-$i; echo c-$i"),
                           "", 60);
@@ -194,7 +202,6 @@ TEST(LaunchCli, LogWriteErrorIsOneLineAndFailsTheLauncherButNotTheJob) {
   // The workers ran to the end and their output still reached the terminal.
   EXPECT_EQ(lines_after(r.out, "[worker 0] "), (std::vector<std::string>{"a-0", "b-0", "c-0"}));
   EXPECT_EQ(read_all((dir / "worker-1.log").string()), "a-1\nb-1\nc-1\n");
-  fs::remove_all(dir);
 }
 
 TEST(LaunchCli, LogDirHoldsEachWorkersOutputUnprefixed) {
