@@ -20,6 +20,21 @@ void set_random_seed(uint64_t seed) {
 }
 
 Philox next_generator() { return Philox(g_seed, g_stream++); }
+
+namespace {
+class GlobalRandomState final : public train::Trackable {
+ public:
+  train::TrackableState save() const override { return {{}, {{"seed", g_seed.load()}, {"stream", g_stream.load()}}}; }
+  train::RestoreMatch restore(const train::TrackableState& state) override {
+    if (!state.values.contains("seed") || !state.values.contains("stream")) return {{"seed", "stream"}, {}};
+    g_seed = state.values["seed"].get<uint64_t>();
+    g_stream = state.values["stream"].get<uint64_t>();
+    return {};
+  }
+};
+}  // namespace
+
+train::TrackablePtr global_random_state() { return std::make_shared<GlobalRandomState>(); }
 }  // namespace utils
 
 namespace initializers {

@@ -312,6 +312,33 @@ Tensor Dropout::call(const Tensor& x, bool training) {
   return x * keep * (1.0 / (1.0 - rate_));
 }
 
+namespace {
+nlohmann::json philox_json(const Philox::State& s) { return {s.seed, s.stream, s.position}; }
+Philox::State philox_state(const nlohmann::json& j) {
+  return {j.at(0).get<uint64_t>(), j.at(1).get<uint64_t>(), j.at(2).get<uint64_t>()};
+}
+}  // namespace
+
+nlohmann::json Dropout::rng_state() const {
+  nlohmann::json replicas = nlohmann::json::object();
+  std::lock_guard lock(replica_rngs_->mutex);
+  for (const auto& [replica, rng] : replica_rngs_->by_replica) replicas[std::to_string(replica)] = philox_json(rng.state());
+  return {{"rng", philox_json(rng_.state())}, {"replicas", replicas}};
+}
+
+void Dropout::set_rng_state(const nlohmann::json& state) {
+  try {
+    Philox::State main = philox_state(state.at("rng"));
+    std::map<int64_t, Philox> replicas;
+    for (const auto& [replica, s] : state.at("replicas").items()) replicas.emplace(std::stoll(replica), Philox(philox_state(s)));
+    rng_.set_state(main);
+    std::lock_guard lock(replica_rngs_->mutex);
+    replica_rngs_->by_replica = std::move(replicas);
+  } catch (const std::exception& e) {
+    throw ValueError(make_message("Dropout layer '", name(), "': malformed random stream state (", e.what(), ")"));
+  }
+}
+
 nlohmann::json Dropout::get_config() const {
   nlohmann::json c = Layer::get_config();
   c["rate"] = rate_;

@@ -34,17 +34,20 @@ Optimizer::Slots& Optimizer::slots_for(const Variable& v) {
   for (int k = 1; std::any_of(slots_.begin(), slots_.end(), [&](const Slots& s) { return s.prefix == prefix; }); ++k)
     prefix = base + "_" + std::to_string(k) + "/";
   Slots s{prefix, {}};
-  for (const std::string& slot : slot_names_) {
+  // Restored state waiting for this variable: matched by creation order, as TF matches slots through the
+  // model's structure, so a model rebuilt in a new process (whose layers may be named differently) restores.
+  auto p = pending_.find(slots_.size());
+  for (size_t i = 0; i < slot_names_.size(); ++i) {
     Tensor t = zeros(v.shape(), v.dtype());
-    if (auto p = pending_.find(prefix + slot); p != pending_.end()) {
-      LS_CHECK(p->second.shape() == t.shape(), ValueError, "optimizer state '", p->first, "' has shape ",
-               p->second.shape().str(), " but variable '", v.name(), "' has shape ", t.shape().str(),
-               "; was the checkpoint written for another model?");
-      t.copy_from(raw_ops::cast(p->second, t.dtype()));
-      pending_.erase(p);
+    if (p != pending_.end() && p->second[i].defined()) {
+      LS_CHECK(p->second[i].shape() == t.shape(), ValueError, "optimizer state for slot '", slot_names_[i],
+               "' of variable ", slots_.size(), " has shape ", p->second[i].shape().str(), " but variable '", v.name(),
+               "' has shape ", t.shape().str(), "; was the checkpoint written for another model?");
+      t.copy_from(raw_ops::cast(p->second[i], t.dtype()));
     }
     s.tensors.push_back(t);
   }
+  if (p != pending_.end()) pending_.erase(p);
   slot_index_.emplace(v.unique_id(), slots_.size());
   slots_.push_back(std::move(s));
   return slots_.back();
@@ -136,9 +139,11 @@ std::vector<std::pair<std::string, Tensor>> Optimizer::state() const {
 }
 
 void Optimizer::set_state(const std::vector<std::pair<std::string, Tensor>>& state) {
-  // Check everything before changing anything, so a bad checkpoint leaves the optimizer as it was.
-  std::vector<std::pair<const Tensor*, const Tensor*>> copies;  // (slot, saved)
-  std::unordered_map<std::string, Tensor> pending;
+  // Slot sets are matched by position (the order state() wrote them, which is the order the variables were
+  // first updated), not by variable name. Everything is checked before anything changes, so a bad
+  // checkpoint leaves the optimizer as it was.
+  std::vector<std::string> prefixes;                   // saved slot sets in order
+  std::map<size_t, std::vector<Tensor>> sets;          // position -> tensor per slot name
   const Tensor* iterations = nullptr;
   for (const auto& [key, t] : state) {
     LS_CHECK(t.defined(), ValueError, "optimizer state '", key, "' is an undefined tensor");
@@ -148,26 +153,37 @@ void Optimizer::set_state(const std::vector<std::pair<std::string, Tensor>>& sta
       iterations = &t;
       continue;
     }
-    const Tensor* slot = nullptr;
-    for (const Slots& s : slots_)
-      for (size_t i = 0; i < slot_names_.size() && !slot; ++i)
-        if (key == s.prefix + slot_names_[i]) slot = &s.tensors[i];
-    if (slot) {
-      LS_CHECK(t.shape() == slot->shape(), ValueError, "optimizer state '", key, "' has shape ", t.shape().str(),
-               ", expected ", slot->shape().str(), "; was the checkpoint written for another model?");
-      copies.emplace_back(slot, &t);
+    size_t slot = slot_names_.size();
+    for (size_t i = 0; i < slot_names_.size(); ++i)
+      if (key.size() > slot_names_[i].size() + 1 && key.ends_with("/" + slot_names_[i])) slot = i;
+    LS_CHECK(key.starts_with(name_ + "/") && slot < slot_names_.size(), ValueError, "optimizer state '", key,
+             "' does not belong to optimizer '", name_, "' (expected 'iterations' or '", name_,
+             "/<variable name>/<slot>'); was it saved by another optimizer?");
+    const std::string prefix = key.substr(0, key.size() - slot_names_[slot].size());
+    size_t at = std::find(prefixes.begin(), prefixes.end(), prefix) - prefixes.begin();
+    if (at == prefixes.size()) prefixes.push_back(prefix);
+    auto& set = sets[at];
+    set.resize(slot_names_.size());
+    set[slot] = t;
+  }
+  for (auto& [at, set] : sets)
+    if (at < slots_.size())
+      for (size_t i = 0; i < set.size(); ++i)
+        LS_CHECK(!set[i].defined() || set[i].shape() == slots_[at].tensors[i].shape(), ValueError, "optimizer state '",
+                 prefixes[at], slot_names_[i], "' has shape ", set[i].shape().str(), ", expected ",
+                 slots_[at].tensors[i].shape().str(), " (", slots_[at].prefix, slot_names_[i],
+                 "); was the checkpoint written for another model?");
+  if (iterations) iterations_ = iterations->item<int64_t>();
+  for (auto& [at, set] : sets) {
+    if (at >= slots_.size()) {
+      for (Tensor& t : set)
+        if (t.defined()) t = t.clone();
+      pending_[at] = std::move(set);
       continue;
     }
-    bool ours = key.starts_with(name_ + "/") &&
-                std::any_of(slot_names_.begin(), slot_names_.end(),
-                            [&](const std::string& n) { return key.size() > n.size() + 1 && key.ends_with("/" + n); });
-    LS_CHECK(ours, ValueError, "optimizer state '", key, "' does not belong to optimizer '", name_,
-             "' (expected 'iterations' or '", name_, "/<variable name>/<slot>'); was it saved by another optimizer?");
-    pending.emplace(key, t.clone());
+    for (size_t i = 0; i < set.size(); ++i)
+      if (set[i].defined()) slots_[at].tensors[i].copy_from(raw_ops::cast(set[i], slots_[at].tensors[i].dtype()));
   }
-  if (iterations) iterations_ = iterations->item<int64_t>();
-  for (auto [slot, saved] : copies) slot->copy_from(raw_ops::cast(*saved, slot->dtype()));
-  for (auto& [key, t] : pending) pending_[key] = t;
 }
 
 nlohmann::json Optimizer::get_config() const {

@@ -73,6 +73,13 @@ class Sequential::StepInput {
     if (!b) return std::nullopt;
     return std::vector<data::Batch>{std::move(*b)};
   }
+  nlohmann::json save_state() const { return distributed_ ? distributed_->save_state() : plain_->save_state(); }
+  void restore_state(const nlohmann::json& state) {
+    if (distributed_)
+      distributed_->restore_state(state);
+    else
+      plain_->restore_state(state);
+  }
 
  private:
   std::optional<data::Iterator> plain_;
@@ -206,15 +213,51 @@ callbacks::History Sequential::fit(const data::Dataset& dataset, FitOptions opt)
   s_->stop_training = false;
 
   Logs none;
+  s_->fit.emplace();
+  s_->resume.reset();
+  struct EndFit {
+    Sequential::State& s;
+    ~EndFit() {
+      s.fit.reset();
+      s.resume.reset();
+    }
+  } end_fit{*s_};
   cbs.each([&](Callback& c) { c.on_train_begin(none); });
+  // A callback may have restored a backup of an interrupted fit() (BackupAndRestore): continue at its epoch
+  // and step, with its input position, metric accumulators and history.
+  int64_t first_epoch = opt.initial_epoch, first_step = 0;
+  Sequential::State::FitProgress& progress = *s_->fit;
+  if (s_->resume) {
+    const nlohmann::json& r = *s_->resume;
+    first_epoch = r["epoch"].get<int64_t>();
+    first_step = r["step_in_epoch"].get<int64_t>();
+    progress.total_steps = r["total_steps"].get<int64_t>();
+    progress.finished = r["finished"];
+    for (const nlohmann::json& e : progress.finished) {
+      history->epoch.push_back(e["epoch"].get<int64_t>());
+      for (const auto& [k, v] : e["logs"].items()) history->history[k].push_back(v.get<double>());
+    }
+  }
   // With steps_per_epoch the iterator runs on across epochs (Keras); otherwise each epoch is one pass, whose
   // shuffle order depends on the epoch number only, so a resumed run sees the same order as an unbroken one.
-  auto input = std::make_unique<StepInput>(*s_, dataset, fixed_steps ? 0 : static_cast<uint64_t>(opt.initial_epoch));
-  for (int64_t epoch = opt.initial_epoch; epoch < opt.epochs && !s_->stop_training; ++epoch) {
+  auto input = std::make_unique<StepInput>(*s_, dataset, fixed_steps ? 0 : static_cast<uint64_t>(first_epoch));
+  if (s_->resume && (fixed_steps || first_step > 0)) input->restore_state((*s_->resume)["input"]);
+  progress.input_position = [&] { return input->save_state(); };
+  for (int64_t epoch = first_epoch; epoch < opt.epochs && !s_->stop_training; ++epoch) {
+    const bool resumed = s_->resume && epoch == first_epoch && first_step > 0;
     reset_metrics();
+    if (resumed) {
+      const nlohmann::json& r = *s_->resume;
+      s_->loss_total = r["loss_total"].get<double>();
+      s_->loss_count = r["loss_count"].get<double>();
+      for (size_t i = 0; i < s_->metrics.size(); ++i) s_->metrics[i]->set_state(r["metrics"][i].get<std::vector<double>>());
+    }
+    progress.epoch = epoch;
+    progress.steps_done = resumed ? first_step : 0;
+    progress.epoch_done = false;
     cbs.each([&](Callback& c) { c.on_epoch_begin(epoch, none); });
-    if (!fixed_steps && epoch > opt.initial_epoch) input = std::make_unique<StepInput>(*s_, dataset, static_cast<uint64_t>(epoch));
-    for (int64_t step = 0; !fixed_steps || step < opt.steps_per_epoch; ++step) {
+    if (!fixed_steps && epoch > first_epoch) input = std::make_unique<StepInput>(*s_, dataset, static_cast<uint64_t>(epoch));
+    for (int64_t step = progress.steps_done; !fixed_steps || step < opt.steps_per_epoch; ++step) {
       std::optional<std::vector<data::Batch>> batches = input->next();
       if (!batches) {
         if (fixed_steps) {
@@ -226,6 +269,8 @@ callbacks::History Sequential::fit(const data::Dataset& dataset, FitOptions opt)
       }
       cbs.each([&](Callback& c) { c.on_train_batch_begin(step, none); });
       run_step(*batches, true);
+      progress.steps_done = step + 1;
+      ++progress.total_steps;
       Logs logs = metric_logs();
       cbs.each([&](Callback& c) { c.on_train_batch_end(step, logs); });
       if (s_->stop_training) break;
@@ -235,6 +280,10 @@ callbacks::History Sequential::fit(const data::Dataset& dataset, FitOptions opt)
       Logs val = run_evaluation(*opt.validation_data, opt.validation_steps, cbs.all);
       for (const auto& [k, v] : val.items()) epoch_logs.set("val_" + k, v);
     }
+    nlohmann::json logs_json = nlohmann::json::object();
+    for (const auto& [k, v] : epoch_logs.items()) logs_json[k] = v;
+    progress.finished.push_back({{"epoch", epoch}, {"logs", logs_json}});
+    progress.epoch_done = true;
     cbs.each([&](Callback& c) { c.on_epoch_end(epoch, epoch_logs); });
   }
   cbs.each([&](Callback& c) { c.on_train_end(none); });

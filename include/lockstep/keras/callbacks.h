@@ -132,5 +132,29 @@ struct ModelCheckpointOptions {
 // "{<log key>:.4f}" are replaced by their values (epochs count from 1, as Keras prints them).
 std::shared_ptr<Callback> ModelCheckpoint(const std::string& filepath, ModelCheckpointOptions options = {});
 
+// When BackupAndRestore saves: "epoch" (at the end of every epoch) or every N training steps.
+struct SaveFreq {
+  SaveFreq(const char* when);
+  SaveFreq(int64_t every_n_steps);
+  int64_t steps = 0;  // 0: every epoch
+};
+
+struct BackupAndRestoreOptions {
+  std::string backup_dir;
+  SaveFreq save_freq = "epoch";
+  bool delete_checkpoint = true;  // remove the backup when fit() ends normally
+  // On SIGTERM or SIGINT (to any worker), every worker saves at the same next step and fit() ends; the
+  // program then exits with kPreemptedExitCode (see train/preemption.h).
+  bool save_before_preemption = false;
+  // Two-phase saves: the step only copies state to host buffers and a background thread writes the file.
+  bool async_checkpoint = true;
+};
+// tf.keras.callbacks.BackupAndRestore: backs fit() up to backup_dir (a CheckpointManager keeping the two newest
+// backups) and, when fit() starts with a backup there, restores the model (building it if it was never called),
+// the optimizer, the random streams and fit's exact position — epoch, step in epoch, the input's position,
+// metric accumulators and History — so the interrupted run continues bitwise as if it had never stopped. Under
+// a strategy every worker must use it; only the chief writes.
+std::shared_ptr<Callback> BackupAndRestore(BackupAndRestoreOptions options);
+
 }  // namespace callbacks
 }  // namespace lockstep::keras

@@ -10,6 +10,7 @@
 
 #include "lockstep/core/philox.h"
 #include "lockstep/tensor/tensor.h"
+#include "lockstep/train/trackable.h"
 
 namespace lockstep::keras {
 
@@ -18,6 +19,9 @@ namespace utils {
 void set_random_seed(uint64_t seed);
 // The generator for the next weight or layer that has no seed of its own.
 Philox next_generator();
+// The global seed's position (seed and next stream) as a checkpoint object, so that layers created after a
+// restore draw what they would have drawn in the uninterrupted run.
+train::TrackablePtr global_random_state();
 }  // namespace utils
 
 namespace initializers {

@@ -213,6 +213,9 @@ class Dropout : public Layer {
   nlohmann::json get_config() const override;
   // The generator's position, for exact resumption.
   Philox& generator() { return rng_; }
+  // The positions of every replica's stream, as JSON for checkpoints, and back.
+  nlohmann::json rng_state() const;
+  void set_rng_state(const nlohmann::json& state);
 
  protected:
   Tensor call(const Tensor& x, bool training) override;

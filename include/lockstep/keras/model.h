@@ -15,6 +15,7 @@
 #include "lockstep/keras/losses.h"
 #include "lockstep/keras/metrics.h"
 #include "lockstep/keras/optimizers.h"
+#include "lockstep/train/trackable.h"
 
 namespace lockstep::keras {
 
@@ -71,6 +72,11 @@ struct PredictOptions {
   std::vector<CallbackPtr> callbacks = {};
   int verbose = 0;
 };
+
+class Sequential;
+// A model in a checkpoint (tf.train.Checkpoint(model=...)): its variables in order, Dropout's random streams,
+// and its input shape, so that restoring into a model that is not built yet builds it first.
+train::TrackablePtr make_trackable(const Sequential& model);
 
 class Sequential {
  public:
@@ -129,11 +135,18 @@ class Sequential {
   std::shared_ptr<losses::Loss> loss() const;
   const std::vector<std::shared_ptr<metrics::Metric>>& metrics() const;
 
+  // fit()'s position as a checkpoint object, for callbacks that back up and resume training
+  // (BackupAndRestore): the epoch and the steps done in it, the input's position, the epoch's metric
+  // accumulators and the logs of finished epochs. Restored before fit's first step (in on_train_begin), it
+  // makes fit() continue exactly there. It differs per worker (each reads its own shard).
+  train::TrackablePtr fit_state() const;
+
   // The model's state, defined in src/keras/model-impl.h.
   struct State;
 
  private:
   std::shared_ptr<State> s_;
+  friend train::TrackablePtr make_trackable(const Sequential& model);
   Logs metric_logs() const;
   void reset_metrics();
   // What a replica's step returns to the caller's thread.

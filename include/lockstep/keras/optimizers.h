@@ -3,6 +3,7 @@
 // adds only its update rule, a fused in-place loop over raw float32 or float64 pointers.
 #pragma once
 #include <concepts>
+#include <map>
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 
 #include "lockstep/autograd/variable.h"
 #include "lockstep/tensor/tensor.h"
+#include "lockstep/train/trackable.h"
 
 namespace lockstep::keras::optimizers {
 
@@ -108,9 +110,10 @@ class Optimizer {
   // Copies of all state for checkpoints: ("iterations", int64 scalar) first, then each variable's slots
   // named "<optimizer name>/<variable name>/<slot>", variables in the order their slots were created.
   std::vector<std::pair<std::string, Tensor>> state() const;
-  // Restores state(). Slots of variables not yet seen are kept and applied when their slots are created,
-  // so a fresh optimizer can be restored before its first step. A shape mismatch or a name that does not
-  // belong to this optimizer raises ValueError naming the entry.
+  // Restores state(). Slot sets are matched by position (variables in the order they were first updated),
+  // not by name, so a model rebuilt in another process restores. Slots of variables not yet seen are kept
+  // and applied when their slots are created, so a fresh optimizer can be restored before its first step. A
+  // shape mismatch or a name that does not belong to this optimizer raises ValueError naming the entry.
   void set_state(const std::vector<std::pair<std::string, Tensor>>& state);
 
   // {"name", "learning_rate"} plus the optimizer's own options.
@@ -149,7 +152,7 @@ class Optimizer {
   int64_t iterations_ = 0;
   std::vector<Slots> slots_;                         // in creation order, which state() keeps
   std::unordered_map<int64_t, size_t> slot_index_;   // Variable::unique_id() -> index in slots_
-  std::unordered_map<std::string, Tensor> pending_;  // restored state of variables not yet seen
+  std::map<size_t, std::vector<Tensor>> pending_;    // restored slot sets of variables not yet seen, by position
   bool warned_missing_gradients_ = false;
 };
 
@@ -180,6 +183,9 @@ struct AdamOptions {
 std::shared_ptr<Optimizer> SGD(SGDOptions options = {});
 std::shared_ptr<Optimizer> RMSprop(RMSpropOptions options = {});
 std::shared_ptr<Optimizer> Adam(AdamOptions options = {});
+
+// An optimizer in a checkpoint (tf.train.Checkpoint(optimizer=...)): iterations and slots, as state() gives them.
+train::TrackablePtr make_trackable(const std::shared_ptr<Optimizer>& optimizer);
 
 // "sgd", "rmsprop" or "adam" (any case) with default options; ValueError listing them otherwise.
 std::shared_ptr<Optimizer> get(const std::string& identifier);

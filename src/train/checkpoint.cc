@@ -1,0 +1,672 @@
+// Checkpoint: snapshots of named trackables in one safetensors file, saved and restored collectively over the
+// workers of a strategy (the chief writes and reads; restore broadcasts the file's bytes), optionally written
+// by a background thread. CheckpointManager: numbered checkpoints in a directory with TF's "checkpoint"
+// index file, pruning, and restore with fallback past corrupted files.
+#include "lockstep/train/checkpoint.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include "lockstep/core/files.h"
+#include "lockstep/core/logging.h"
+
+namespace lockstep::train {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kSuffix = ".safetensors";
+constexpr const char* kLockstepVersion = "0.1.0";
+// Collectives of checkpoints run between steps, never beside another collective with this tag.
+const distribute::CollectiveOptions kCollective{(1u << 21), std::chrono::seconds(600)};
+
+std::string file_of(const std::string& prefix) {
+  return prefix.ends_with(kSuffix) ? prefix : prefix + kSuffix;
+}
+std::string prefix_of(const std::string& path) {
+  return path.ends_with(kSuffix) ? path.substr(0, path.size() - std::strlen(kSuffix)) : path;
+}
+
+std::string read_file_bytes(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    throw NotFoundError(make_message("cannot open checkpoint file ", path, ": ", std::strerror(errno),
+                                     "; check the path (latest_checkpoint(dir) names the newest one)"));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw NotFoundError(make_message("cannot open checkpoint file ", path, ": not a regular file"));
+  }
+  std::string bytes(static_cast<size_t>(st.st_size), '\0');
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  bytes.resize(done);  // a file that shrank while being read is caught as truncated by the parse
+  return bytes;
+}
+
+// ---- collectives over the workers (all no-ops on one worker) ----
+
+// The chief's string on every worker.
+void broadcast_string(distribute::Communicator* comm, std::string& s) {
+  if (!comm) return;
+  int64_t size = static_cast<int64_t>(s.size());
+  comm->broadcast(&size, sizeof size, 0, kCollective);
+  s.resize(static_cast<size_t>(size));
+  comm->broadcast(s.data(), s.size(), 0, kCollective);
+}
+
+// Every worker's string, in rank order.
+std::vector<std::string> all_gather_strings(distribute::Communicator* comm, const std::string& mine) {
+  if (!comm) return {mine};
+  const size_t n = static_cast<size_t>(comm->size());
+  std::vector<int64_t> sizes(n);
+  const int64_t my_size = static_cast<int64_t>(mine.size());
+  comm->all_gather(&my_size, sizes.data(), sizeof my_size, kCollective);
+  const size_t longest = static_cast<size_t>(*std::max_element(sizes.begin(), sizes.end()));
+  std::string padded = mine;
+  padded.resize(longest, '\0');
+  std::string all(longest * n, '\0');
+  comm->all_gather(padded.data(), all.data(), longest, kCollective);
+  std::vector<std::string> out;
+  for (size_t r = 0; r < n; ++r) out.push_back(all.substr(r * longest, static_cast<size_t>(sizes[r])));
+  return out;
+}
+
+// An error the chief hit, raised on every worker: "" means none. Keeps the error's type for the usual ones.
+void raise_shared_error(distribute::Communicator* comm, std::string error) {
+  broadcast_string(comm, error);
+  if (error.empty()) return;
+  const char kind = error[0];
+  const std::string message = error.substr(1);
+  if (kind == 'N') throw NotFoundError(message);
+  if (kind == 'D') throw DataLossError(message);
+  if (kind == 'V') throw ValueError(message);
+  throw Error(message);
+}
+
+// Runs fn, returning "" or the encoded error for raise_shared_error.
+template <typename F> std::string capture_error(F&& fn) {
+  try {
+    fn();
+    return "";
+  } catch (const NotFoundError& e) {
+    return std::string("N") + e.what();
+  } catch (const DataLossError& e) {
+    return std::string("D") + e.what();
+  } catch (const ValueError& e) {
+    return std::string("V") + e.what();
+  } catch (const std::exception& e) {
+    return std::string("E") + e.what();
+  }
+}
+
+// What save() hands the writer: everything needed to produce the file, no longer tied to live objects.
+struct Snapshot {
+  std::vector<NamedTensor> tensors;
+  std::map<std::string, std::string> metadata;
+};
+
+}  // namespace
+
+// ---- load status ----
+
+struct LoadStatus::Detail {
+  std::string path;
+  std::vector<std::string> missing;  // "<object>/<entry>" the objects wanted but the checkpoint lacked
+  std::vector<std::string> unused;   // checkpoint entries nobody took
+  std::vector<std::string> unmatched_objects;  // objects of the checkpoint with nothing saved for them
+  bool checked = false;
+  ~Detail() {
+    if (!checked && !unused.empty())
+      log(LogLevel::warning, "checkpoint ", path, ": ", unused.size(), " saved value(s) were not restored (",
+          unused.front(), unused.size() > 1 ? ", ..." : "",
+          "); call expect_partial() on the restore status if that is intended");
+  }
+};
+
+LoadStatus::LoadStatus(std::shared_ptr<Detail> detail) : d_(std::move(detail)) {}
+const std::string& LoadStatus::path() const { return d_->path; }
+
+namespace {
+std::string list(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < 5; ++i) out += (i ? ", " : "") + names[i];
+  if (names.size() > 5) out += make_message(" and ", names.size() - 5, " more");
+  return out;
+}
+}  // namespace
+
+LoadStatus& LoadStatus::assert_existing_objects_matched() {
+  d_->checked = true;
+  LS_CHECK(!d_->path.empty(), ValueError, "nothing was restored (restore(\"\")): there is no checkpoint to match");
+  LS_CHECK(d_->unmatched_objects.empty(), ValueError, "checkpoint ", d_->path, " has nothing for object(s) ",
+           list(d_->unmatched_objects), ": it was saved from other objects; check the names given to Checkpoint");
+  LS_CHECK(d_->missing.empty(), ValueError, "checkpoint ", d_->path, " lacks ", list(d_->missing),
+           ": it was saved from another model or optimizer");
+  return *this;
+}
+
+LoadStatus& LoadStatus::assert_consumed() {
+  assert_existing_objects_matched();
+  LS_CHECK(d_->unused.empty(), ValueError, "checkpoint ", d_->path, " holds value(s) nothing restored: ",
+           list(d_->unused), "; add the objects they belong to, or call expect_partial()");
+  return *this;
+}
+
+LoadStatus& LoadStatus::expect_partial() {
+  d_->checked = true;
+  return *this;
+}
+
+// ---- checkpoint ----
+
+struct Checkpoint::Impl {
+  std::vector<std::pair<std::string, TrackablePtr>> objects;
+  CheckpointOptions options;
+  distribute::Strategy* strategy = nullptr;
+  int64_t save_counter = 0;
+  std::map<std::string, std::string> metadata;
+
+  // The background write: at most one in flight.
+  std::thread writer;
+  std::mutex error_mutex;
+  std::string writer_error;
+
+  distribute::Communicator* comm() const { return strategy ? strategy->cross_worker() : nullptr; }
+  bool chief() const { return !strategy || strategy->is_chief(); }
+  int rank() const { return strategy ? strategy->worker_rank() : 0; }
+  int world_size() const { return strategy ? strategy->num_workers() : 1; }
+
+  // Joins the write in flight; on every worker, raises the error it hit (the chief's, shared).
+  void finish_write() {
+    if (writer.joinable()) writer.join();
+    std::string error;
+    {
+      std::lock_guard lock(error_mutex);
+      error = std::exchange(writer_error, "");
+    }
+    raise_shared_error(comm(), error);
+  }
+
+  Snapshot snapshot() const;
+  // Writes the snapshot (chief), then runs after_durable; in the background when async.
+  void persist(const std::string& prefix, Snapshot snap, std::function<void()> after_durable);
+  std::string write(const std::string& prefix, std::function<void()> after_durable);
+  // Restores from the first candidate whose file is valid (the chief reads, warns about bad ones and
+  // broadcasts the bytes); returns its prefix, or "" when no candidate is valid and allow_none.
+  std::string restore(const std::vector<std::string>& candidates, bool set_counter, bool allow_none,
+                      std::shared_ptr<LoadStatus::Detail>& detail);
+  void apply(const SafetensorsFile& file, const std::string& path, bool set_counter, LoadStatus::Detail& detail);
+};
+
+Checkpoint::Checkpoint(std::vector<std::pair<std::string, TrackableRef>> objects, CheckpointOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->options = options;
+  std::set<std::string> names;
+  for (auto& [name, ref] : objects) {
+    LS_CHECK(!name.empty() && name.find('/') == std::string::npos, ValueError, "checkpoint object name '", name,
+             "' must be non-empty and contain no '/'");
+    LS_CHECK(names.insert(name).second, ValueError, "checkpoint object name '", name,
+             "' is given twice; each object needs its own name");
+    impl_->objects.emplace_back(name, ref.get());
+    if (!impl_->strategy) impl_->strategy = ref.get()->strategy();
+  }
+  if (options.strategy) impl_->strategy = options.strategy;
+}
+
+Checkpoint::~Checkpoint() {
+  if (impl_->writer.joinable()) impl_->writer.join();
+  if (!impl_->writer_error.empty())
+    log(LogLevel::error, "a background checkpoint write failed: ", impl_->writer_error.substr(1));
+}
+
+Snapshot Checkpoint::Impl::snapshot() const {
+  Snapshot snap;
+  nlohmann::json values = nlohmann::json::object();
+  nlohmann::json mine = nlohmann::json::object();  // this worker's per-worker values, gathered below
+  for (const auto& [name, object] : objects) {
+    TrackableState state = object->save();
+    // The run's position, readable without parsing the objects: fit's, the optimizer's, or scalar Variables
+    // named as in TF's tutorials.
+    for (const char* key : {"epoch", "step_in_epoch", "iterations"})
+      if (state.values.contains(key)) snap.metadata[key == std::string("iterations") ? "step" : key] = state.values[key].dump();
+    if ((name == "epoch" || name == "step_in_epoch") && state.values.contains("scalar"))
+      snap.metadata[name] = make_message(static_cast<int64_t>(state.values["scalar"].get<double>()));
+    if (object->per_worker()) {
+      LS_CHECK(state.tensors.empty(), ValueError, "checkpoint object '", name,
+               "' differs per worker and must keep its state in values, not tensors");
+      mine[name] = std::move(state.values);
+      continue;
+    }
+    for (NamedTensor& t : state.tensors)
+      snap.tensors.push_back({t.name.empty() ? name : name + "/" + t.name, std::move(t.tensor)});
+    values[name] = std::move(state.values);
+  }
+  if (!mine.empty()) {
+    std::vector<std::string> all = all_gather_strings(comm(), mine.dump());
+    for (const auto& [name, unused] : mine.items()) {
+      nlohmann::json per = nlohmann::json::array();
+      for (const std::string& text : all) per.push_back(nlohmann::json::parse(text).at(name));
+      values[name] = {{"per_worker", std::move(per)}};
+    }
+  }
+  snap.metadata["format"] = kCheckpointFormat;
+  snap.metadata["format_version"] = std::to_string(kCheckpointFormatVersion);
+  snap.metadata["lockstep_version"] = kLockstepVersion;
+  snap.metadata["save_counter"] = std::to_string(save_counter);
+  snap.metadata["world_size"] = std::to_string(world_size());
+  snap.metadata["objects"] = values.dump();
+  return snap;
+}
+
+void Checkpoint::Impl::persist(const std::string& prefix, Snapshot snap, std::function<void()> after_durable) {
+  auto work = [this, file = file_of(prefix), snap = std::move(snap), after_durable = std::move(after_durable)] {
+    std::string error = capture_error([&] {
+      save_safetensors(file, snap.tensors, snap.metadata);
+      if (after_durable) after_durable();
+    });
+    std::lock_guard lock(error_mutex);
+    writer_error = error;
+  };
+  if (options.async)
+    writer = std::thread(std::move(work));
+  else
+    work();
+}
+
+std::string Checkpoint::Impl::write(const std::string& prefix, std::function<void()> after_durable) {
+  LS_CHECK(!prefix.empty(), ValueError, "checkpoint file prefix is empty; give a path such as /tmp/ckpt/ckpt");
+  finish_write();  // the previous write must be done (and must have worked) before the next starts
+  Snapshot snap = snapshot();
+  metadata = snap.metadata;
+  if (chief()) persist(prefix, std::move(snap), std::move(after_durable));
+  if (!options.async) finish_write();
+  return prefix;
+}
+
+std::string Checkpoint::save(const std::string& file_prefix) {
+  ++impl_->save_counter;
+  return impl_->write(make_message(file_prefix, "-", impl_->save_counter), nullptr);
+}
+
+std::string Checkpoint::write(const std::string& file_prefix) { return impl_->write(file_prefix, nullptr); }
+
+void Checkpoint::sync() { impl_->finish_write(); }
+
+void Checkpoint::add_object(const std::string& name, TrackablePtr object) {
+  impl_->objects.emplace_back(name, std::move(object));
+}
+void Checkpoint::remove_object(const TrackablePtr& object) {
+  std::erase_if(impl_->objects, [&](const auto& o) { return o.second == object; });
+}
+
+int64_t Checkpoint::save_counter() const { return impl_->save_counter; }
+const std::map<std::string, std::string>& Checkpoint::metadata() const { return impl_->metadata; }
+distribute::Strategy* Checkpoint::strategy() const { return impl_->strategy; }
+bool Checkpoint::is_chief() const { return impl_->chief(); }
+
+void Checkpoint::Impl::apply(const SafetensorsFile& file, const std::string& path, bool set_counter,
+                             LoadStatus::Detail& detail) {
+  auto meta = [&](const std::string& key) -> const std::string& {
+    auto it = file.metadata.find(key);
+    if (it == file.metadata.end())
+      throw DataLossError(make_message("checkpoint file ", path, " has no '", key, "' in its metadata: ",
+                                       "it was not written by lockstep's Checkpoint; use load_weights for weight files"));
+    return it->second;
+  };
+  LS_CHECK(meta("format") == kCheckpointFormat, DataLossError, "checkpoint file ", path, " has format '",
+           meta("format"), "', not '", kCheckpointFormat, "'");
+  LS_CHECK(meta("format_version") == std::to_string(kCheckpointFormatVersion), DataLossError, "checkpoint file ",
+           path, " has format version ", meta("format_version"), " but this lockstep reads version ",
+           kCheckpointFormatVersion, "; restore it with the lockstep that wrote it");
+  nlohmann::json values;
+  int64_t counter = 0;
+  try {
+    values = nlohmann::json::parse(meta("objects"));
+    counter = std::stoll(meta("save_counter"));
+  } catch (const std::exception& e) {
+    throw DataLossError(make_message("checkpoint file ", path, " has unreadable metadata (", e.what(), ")"));
+  }
+
+  std::set<std::string> used_tensors;
+  for (const auto& [name, object] : objects) {
+    TrackableState state;
+    const std::string prefix = name + "/";
+    for (const NamedTensor& t : file.tensors) {
+      if (t.name == name)
+        state.tensors.push_back({"", t.tensor});
+      else if (t.name.starts_with(prefix))
+        state.tensors.push_back({t.name.substr(prefix.size()), t.tensor});
+    }
+    const bool saved = values.contains(name);
+    if (!saved && state.tensors.empty()) {
+      detail.unmatched_objects.push_back(name);
+      continue;
+    }
+    if (saved) state.values = values.at(name);
+    RestoreMatch match;
+    if (object->per_worker()) {
+      LS_CHECK(state.values.contains("per_worker") && state.values["per_worker"].is_array(), DataLossError,
+               "checkpoint file ", path, ": object '", name, "' has no per-worker values");
+      std::vector<nlohmann::json> all(state.values["per_worker"].begin(), state.values["per_worker"].end());
+      if (static_cast<int64_t>(all.size()) == world_size())
+        match = object->restore({{}, all[static_cast<size_t>(rank())]});
+      else
+        object->restore_resharded(all, world_size(), rank());
+    } else {
+      match = object->restore(state);
+    }
+    for (const std::string& m : match.missing) detail.missing.push_back(name + "/" + m);
+    for (const std::string& u : match.unused) detail.unused.push_back(name + "/" + u);
+    for (const NamedTensor& t : state.tensors) used_tensors.insert(t.name.empty() ? name : prefix + t.name);
+  }
+  for (const NamedTensor& t : file.tensors)
+    if (!used_tensors.count(t.name)) detail.unused.push_back(t.name);
+  for (const auto& [name, v] : values.items())
+    if (std::none_of(objects.begin(), objects.end(), [&](const auto& o) { return o.first == name; }))
+      detail.unused.push_back(name);
+  if (set_counter) save_counter = counter;
+  metadata = file.metadata;
+}
+
+std::string Checkpoint::Impl::restore(const std::vector<std::string>& candidates, bool set_counter, bool allow_none,
+                                      std::shared_ptr<LoadStatus::Detail>& detail) {
+  finish_write();
+  // The chief finds the first candidate that reads and parses; the others learn which and get its bytes.
+  std::string chosen, bytes, error;
+  std::optional<SafetensorsFile> parsed;
+  if (chief()) {
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      const std::string file = file_of(candidates[i]);
+      error = capture_error([&] {
+        bytes = read_file_bytes(file);
+        parsed = parse_safetensors(bytes, file);
+      });
+      if (error.empty()) {
+        chosen = candidates[i];
+        break;
+      }
+      if (i + 1 < candidates.size())
+        log(LogLevel::warning, error.substr(1), "; falling back to ", file_of(candidates[i + 1]));
+    }
+    if (chosen.empty() && allow_none) {
+      if (!error.empty()) log(LogLevel::warning, error.substr(1), "; no earlier checkpoint is left");
+      error.clear();
+    }
+  }
+  raise_shared_error(comm(), error);
+  broadcast_string(comm(), chosen);
+  if (chosen.empty()) return "";
+  const std::string file = file_of(chosen);
+  if (comm()) {
+    broadcast_string(comm(), bytes);
+    if (!parsed) parsed = parse_safetensors(bytes, file);
+  }
+  detail = std::make_shared<LoadStatus::Detail>();
+  detail->path = chosen;
+  apply(*parsed, file, set_counter, *detail);
+  // Every worker restored from the same bytes; checking the counter across workers catches a worker that
+  // took another path through this code.
+  if (distribute::Communicator* c = comm()) {
+    std::vector<int64_t> counters(static_cast<size_t>(c->size()));
+    const int64_t mine = save_counter;
+    c->all_gather(&mine, counters.data(), sizeof mine, kCollective);
+    LS_CHECK(std::all_of(counters.begin(), counters.end(), [&](int64_t x) { return x == counters[0]; }), RuntimeError,
+             "workers restored different checkpoints from ", file, "; restart the job");
+  }
+  return chosen;
+}
+
+LoadStatus Checkpoint::restore(const std::string& save_path) {
+  auto detail = std::make_shared<LoadStatus::Detail>();
+  if (save_path.empty()) return LoadStatus(detail);
+  impl_->restore({prefix_of(save_path)}, true, false, detail);
+  return LoadStatus(detail);
+}
+
+LoadStatus Checkpoint::read(const std::string& save_path) {
+  auto detail = std::make_shared<LoadStatus::Detail>();
+  if (save_path.empty()) return LoadStatus(detail);
+  impl_->restore({prefix_of(save_path)}, false, false, detail);
+  return LoadStatus(detail);
+}
+
+// ---- the "checkpoint" index file (TF's CheckpointState as text) ----
+
+namespace {
+
+constexpr const char* kIndexName = "checkpoint";
+
+struct IndexEntry {
+  std::string prefix;  // as written: relative to the directory
+  double timestamp = 0;
+};
+struct Index {
+  std::vector<IndexEntry> all;  // oldest first; the last is the latest
+  double last_preserved = 0;
+};
+
+std::string quoted(const std::string& s) {
+  return nlohmann::json(s).dump();  // TF's text format quotes like JSON for plain paths
+}
+
+std::optional<Index> read_index(const std::string& directory) {
+  std::ifstream in(fs::path(directory) / kIndexName);
+  if (!in) return std::nullopt;
+  Index index;
+  std::string latest;
+  std::vector<std::string> paths;
+  std::vector<double> stamps;
+  static const std::regex line_re(R"(^\s*(\w+)\s*:\s*(.*?)\s*$)");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::smatch m;
+    if (!std::regex_match(line, m, line_re)) continue;
+    const std::string key = m[1], value = m[2];
+    try {
+      if (key == "model_checkpoint_path") latest = nlohmann::json::parse(value).get<std::string>();
+      if (key == "all_model_checkpoint_paths") paths.push_back(nlohmann::json::parse(value).get<std::string>());
+      if (key == "all_model_checkpoint_timestamps") stamps.push_back(std::stod(value));
+      if (key == "last_preserved_timestamp") index.last_preserved = std::stod(value);
+    } catch (const std::exception&) {
+      log(LogLevel::warning, "ignoring a malformed line of ", (fs::path(directory) / kIndexName).string(), ": ", line);
+    }
+  }
+  if (paths.empty() && !latest.empty()) paths.push_back(latest);
+  if (!latest.empty() && (paths.empty() || paths.back() != latest)) {
+    std::erase(paths, latest);
+    paths.push_back(latest);
+  }
+  for (size_t i = 0; i < paths.size(); ++i) index.all.push_back({paths[i], i < stamps.size() ? stamps[i] : 0});
+  return index;
+}
+
+std::string absolute_prefix(const std::string& directory, const std::string& prefix) {
+  return fs::path(prefix).is_absolute() ? prefix : (fs::path(directory) / prefix).string();
+}
+
+void write_index(const std::string& directory, const Index& index) {
+  std::string text;
+  if (!index.all.empty()) text += "model_checkpoint_path: " + quoted(index.all.back().prefix) + "\n";
+  for (const IndexEntry& e : index.all) text += "all_model_checkpoint_paths: " + quoted(e.prefix) + "\n";
+  for (const IndexEntry& e : index.all) text += make_message("all_model_checkpoint_timestamps: ", std::to_string(e.timestamp), "\n");
+  text += "last_preserved_timestamp: " + std::to_string(index.last_preserved) + "\n";
+  write_file_atomically((fs::path(directory) / kIndexName).string(), text);
+}
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// "<name>-<n>.safetensors" files in the directory, oldest (smallest n) first: what an index that was lost
+// or damaged would have listed.
+std::vector<IndexEntry> scan_directory(const std::string& directory, const std::string& name) {
+  std::vector<std::pair<int64_t, std::string>> found;
+  std::error_code ec;
+  const std::regex re(std::regex_replace(name, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") + R"(-(\d+)\.safetensors)");
+  for (const auto& entry : fs::directory_iterator(directory, ec)) {
+    std::smatch m;
+    const std::string file = entry.path().filename().string();
+    if (std::regex_match(file, m, re)) found.emplace_back(std::stoll(m[1]), prefix_of(file));
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<IndexEntry> out;
+  for (auto& [n, prefix] : found) out.push_back({prefix, 0});
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> latest_checkpoint(const std::string& directory) {
+  std::optional<Index> index = read_index(directory);
+  if (!index || index->all.empty()) return std::nullopt;
+  const std::string prefix = absolute_prefix(directory, index->all.back().prefix);
+  std::error_code ec;
+  if (!fs::exists(file_of(prefix), ec)) return std::nullopt;
+  return prefix;
+}
+
+// ---- checkpoint manager ----
+
+struct CheckpointManager::Impl {
+  Checkpoint& checkpoint;
+  std::string directory;
+  CheckpointManagerOptions options;
+  std::mutex mutex;  // the writer thread updates the index
+  Index index;
+  std::optional<int64_t> last_saved_step;
+
+  Impl(Checkpoint& c, std::string dir, CheckpointManagerOptions o)
+      : checkpoint(c), directory(std::move(dir)), options(std::move(o)) {}
+
+  // After a new checkpoint is durable: index it, then prune, so an index never names a missing file.
+  void commit(const std::string& relative) {
+    std::vector<std::string> doomed;
+    Index snapshot;
+    {
+      std::lock_guard lock(mutex);
+      const double now = now_seconds();
+      std::erase_if(index.all, [&](const IndexEntry& e) { return e.prefix == relative; });
+      index.all.push_back({relative, now});
+      if (index.last_preserved == 0) index.last_preserved = now;
+      while (options.max_to_keep && static_cast<int>(index.all.size()) > *options.max_to_keep) {
+        IndexEntry old = index.all.front();
+        index.all.erase(index.all.begin());
+        if (options.keep_checkpoint_every_n_hours &&
+            old.timestamp - index.last_preserved >= *options.keep_checkpoint_every_n_hours * 3600.0) {
+          index.last_preserved = old.timestamp;  // kept on disk, no longer managed
+          continue;
+        }
+        doomed.push_back(old.prefix);
+      }
+      snapshot = index;
+    }
+    write_index(directory, snapshot);
+    for (const std::string& prefix : doomed) {
+      std::error_code ec;
+      fs::remove(file_of(absolute_prefix(directory, prefix)), ec);
+    }
+  }
+};
+
+CheckpointManager::CheckpointManager(Checkpoint& checkpoint, std::string directory, CheckpointManagerOptions options)
+    : impl_(std::make_shared<Impl>(checkpoint, std::move(directory), std::move(options))) {
+  LS_CHECK(!impl_->directory.empty(), ValueError, "CheckpointManager needs a directory");
+  LS_CHECK(!impl_->options.max_to_keep || *impl_->options.max_to_keep >= 1, ValueError,
+           "max_to_keep must be at least 1 (or nullopt to keep all), got ", *impl_->options.max_to_keep);
+  LS_CHECK(!impl_->options.checkpoint_interval || impl_->options.step_counter, ValueError,
+           "checkpoint_interval needs a step_counter to measure it");
+  if (!checkpoint.is_chief()) return;  // only the chief's directory matters
+  std::error_code ec;
+  fs::create_directories(impl_->directory, ec);
+  LS_CHECK(!ec, Error, "cannot create checkpoint directory ", impl_->directory, ": ", ec.message());
+  check_writable((fs::path(impl_->directory) / kIndexName).string(), "checkpoint index file");
+  std::optional<Index> index = read_index(impl_->directory);
+  Index found;
+  if (index) {
+    for (const IndexEntry& e : index->all)
+      if (fs::exists(file_of(absolute_prefix(impl_->directory, e.prefix)), ec)) found.all.push_back(e);
+    found.last_preserved = index->last_preserved;
+  }
+  if (found.all.empty()) found.all = scan_directory(impl_->directory, impl_->options.checkpoint_name);
+  impl_->index = std::move(found);
+}
+
+CheckpointManager::~CheckpointManager() {
+  // The background write may still call commit(); it holds impl_ alive through its own reference.
+}
+
+std::optional<std::string> CheckpointManager::save(std::optional<int64_t> checkpoint_number, bool check_interval) {
+  Impl& m = *impl_;
+  if (check_interval && m.options.checkpoint_interval) {
+    const int64_t step = m.options.step_counter();
+    if (m.last_saved_step && step - *m.last_saved_step < *m.options.checkpoint_interval) return std::nullopt;
+    m.last_saved_step = step;
+  }
+  Checkpoint::Impl& c = *m.checkpoint.impl_;
+  ++c.save_counter;
+  const int64_t n = checkpoint_number.value_or(c.save_counter);
+  const std::string relative = make_message(m.options.checkpoint_name, "-", n);
+  const std::string prefix = (fs::path(m.directory) / relative).string();
+  std::shared_ptr<Impl> keep = impl_;
+  c.write(prefix, [keep, relative] { keep->commit(relative); });
+  return prefix;
+}
+
+std::optional<std::string> CheckpointManager::restore_or_initialize() {
+  std::vector<std::string> candidates;
+  {
+    std::lock_guard lock(impl_->mutex);
+    for (auto it = impl_->index.all.rbegin(); it != impl_->index.all.rend(); ++it)
+      candidates.push_back(absolute_prefix(impl_->directory, it->prefix));
+  }
+  std::shared_ptr<LoadStatus::Detail> detail;
+  const std::string chosen = impl_->checkpoint.impl_->restore(candidates, true, true, detail);
+  if (chosen.empty()) {
+    if (impl_->options.init_fn) impl_->options.init_fn();
+    return std::nullopt;
+  }
+  LoadStatus(detail).expect_partial();
+  if (impl_->options.step_counter) impl_->last_saved_step = impl_->options.step_counter();
+  return chosen;
+}
+
+std::optional<std::string> CheckpointManager::latest_checkpoint() const {
+  std::lock_guard lock(impl_->mutex);
+  if (impl_->index.all.empty()) return std::nullopt;
+  return absolute_prefix(impl_->directory, impl_->index.all.back().prefix);
+}
+
+std::vector<std::string> CheckpointManager::checkpoints() const {
+  std::lock_guard lock(impl_->mutex);
+  std::vector<std::string> out;
+  for (const IndexEntry& e : impl_->index.all) out.push_back(absolute_prefix(impl_->directory, e.prefix));
+  return out;
+}
+
+const std::string& CheckpointManager::directory() const { return impl_->directory; }
+
+void CheckpointManager::sync() { impl_->checkpoint.sync(); }
+
+Checkpoint& CheckpointManager::checkpoint() const { return impl_->checkpoint; }
+
+}  // namespace lockstep::train

@@ -1,0 +1,86 @@
+// Trackables of this layer's types: a Variable (one tensor), a dataset iterator and a distributed dataset
+// iterator (their positions, per worker).
+#include "lockstep/train/trackable.h"
+
+namespace lockstep::train {
+
+void Trackable::restore_resharded(const std::vector<nlohmann::json>& saved, int world_size, int) {
+  throw ValueError(make_message("this checkpoint's input position was saved by ", saved.size(),
+                                " workers and cannot be mapped onto ", world_size,
+                                " workers; restore it on the same number of workers"));
+}
+
+TrackableRef::TrackableRef(TrackablePtr ptr) : ptr_(std::move(ptr)) {
+  LS_CHECK(ptr_ != nullptr, ValueError, "a checkpoint got a null trackable object");
+}
+
+namespace {
+
+class VariableTrackable final : public Trackable {
+ public:
+  explicit VariableTrackable(Variable v) : v_(std::move(v)) {
+    LS_CHECK(v_.valid(), ValueError, "a checkpoint got an empty Variable handle");
+  }
+  TrackableState save() const override {
+    TrackableState s;
+    s.tensors.push_back({"", v_.value().clone()});
+    // Scalars are also readable in the metadata ("epoch", "step_in_epoch" of TF's tutorials).
+    if (v_.shape().rank() == 0) s.values["scalar"] = v_.value().item<double>();
+    return s;
+  }
+  RestoreMatch restore(const TrackableState& state) override {
+    for (const NamedTensor& t : state.tensors) {
+      if (!t.name.empty()) continue;
+      LS_CHECK(t.tensor.shape() == v_.shape() && t.tensor.dtype() == v_.dtype(), ValueError, "checkpoint value for ",
+               "variable '", v_.name(), "' has shape ", t.tensor.shape().str(), " and dtype ",
+               dtype_name(t.tensor.dtype()), " but the variable has shape ", v_.shape().str(), " and dtype ",
+               dtype_name(v_.dtype()));
+      v_.assign(t.tensor);
+      return {};
+    }
+    return {{v_.name()}, {}};
+  }
+
+ private:
+  Variable v_;
+};
+
+class IteratorTrackable final : public Trackable {
+ public:
+  explicit IteratorTrackable(data::Iterator& it) : it_(it) {}
+  TrackableState save() const override { return {{}, {{"position", it_.save_state()}}}; }
+  RestoreMatch restore(const TrackableState& state) override {
+    if (!state.values.contains("position")) return {{"position"}, {}};
+    it_.restore_state(state.values.at("position"));
+    return {};
+  }
+  bool per_worker() const override { return true; }
+
+ private:
+  data::Iterator& it_;
+};
+
+class DistributedIteratorTrackable final : public Trackable {
+ public:
+  explicit DistributedIteratorTrackable(distribute::DistributedDataset::Iterator& it) : it_(it) {}
+  TrackableState save() const override { return {{}, {{"position", it_.save_state()}}}; }
+  RestoreMatch restore(const TrackableState& state) override {
+    if (!state.values.contains("position")) return {{"position"}, {}};
+    it_.restore_state(state.values.at("position"));
+    return {};
+  }
+  bool per_worker() const override { return true; }
+
+ private:
+  distribute::DistributedDataset::Iterator& it_;
+};
+
+}  // namespace
+
+TrackablePtr make_trackable(const Variable& variable) { return std::make_shared<VariableTrackable>(variable); }
+TrackablePtr make_trackable(data::Iterator& iterator) { return std::make_shared<IteratorTrackable>(iterator); }
+TrackablePtr make_trackable(distribute::DistributedDataset::Iterator& iterator) {
+  return std::make_shared<DistributedIteratorTrackable>(iterator);
+}
+
+}  // namespace lockstep::train
