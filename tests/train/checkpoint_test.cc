@@ -1,0 +1,201 @@
+// Checkpoint and CheckpointManager on one worker: what is saved and restored, load statuses, numbering,
+// TF's index file, pruning only after the new file is durable, asynchronous writes, and detection of
+// truncated, bit-flipped, emptied, foreign and missing files with fallback to the newest valid checkpoint.
+#include "lockstep/train/checkpoint.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "lockstep/tensor/ops.h"
+
+namespace lockstep::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+class CheckpointTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("lockstep_checkpoint_test_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  fs::path dir_;
+};
+
+Variable scalar_var(double v, const std::string& name) {
+  return Variable(scalar(v, DType::int64), {.name = name, .trainable = false});
+}
+Variable vector_var(std::vector<float> v, const std::string& name) {
+  const int64_t n = static_cast<int64_t>(v.size());
+  return Variable(from_vector<float>(std::move(v), {n}), {.name = name});
+}
+
+TEST_F(CheckpointTest, SaveAndRestoreVariablesAndAnIteratorPosition) {
+  Variable epoch = scalar_var(2, "epoch"), w = vector_var({1, 2, 3}, "w");
+  data::Dataset ds = data::Dataset::range(0, 100).shuffle(100, 3).batch(4);
+  data::Iterator it = ds.make_iterator(0);
+  for (int i = 0; i < 5; ++i) it.next();
+  Checkpoint ckpt({{"epoch", epoch}, {"w", w}, {"iterator", it}});
+  const std::string saved = ckpt.save(path("ckpt"));
+  EXPECT_EQ(saved, path("ckpt-1"));
+  EXPECT_TRUE(fs::exists(path("ckpt-1.safetensors")));
+  EXPECT_EQ(ckpt.save_counter(), 1);
+  const Tensor expected_next = it.next()->x;
+
+  // A "new process": other objects, restored from the file.
+  Variable epoch2 = scalar_var(0, "epoch"), w2 = vector_var({0, 0, 0}, "w");
+  data::Iterator it2 = ds.make_iterator(0);
+  Checkpoint again({{"epoch", epoch2}, {"w", w2}, {"iterator", it2}});
+  again.restore(saved).assert_consumed();
+  EXPECT_EQ(epoch2.value().item<int64_t>(), 2);
+  EXPECT_EQ(w2.value().to_vector<float>(), (std::vector<float>{1, 2, 3}));
+  EXPECT_EQ(it2.next()->x.to_vector<int64_t>(), expected_next.to_vector<int64_t>());
+  EXPECT_EQ(again.save_counter(), 1);
+  EXPECT_EQ(again.metadata().at("epoch"), "2");
+  EXPECT_EQ(again.save(path("ckpt")), path("ckpt-2"));  // numbering continues from the restored counter
+}
+
+TEST_F(CheckpointTest, WriteAndReadLeaveTheCounterAlone) {
+  Variable w = vector_var({5}, "w");
+  Checkpoint ckpt({{"w", w}});
+  EXPECT_EQ(ckpt.write(path("plain")), path("plain"));
+  EXPECT_EQ(ckpt.save_counter(), 0);
+  w.assign(from_vector<float>({9}, {1}));
+  ckpt.read(path("plain.safetensors")).assert_consumed();  // the suffix may be given too
+  EXPECT_EQ(w.value().to_vector<float>(), std::vector<float>{5});
+}
+
+TEST_F(CheckpointTest, LoadStatusAssertions) {
+  Variable a = vector_var({1}, "a"), b = vector_var({2}, "b");
+  const std::string saved = Checkpoint({{"a", a}, {"b", b}}).save(path("ckpt"));
+  // Fewer objects than saved: existing objects matched, but not consumed.
+  Variable a2 = vector_var({0}, "a");
+  LoadStatus partial = Checkpoint({{"a", a2}}).restore(saved);
+  EXPECT_NO_THROW(partial.assert_existing_objects_matched());
+  EXPECT_THROW(partial.assert_consumed(), ValueError);
+  partial.expect_partial();
+  // An object the checkpoint knows nothing of.
+  Variable c = vector_var({0}, "c");
+  EXPECT_THROW(Checkpoint({{"a", a2}, {"c", c}}).restore(saved).assert_existing_objects_matched(), ValueError);
+  // restore("") restores nothing, and says so when asked.
+  EXPECT_THROW(Checkpoint({{"a", a2}}).restore("").assert_consumed(), ValueError);
+  // A shape mismatch names the variable and both shapes.
+  Variable wide = vector_var({0, 0}, "a");
+  try {
+    Checkpoint({{"a", wide}, {"b", b}}).restore(saved);
+    ADD_FAILURE() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("has shape (1,)"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(Checkpoint({{"a", a}, {"a", b}}), ValueError);  // one name twice
+  EXPECT_THROW(Checkpoint({{"a/b", a}}), ValueError);
+}
+
+TEST_F(CheckpointTest, MissingAndForeignFilesAreClearErrors) {
+  Variable w = vector_var({1}, "w");
+  Checkpoint ckpt({{"w", w}});
+  EXPECT_THROW(ckpt.restore(path("nothing-7")), NotFoundError);
+  save_safetensors(path("weights.safetensors"), {{"w", from_vector<float>({1}, {1})}});
+  try {
+    ckpt.restore(path("weights"));
+    ADD_FAILURE() << "no error";
+  } catch (const DataLossError& e) {
+    EXPECT_NE(std::string(e.what()).find("not written by lockstep's Checkpoint"), std::string::npos) << e.what();
+  }
+}
+
+// Damages a file the way disks and crashes do.
+void truncate_file(const std::string& p) { fs::resize_file(p, fs::file_size(p) / 2); }
+void flip_a_bit(const std::string& p) {
+  std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(-3, std::ios::end);
+  char c;
+  f.get(c);
+  f.seekp(-3, std::ios::end);
+  f.put(static_cast<char>(c ^ 0x10));
+}
+void empty_file(const std::string& p) { fs::resize_file(p, 0); }
+void remove_file(const std::string& p) { fs::remove(p); }
+
+class ManagerFallback : public CheckpointTest, public ::testing::WithParamInterface<void (*)(const std::string&)> {};
+
+TEST_P(ManagerFallback, RestoresTheNewestValidCheckpoint) {
+  Variable w = vector_var({0}, "w");
+  Checkpoint ckpt({{"w", w}});
+  CheckpointManager manager(ckpt, path("backup"), {.max_to_keep = 3});
+  for (float v : {1.f, 2.f, 3.f}) {
+    w.assign(from_vector<float>({v}, {1}));
+    manager.save();
+  }
+  GetParam()(path("backup/ckpt-3.safetensors"));
+  Variable w2 = vector_var({0}, "w");
+  Checkpoint fresh({{"w", w2}});
+  CheckpointManager again(fresh, path("backup"), {.max_to_keep = 3});
+  EXPECT_EQ(again.restore_or_initialize(), path("backup/ckpt-2"));
+  EXPECT_EQ(w2.value().to_vector<float>(), std::vector<float>{2});
+}
+
+INSTANTIATE_TEST_SUITE_P(Damage, ManagerFallback, ::testing::Values(&truncate_file, &flip_a_bit, &empty_file, &remove_file));
+
+TEST_F(CheckpointTest, ManagerKeepsTheNewestWritesTFsIndexAndInitializes) {
+  Variable w = vector_var({0}, "w");
+  Checkpoint ckpt({{"w", w}});
+  bool initialized = false;
+  CheckpointManager manager(ckpt, path("run"), {.max_to_keep = 2, .init_fn = [&] { initialized = true; }});
+  EXPECT_EQ(manager.restore_or_initialize(), std::nullopt);
+  EXPECT_TRUE(initialized);
+  for (int i = 0; i < 4; ++i) manager.save();
+  EXPECT_EQ(manager.checkpoints(), (std::vector<std::string>{path("run/ckpt-3"), path("run/ckpt-4")}));
+  EXPECT_FALSE(fs::exists(path("run/ckpt-2.safetensors")));
+  EXPECT_EQ(latest_checkpoint(path("run")), path("run/ckpt-4"));
+  std::ifstream index(path("run/checkpoint"));
+  std::string first;
+  std::getline(index, first);
+  EXPECT_EQ(first, "model_checkpoint_path: \"ckpt-4\"");
+  EXPECT_EQ(manager.save(10), path("run/ckpt-10"));  // an explicit number
+  EXPECT_EQ(latest_checkpoint(path("nowhere")), std::nullopt);
+  // A lost index file: the directory is scanned for the numbered files.
+  fs::remove(path("run/checkpoint"));
+  Checkpoint other({{"w", w}});
+  CheckpointManager rescanned(other, path("run"), {.max_to_keep = 2});
+  EXPECT_EQ(rescanned.latest_checkpoint(), path("run/ckpt-10"));
+}
+
+TEST_F(CheckpointTest, ManagerSavesOnlyAfterTheInterval) {
+  Variable w = vector_var({0}, "w");
+  int64_t step = 0;
+  Checkpoint ckpt({{"w", w}});
+  CheckpointManager manager(ckpt, path("interval"),
+                            {.step_counter = [&] { return step; }, .checkpoint_interval = 10});
+  EXPECT_TRUE(manager.save().has_value());
+  step = 5;
+  EXPECT_FALSE(manager.save().has_value());
+  step = 10;
+  EXPECT_TRUE(manager.save().has_value());
+  EXPECT_TRUE(manager.save(std::nullopt, /*check_interval=*/false).has_value());
+  EXPECT_THROW(CheckpointManager(ckpt, path("x"), {.checkpoint_interval = 3}), ValueError);
+}
+
+TEST_F(CheckpointTest, AsyncSavesAreDurableAfterSyncAndReportFailures) {
+  Variable w = vector_var(std::vector<float>(1000, 1.f), "w");
+  Checkpoint ckpt({{"w", w}}, {.async = true});
+  CheckpointManager manager(ckpt, path("async"), {.max_to_keep = 1});
+  for (int i = 0; i < 5; ++i) manager.save();
+  manager.sync();
+  EXPECT_EQ(manager.checkpoints(), std::vector<std::string>{path("async/ckpt-5")});
+  EXPECT_TRUE(fs::exists(path("async/ckpt-5.safetensors")));
+  EXPECT_FALSE(fs::exists(path("async/ckpt-4.safetensors")));
+  // A write that fails in the background surfaces at the next sync, naming the file.
+  Checkpoint broken({{"w", w}}, {.async = true});
+  broken.save(path("no/such/dir/ckpt"));
+  EXPECT_THROW(broken.sync(), NotFoundError);
+}
+
+}  // namespace
+}  // namespace lockstep::train
