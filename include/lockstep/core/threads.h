@@ -4,8 +4,15 @@
 
 namespace lockstep {
 
-// n >= 1; 0 means the default: $OMP_NUM_THREADS, else the number of cores.
+// At most this many threads per usable core (the cores this process may run on).
+inline constexpr int kThreadsPerCoreLimit = 4;
+
+// n >= 1; 0 means the default: $OMP_NUM_THREADS, else the number of usable cores. A count above
+// max_num_threads() is capped there, with a warning.
 void set_num_threads(int n);
 int num_threads();
+// The cores this process may run on (its CPU affinity), and kThreadsPerCoreLimit times that.
+int usable_cores();
+int max_num_threads();
 
 }  // namespace lockstep
