@@ -1,34 +1,74 @@
 // The lockstep command-line tool: `lockstep train`, `lockstep launch` and `lockstep tf-config`.
-// Any lockstep error becomes one line on stderr and exit code 2.
+// Every failure ends as one line on stderr: exit code 2 for a user error (a bad flag, TF_CONFIG, file or
+// data set: a lockstep::Error), 1 for anything unexpected (out of memory, a system or library error).
 #include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <new>
+#include <string>
 
 #include "cli.h"
 #include "lockstep/core/error.h"
 
+namespace {
+
+constexpr int kUserError = 2, kInternalError = 1;
+
+// `message` on stderr as one line, even when a library put line breaks in it.
+void print_error(const char* prefix, std::string message) {
+  for (char& c : message)
+    if (c == '\n' || c == '\r') c = ' ';
+  std::fprintf(stderr, "lockstep: error: %s%s\n", prefix, message.c_str());
+}
+
+// An exception as one line on stderr; returns the exit code it means.
+int report(std::exception_ptr exception) {
+  try {
+    std::rethrow_exception(exception);
+  } catch (const lockstep::Error& e) {
+    print_error("", e.what());
+    return kUserError;
+  } catch (const std::bad_alloc&) {
+    print_error("", "out of memory: free some memory or ask for less (a smaller --batch-size)");
+  } catch (const std::exception& e) {
+    print_error("internal error: ", e.what());
+  } catch (...) {
+    print_error("internal error: ", "an exception of unknown type");
+  }
+  return kInternalError;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  // An exception escaping a thread (or a noexcept function) ends here instead of "terminate called".
+  std::set_terminate([] {
+    if (std::exception_ptr current = std::current_exception()) std::_Exit(report(current));
+    print_error("internal error: ", "std::terminate without an exception");
+    std::_Exit(kInternalError);
+  });
   CLI::App app{"lockstep: synchronous data-parallel training (TensorFlow's MultiWorkerMirroredStrategy, in C++)"};
   app.set_version_flag("--version", "lockstep 0.1.0");
   app.require_subcommand(1);
-  std::function<int()> train = lockstep::cli::add_train_command(app);
-  std::function<int()> launch = lockstep::cli::add_launch_command(app);
-  std::function<int()> tf_config = lockstep::cli::add_tf_config_command(app);
   try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "lockstep: error: %s (see lockstep --help)\n", e.what());
-    return 2;
-  }
-  try {
+    std::function<int()> train = lockstep::cli::add_train_command(app);
+    std::function<int()> launch = lockstep::cli::add_launch_command(app);
+    std::function<int()> tf_config = lockstep::cli::add_tf_config_command(app);
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+      return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+      return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+      print_error("", std::string(e.what()) + " (see lockstep --help)");
+      return kUserError;
+    }
     if (app.got_subcommand("train")) return train();
     if (app.got_subcommand("launch")) return launch();
     if (app.got_subcommand("tf-config")) return tf_config();
-  } catch (const lockstep::Error& e) {
-    std::fprintf(stderr, "lockstep: error: %s\n", e.what());
-    return 2;
+  } catch (...) {
+    return report(std::current_exception());
   }
   return 0;
 }
