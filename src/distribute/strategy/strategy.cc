@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include <charconv>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -30,6 +32,21 @@ DefaultStrategy& default_strategy() {
 CollectiveOptions collective_options(const CommunicationOptions& o, uint32_t tag) {
   const double s = o.timeout_seconds > 0 ? o.timeout_seconds : 600.0;
   return {tag, std::chrono::milliseconds(static_cast<int64_t>(s * 1000))};
+}
+
+// A timeout in seconds from the environment variable `name`, or `fallback` when it is unset. Checked here,
+// where it is read: atof made "abc" 0 s and 1e30 a negative duration.
+std::chrono::milliseconds timeout_from_env(const char* name, std::chrono::milliseconds fallback) {
+  constexpr double kMaxSeconds = 86400;
+  const char* v = std::getenv(name);
+  if (!v) return fallback;
+  double seconds = 0;
+  const char* end = v + std::strlen(v);
+  auto [ptr, ec] = std::from_chars(v, end, seconds);
+  const std::string shown = std::strlen(v) > 24 ? std::string(v, 20) + "..." : v;
+  LS_CHECK(ec == std::errc() && ptr == end && seconds >= 0.001 && seconds <= kMaxSeconds, ValueError, name, "='",
+           shown, "' is not a number of seconds from 0.001 to ", kMaxSeconds, ": set it to e.g. 120, or unset it");
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
 }  // namespace
 
@@ -157,8 +174,8 @@ void Strategy::connect_workers() {
   }
   c.fingerprint = nlohmann::json{{"lockstep_version", "0.1.0"}, {"num_local_replicas", num_local_}}.dump();
   c.incarnation = std::random_device{}() * 0x100000001ull + static_cast<uint64_t>(::getpid());
-  if (const char* v = std::getenv("LOCKSTEP_STARTUP_TIMEOUT")) c.startup_timeout = std::chrono::milliseconds(static_cast<int64_t>(std::atof(v) * 1000));
-  if (const char* v = std::getenv("LOCKSTEP_HEARTBEAT_TIMEOUT")) c.heartbeat_timeout = std::chrono::milliseconds(static_cast<int64_t>(std::atof(v) * 1000));
+  c.startup_timeout = timeout_from_env("LOCKSTEP_STARTUP_TIMEOUT", c.startup_timeout);
+  c.heartbeat_timeout = timeout_from_env("LOCKSTEP_HEARTBEAT_TIMEOUT", c.heartbeat_timeout);
   impl_->coordination = std::make_unique<CoordinationClient>(c);
 
   GlooOptions g;
