@@ -31,6 +31,7 @@
 #include <utility>
 
 #include "lockstep/core/error.h"
+#include "lockstep/train/preemption.h"
 
 extern char** environ;
 
@@ -47,6 +48,7 @@ constexpr auto kReapTimeout = std::chrono::seconds(5);   // after SIGKILL only a
 constexpr auto kSettleTimeout = std::chrono::seconds(1);
 constexpr int kInputErrorCode = 2;  // lockstep's "the input is wrong": running the group again cannot help
 constexpr const char* kRestartCountVariable = "LOCKSTEP_RESTART_COUNT";
+constexpr auto kPreemptionBackoff = std::chrono::milliseconds(500);  // before restarting a preempted group
 
 // Anything that stops the launcher before or while starting workers: one line, exit code 2.
 class LaunchError : public std::runtime_error {
@@ -386,6 +388,7 @@ class LogFiles {
 struct Outcome {
   int code = 0;
   bool restartable = false;  // a worker failed; exec failures and the launcher's own stop are final
+  bool preempted = false;    // the workers saved on a preemption signal: restarted without spending a try
 };
 
 struct Stream {
@@ -612,9 +615,11 @@ class Group {
     else if (e.code == kInputErrorCode)
       say(make_message("worker ", i, " exited with code 2 (a usage or input error)",
                        restarts_left_ ? "; not restarting" : ""));
+    else if (e.code == train::kPreemptedExitCode)
+      say(make_message("worker ", i, " was preempted and saved (exit code ", e.code, "); restarting the group"));
     else
       say(make_message("worker ", i, " failed with exit code ", e.code));
-    outcome_ = {e.code, e.code != kInputErrorCode};
+    outcome_ = {e.code, e.code != kInputErrorCode, e.code == train::kPreemptedExitCode};
     stop(SIGTERM);
   }
 
@@ -769,20 +774,29 @@ int launch(const LaunchOptions& o) {
     LogFiles logs(o.log_dir, o.num_workers);
     SignalHandlers handlers;
     std::fflush(nullptr);  // nothing buffered in the launcher may be written twice by a child
-    int attempt = 0;
+    int attempt = 0, failures = 0;
     int code = 0;
     for (;; ++attempt) {
       if (g_stop_signal) {
         code = 128 + g_stop_signal;
         break;
       }
-      const bool restarts_left = attempt < o.max_restarts;
+      const bool restarts_left = failures < o.max_restarts;
       const Outcome r =
           Group(o, program, logs, attempt, restarts_left).run(pick_ports(o.host, o.num_workers, o.start_port));
       code = r.code;
-      if (r.code == 0 || !r.restartable || !restarts_left || g_stop_signal) break;
-      const std::string line =
-          make_message("lockstep launch: restarting the group (attempt ", attempt + 1, " of ", o.max_restarts, ")");
+      if (r.code == 0 || !r.restartable || g_stop_signal) break;
+      std::string line;
+      if (r.preempted) {
+        // Not a failure: the job saved where it stopped. A short pause lets the ports and the machine settle.
+        line = "lockstep launch: restarting the group after a preemption";
+        const auto until = Clock::now() + kPreemptionBackoff;
+        while (Clock::now() < until && !g_stop_signal) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      } else {
+        if (!restarts_left) break;
+        ++failures;
+        line = make_message("lockstep launch: restarting the group (attempt ", failures, " of ", o.max_restarts, ")");
+      }
       write_all(STDERR_FILENO, line + "\n");
       logs.write_all_workers(line);
     }

@@ -22,7 +22,9 @@ struct LaunchOptions {
 // Runs the group until every worker exits 0 (returns 0), a worker fails and no restart is left or it exited
 // with 2, lockstep's input error (returns its exit code, 128 + signal for a signal), the launcher gets
 // SIGINT/SIGTERM (130/143), or the options or the command are unusable (one line on stderr, returns 2).
-// Every worker gets LOCKSTEP_RESTART_COUNT (0 on the first run). A --log-dir file that cannot be written is
+// A group whose workers exit with train::kPreemptedExitCode (75: they saved on SIGTERM) is restarted after a
+// short pause without spending one of the max_restarts. Every worker gets LOCKSTEP_RESTART_COUNT (0 on the
+// first run). A --log-dir file that cannot be written is
 // said once and turns a 0 into 1 at the end. Never waits unbounded on a worker.
 int launch(const LaunchOptions& options);
 

@@ -166,6 +166,20 @@ TEST(LaunchCli, ExitCode2IsNotRestarted) {
   EXPECT_EQ(lines_after(r.out, "[worker 1] "), std::vector<std::string>{"run-1"});
 }
 
+TEST(LaunchCli, PreemptedGroupsAreRestartedWithoutSpendingATry) {
+  // Exit code 75 means the workers saved on a preemption signal: restarted even with --max-restarts 0, twice.
+  Result r = run_lockstep("launch -n 2 --max-restarts 0 -- " +
+                              worker("echo run-$LOCKSTEP_RESTART_COUNT; [ $LOCKSTEP_RESTART_COUNT -ge 2 ] && exit 0; "
+                                     "[ $i = 0 ] && exit 75; sleep 30"),
+                          "", 60);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(lines_after(r.out, "[worker 0] "), (std::vector<std::string>{"run-0", "run-1", "run-2"}));
+  const std::vector<std::string> said = lines_after(r.err, "lockstep launch: ");
+  ASSERT_FALSE(said.empty()) << r.err;
+  EXPECT_NE(said.front().find("was preempted and saved (exit code 75)"), std::string::npos) << r.err;
+  EXPECT_EQ(said.back(), "finished after 2 restarts") << r.err;
+}
+
 TEST(LaunchCli, RestartsAreCountedInTheWorkersEnvironmentAndTheLastLine) {
   const TempDir temp("launch_restart_count");
   const fs::path& dir = temp.path;
