@@ -8,12 +8,16 @@
 #include <limits>
 #include <optional>
 
+#include <signal.h>
+
 #include "cli.h"
+#include "lockstep/core/files.h"
 #include "lockstep/core/logging.h"
 #include "lockstep/core/threads.h"
 #include "launcher.h"
 #include "lockstep/data/datasets.h"
 #include "lockstep/distribute/strategy/strategy.h"
+#include "lockstep/train/preemption.h"
 
 namespace lockstep::cli {
 
@@ -35,6 +39,8 @@ struct TrainArgs {
   int verbose = 1;
   int workers = 0;  // > 0: launch this many local workers, each running this command with its TF_CONFIG
   int max_restarts = -1;  // -1: not given
+  std::string backup_dir;   // BackupAndRestore (fit) or a CheckpointManager (ctl) there; empty: none
+  int64_t backup_freq = 0;  // save every this many steps; 0: at the end of every epoch
 };
 
 // A number as the shortest text that reads back as exactly the same value (std::to_string keeps 6
@@ -102,16 +108,94 @@ data::Dataset as_dataset(const datasets::Split& split) {
   return data::Dataset::from_tensor_slices(cast(split.images, DType::float32) / 255.0, cast(split.labels, DType::int64));
 }
 
+// Fault injection for recovery tests: LOCKSTEP_FAULT_INJECT=kill:<worker>:<step> (SIGKILL) or
+// term:<worker>:<step> (SIGTERM, a preemption) makes that worker signal itself once <step> training steps
+// are done in total, on the first run of the group only (LOCKSTEP_RESTART_COUNT unset or 0).
+class FaultInjection {
+ public:
+  FaultInjection(int rank, int restarts) {
+    const char* v = std::getenv("LOCKSTEP_FAULT_INJECT");
+    if (!v || restarts > 0) return;
+    const std::string text = v;
+    const size_t a = text.find(':'), b = text.find(':', a == std::string::npos ? a : a + 1);
+    const std::string kind = text.substr(0, a);
+    const auto worker = b == std::string::npos ? std::nullopt : parse_number<int>(text.substr(a + 1, b - a - 1), [](int w) { return w >= 0; });
+    const auto step = b == std::string::npos ? std::nullopt : parse_number<int64_t>(text.substr(b + 1), [](int64_t n) { return n >= 1; });
+    LS_CHECK((kind == "kill" || kind == "term") && worker && step, ValueError, "LOCKSTEP_FAULT_INJECT=", quote(text),
+             " is not kill:<worker>:<step> or term:<worker>:<step>; unset it");
+    if (*worker == rank) {
+      signal_ = kind == "kill" ? SIGKILL : SIGTERM;
+      step_ = *step;
+    }
+  }
+  void after_step(int64_t steps_done) const {
+    if (signal_ && steps_done == step_) ::raise(signal_);
+  }
+
+ private:
+  int signal_ = 0;
+  int64_t step_ = 0;
+};
+
+// FaultInjection inside fit(), after the other callbacks of a step.
+class FaultInjectionCallback : public keras::Callback {
+ public:
+  explicit FaultInjectionCallback(const FaultInjection& f) : f_(f) {}
+  void on_train_batch_end(int64_t, const keras::Logs&) override { f_.after_step(model_->optimizer()->iterations()); }
+
+ private:
+  const FaultInjection& f_;
+};
+
+// Where the custom loop is: what its checkpoints save besides the model, optimizer and input, so that a
+// restarted loop continues at the same step with the same epoch statistics. Per worker: accuracy counts
+// this worker's replicas.
+struct LoopState final : train::Trackable {
+  int64_t epoch = 0, step_in_epoch = 0, steps = 0;
+  double total = 0;
+  std::shared_ptr<keras::metrics::Metric> accuracy;
+  std::vector<double>* step_losses = nullptr;
+  std::vector<keras::Logs>* epochs = nullptr;
+
+  train::TrackableState save() const override {
+    nlohmann::json logs = nlohmann::json::array();
+    for (const keras::Logs& l : *epochs) {
+      nlohmann::json e = nlohmann::json::object();
+      for (const auto& [k, v] : l.items()) e[k] = v;
+      logs.push_back(e);
+    }
+    return {{}, {{"epoch", epoch}, {"step_in_epoch", step_in_epoch}, {"steps", steps}, {"total", total},
+                 {"accuracy", accuracy->state()}, {"step_losses", *step_losses}, {"epochs", logs}}};
+  }
+  train::RestoreMatch restore(const train::TrackableState& state) override {
+    const nlohmann::json& v = state.values;
+    epoch = v.at("epoch");
+    step_in_epoch = v.at("step_in_epoch");
+    steps = v.at("steps");
+    total = v.at("total");
+    accuracy->set_state(v.at("accuracy").get<std::vector<double>>());
+    *step_losses = v.at("step_losses").get<std::vector<double>>();
+    epochs->clear();
+    for (const nlohmann::json& e : v.at("epochs")) {
+      keras::Logs l;
+      for (const auto& [k, x] : e.items()) l.set(k, x.get<double>());
+      epochs->push_back(l);
+    }
+    return {};
+  }
+  bool per_worker() const override { return true; }
+};
+
 // The custom training loop of the tutorials: strategy.run of a GradientTape step whose per-example losses
 // are averaged over the global batch, regularization scaled by the number of replicas, and the replicas'
 // losses summed with strategy.reduce. Records each step's loss.
 std::vector<keras::Logs> custom_loop(distribute::Strategy& strategy, keras::Sequential& model,
                                      const data::Dataset& train, const data::Dataset& test, const TrainArgs& a,
-                                     int64_t global_batch, int64_t& steps, std::vector<double>& step_losses) {
+                                     int64_t global_batch, const FaultInjection& fault, int64_t& steps,
+                                     std::vector<double>& step_losses) {
   auto optimizer = model.optimizer();
   auto loss_fn = keras::losses::SparseCategoricalCrossentropy(
       {.from_logits = true, .reduction = keras::losses::Reduction::NONE});
-  auto accuracy = keras::metrics::SparseCategoricalAccuracy();
   auto step_fn = [&](const data::Batch& b) {
     GradientTape tape;
     Tensor logits = model(b.x, {.training = true});
@@ -124,13 +208,40 @@ std::vector<keras::Logs> custom_loop(distribute::Strategy& strategy, keras::Sequ
   };
   distribute::DistributedDataset dist = strategy.experimental_distribute_dataset(train);
   std::vector<keras::Logs> epochs;
+  auto state = std::make_shared<LoopState>();
+  state->accuracy = keras::metrics::SparseCategoricalAccuracy();
+  state->step_losses = &step_losses;
+  state->epochs = &epochs;
   auto it = dist.make_iterator(0);
-  for (int64_t epoch = 0; epoch < a.epochs; ++epoch) {
-    if (a.steps_per_epoch < 0 && epoch > 0) it = dist.make_iterator(static_cast<uint64_t>(epoch));
-    accuracy->reset_state();
-    double total = 0;
-    int64_t n = 0;
-    for (; a.steps_per_epoch < 0 || n < a.steps_per_epoch; ++n) {
+
+  // With --backup-dir: the tutorials' CheckpointManager over everything the loop needs to continue, restored
+  // here if a backup exists, saved every --backup-freq steps or each epoch, and on preemption.
+  std::optional<train::Checkpoint> checkpoint;
+  std::optional<train::CheckpointManager> manager;
+  std::optional<train::PreemptionCheckpointHandler> preemption;
+  if (!a.backup_dir.empty()) {
+    checkpoint.emplace(std::vector<std::pair<std::string, train::TrackableRef>>{
+                           {"model", model}, {"optimizer", optimizer}, {"iterator", it}, {"loop", state},
+                           {"random", keras::utils::global_random_state()}},
+                       train::CheckpointOptions{.async = true});
+    manager.emplace(*checkpoint, a.backup_dir, train::CheckpointManagerOptions{.max_to_keep = 2});
+    preemption.emplace(*manager);
+  }
+  auto save = [&] {
+    if (manager) manager->save();
+  };
+
+  for (; state->epoch < a.epochs; ++state->epoch) {
+    const int64_t epoch = state->epoch;
+    // A fresh pass per epoch (unless steps_per_epoch runs one iterator on), except in the epoch a restore
+    // put the iterator in the middle of.
+    if (a.steps_per_epoch < 0 && epoch > 0 && state->step_in_epoch == 0)
+      it = dist.make_iterator(static_cast<uint64_t>(epoch));
+    if (state->step_in_epoch == 0) {
+      state->accuracy->reset_state();
+      state->total = 0;
+    }
+    for (; a.steps_per_epoch < 0 || state->step_in_epoch < a.steps_per_epoch;) {
       auto batches = it.next();
       if (!batches) break;
       auto out = strategy.run(step_fn, *batches);
@@ -138,18 +249,24 @@ std::vector<keras::Logs> custom_loop(distribute::Strategy& strategy, keras::Sequ
       for (size_t r = 0; r < out.values.size(); ++r) {
         losses.values.push_back(out.values[r].first);
         NoGradGuard no_grad;
-        accuracy->update_state(batches->values[r].y, out.values[r].second);
+        state->accuracy->update_state(batches->values[r].y, out.values[r].second);
       }
       const double loss = strategy.reduce(distribute::ReduceOp::SUM, losses).item<double>();
       if (step_losses.size() < 1000) step_losses.push_back(loss);
-      total += loss;
-      ++steps;
+      state->total += loss;
+      ++state->step_in_epoch;
+      ++state->steps;
+      if (preemption) preemption->run([] {});  // counts the step; every worker saves and exits if any was signalled
+      if (a.backup_freq > 0 && state->steps % a.backup_freq == 0) save();
+      fault.after_step(state->steps);
     }
-    std::vector<double> acc = accuracy->state();
+    std::vector<double> acc = state->accuracy->state();
     strategy.all_reduce_sum(acc);  // over workers, so every worker reports the global accuracy
+    auto accuracy = keras::metrics::SparseCategoricalAccuracy();
     accuracy->set_state(acc);
+    const int64_t n = state->step_in_epoch;
     keras::Logs logs;
-    logs.set("loss", n ? total / static_cast<double>(n) : 0.0);
+    logs.set("loss", n ? state->total / static_cast<double>(n) : 0.0);
     logs.set("accuracy", accuracy->result());
     auto val = model.evaluate(test, {.verbose = 0});
     logs.set("val_loss", val["loss"]);
@@ -159,7 +276,16 @@ std::vector<keras::Logs> custom_loop(distribute::Strategy& strategy, keras::Sequ
                   static_cast<long long>(epoch + 1), static_cast<long long>(a.epochs), *logs.get("loss"),
                   *logs.get("accuracy"), *logs.get("val_loss"), *logs.get("val_accuracy"));
     epochs.push_back(logs);
+    state->step_in_epoch = 0;
+    if (a.backup_freq == 0 && state->epoch + 1 < a.epochs) {
+      ++state->epoch;  // saved as "the next epoch, step 0"
+      save();
+      --state->epoch;
+    }
   }
+  steps = state->steps;
+  // The run is complete: its backups are not needed by a restart any more (as BackupAndRestore does).
+  if (manager) manager->delete_checkpoints();
   return epochs;
 }
 
@@ -186,8 +312,10 @@ int run_workers(const TrainArgs& a) {
                "--optimizer", a.optimizer, "--learning-rate", exact_text(a.learning_rate), "--seed",
                exact_text(a.seed), "--threads", exact_text(a.threads), "--loop", a.loop, "--verbose",
                exact_text(a.verbose)};
-  for (auto [flag, value] : {std::pair{"--save-model", a.save_model}, {"--metrics-out", a.metrics_out}})
+  for (auto [flag, value] : {std::pair{"--save-model", a.save_model}, {"--metrics-out", a.metrics_out},
+                             {"--backup-dir", a.backup_dir}})
     if (!value.empty()) l.command.insert(l.command.end(), {flag, value});
+  if (a.backup_freq > 0) l.command.insert(l.command.end(), {"--backup-freq", exact_text(a.backup_freq)});
   return launch(l);
 }
 
@@ -236,6 +364,8 @@ int run_train(const TrainArgs& a) {
   LS_CHECK(a.max_restarts < 0 || a.workers > 0, ValueError,
            "--max-restarts restarts the local workers of --workers N: add --workers N, or use your cluster's "
            "restart policy when TF_CONFIG is set");
+  LS_CHECK(a.backup_freq == 0 || !a.backup_dir.empty(), ValueError,
+           "--backup-freq says how often to save to --backup-dir: add --backup-dir DIR");
   if (a.workers > 0) return run_workers(a);
   const int restarts = restarts_from_environment();
   // One worker of the cluster in TF_CONFIG (or SLURM), or a single local worker when none is set: a
@@ -256,6 +386,12 @@ int run_train(const TrainArgs& a) {
              ": training and evaluation need at least one of each");
 
   distribute::MultiWorkerMirroredStrategy strategy({}, std::move(cluster));
+  // Outputs are checked before the first step, not found unwritable after the last (only the chief writes).
+  if (strategy.is_chief()) {
+    if (!a.metrics_out.empty()) check_writable(a.metrics_out, "--metrics-out file");
+    if (!a.save_model.empty()) AtomicDirectory::check(a.save_model, "config.json");
+  }
+  const FaultInjection fault(strategy.worker_rank(), restarts);
   keras::Sequential model = [&] {
     auto scope = strategy.scope();  // the model's and optimizer's variables are mirrored
     keras::Sequential m = build_model(a.model);
@@ -279,8 +415,15 @@ int run_train(const TrainArgs& a) {
   std::vector<double> step_losses;
   int64_t steps = 0;
   if (a.loop == "fit") {
+    std::vector<keras::CallbackPtr> callbacks;
+    if (!a.backup_dir.empty())
+      callbacks.push_back(keras::callbacks::BackupAndRestore(
+          {.backup_dir = a.backup_dir,
+           .save_freq = a.backup_freq > 0 ? keras::callbacks::SaveFreq(a.backup_freq) : keras::callbacks::SaveFreq("epoch"),
+           .save_before_preemption = true}));
+    callbacks.push_back(std::make_shared<FaultInjectionCallback>(fault));
     auto history = model.fit(train, {.epochs = a.epochs, .steps_per_epoch = a.steps_per_epoch, .validation_data = test,
-                                     .verbose = a.verbose});
+                                     .callbacks = callbacks, .verbose = a.verbose});
     for (size_t e = 0; e < history.epoch.size(); ++e) {
       keras::Logs logs;
       for (const auto& [k, v] : history.history) logs.set(k, v[e]);
@@ -288,7 +431,7 @@ int run_train(const TrainArgs& a) {
     }
     steps = model.optimizer()->iterations();
   } else {
-    epochs = custom_loop(strategy, model, train, test, a, global_batch, steps, step_losses);
+    epochs = custom_loop(strategy, model, train, test, a, global_batch, fault, steps, step_losses);
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
@@ -317,9 +460,7 @@ int run_train(const TrainArgs& a) {
     j["weights_sha256"] = hashes[0];
     j["weights_sha256_per_worker"] = hashes;
     if (!step_losses.empty()) j["step_losses"] = step_losses;
-    std::ofstream out(a.metrics_out);
-    out << j.dump(2) << "\n";
-    LS_CHECK(out.good(), RuntimeError, "cannot write the metrics file ", a.metrics_out);
+    write_file_atomically(a.metrics_out, j.dump(2) + "\n");
   }
   return 0;
 }
@@ -355,6 +496,23 @@ std::function<int()> add_train_command(CLI::App& app) {
              "run on this many local workers (lockstep launch); 0: train in this process");
   add_number(cmd, "--max-restarts", a->max_restarts, at_least(0), "an integer from 0 to 2^31-1",
              "with --workers: restarts of the group after a failure");
+  cmd->add_option("--backup-dir", a->backup_dir,
+                  "back training up to this directory and resume from it after a restart (BackupAndRestore)")
+      ->check(non_empty);
+  cmd->add_option_function<std::string>(
+         "--backup-freq",
+         [a, at_least](const std::string& text) {
+           a->backup_freq = text == "epoch" ? 0 : *parse_number<int64_t>(text, at_least(1));
+         },
+         "with --backup-dir: save at the end of every epoch or every N steps (\"epoch\" or an integer from 1 to 2^63-1)")
+      ->check(CLI::Validator(
+          [at_least](std::string& text) {
+            return text == "epoch" || parse_number<int64_t>(text, at_least(1))
+                       ? std::string()
+                       : quote(text) + " is not \"epoch\" or an integer from 1 to 2^63-1";
+          },
+          ""))
+      ->type_name("epoch|N");
   return [a] { return run_train(*a); };
 }
 

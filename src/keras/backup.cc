@@ -1,7 +1,6 @@
 // BackupAndRestore: fit() backed up through a CheckpointManager (model, optimizer, global random stream and
 // fit's position) and resumed from it exactly; saves before exiting on a preemption signal.
 #include <cstdio>
-#include <filesystem>
 
 #include "lockstep/core/logging.h"
 #include "lockstep/keras/initializers.h"
@@ -22,8 +21,6 @@ SaveFreq::SaveFreq(int64_t every_n_steps) : steps(every_n_steps) {
 }
 
 namespace {
-
-namespace fs = std::filesystem;
 
 class BackupAndRestoreCallback : public Callback {
  public:
@@ -63,13 +60,7 @@ class BackupAndRestoreCallback : public Callback {
 
   void on_train_end(const Logs&) override {
     manager_->sync();
-    if (opt_.delete_checkpoint && checkpoint_->is_chief()) {
-      // Only what the manager wrote, never other files a user keeps in the directory.
-      std::error_code ec;
-      for (const std::string& prefix : manager_->checkpoints()) fs::remove(prefix + ".safetensors", ec);
-      fs::remove(fs::path(opt_.backup_dir) / "checkpoint", ec);
-      fs::remove(opt_.backup_dir, ec);  // only when empty
-    }
+    if (opt_.delete_checkpoint) manager_->delete_checkpoints();
     manager_.reset();
     checkpoint_.reset();
     watch_.reset();

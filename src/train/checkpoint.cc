@@ -600,6 +600,13 @@ CheckpointManager::CheckpointManager(Checkpoint& checkpoint, std::string directo
   fs::create_directories(impl_->directory, ec);
   LS_CHECK(!ec, Error, "cannot create checkpoint directory ", impl_->directory, ": ", ec.message());
   check_writable((fs::path(impl_->directory) / kIndexName).string(), "checkpoint index file");
+  // Temporary files of writes that a crash interrupted ("ckpt-7.safetensors.tmp.<pid>.<n>"): never valid.
+  for (const auto& entry : fs::directory_iterator(impl_->directory, ec)) {
+    const std::string file = entry.path().filename().string();
+    if ((file.starts_with(impl_->options.checkpoint_name + "-") && file.find(std::string(kSuffix) + ".tmp.") != std::string::npos) ||
+        file.starts_with(std::string(kIndexName) + ".tmp."))
+      fs::remove(entry.path(), ec);
+  }
   std::optional<Index> index = read_index(impl_->directory);
   Index found;
   if (index) {
@@ -666,6 +673,17 @@ std::vector<std::string> CheckpointManager::checkpoints() const {
 const std::string& CheckpointManager::directory() const { return impl_->directory; }
 
 void CheckpointManager::sync() { impl_->checkpoint.sync(); }
+
+void CheckpointManager::delete_checkpoints() {
+  sync();
+  if (!impl_->checkpoint.is_chief()) return;
+  std::error_code ec;
+  for (const std::string& prefix : checkpoints()) fs::remove(file_of(prefix), ec);
+  fs::remove(fs::path(impl_->directory) / kIndexName, ec);
+  fs::remove(impl_->directory, ec);  // only when empty
+  std::lock_guard lock(impl_->mutex);
+  impl_->index = {};
+}
 
 Checkpoint& CheckpointManager::checkpoint() const { return impl_->checkpoint; }
 

@@ -117,8 +117,11 @@ class CheckpointManager {
   std::optional<std::string> latest_checkpoint() const;
   std::vector<std::string> checkpoints() const;
   const std::string& directory() const;
-  // Checkpoint prefixes pruned so far are gone from disk; waits for a background write first.
+  // Waits for a background write (and the index update and pruning after it).
   void sync();
+  // After a completed run: deletes the checkpoints this manager keeps and its index file (the chief does),
+  // and the directory if that leaves it empty — never other files in it (BackupAndRestore's cleanup).
+  void delete_checkpoints();
 
   struct Impl;
 

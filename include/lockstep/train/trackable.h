@@ -57,6 +57,8 @@ TrackablePtr make_trackable(distribute::DistributedDataset::Iterator& iterator);
 class TrackableRef {
  public:
   TrackableRef(TrackablePtr ptr);
+  template <std::derived_from<Trackable> T>
+  TrackableRef(std::shared_ptr<T> ptr) : TrackableRef(TrackablePtr(std::move(ptr))) {}
   template <typename T>
     requires(!std::convertible_to<T, TrackablePtr>) && requires(T& t) {
       { make_trackable(t) } -> std::convertible_to<TrackablePtr>;
