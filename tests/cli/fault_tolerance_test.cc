@@ -1,0 +1,130 @@
+// Fault tolerance end to end, with real worker processes on 127.0.0.1 under `lockstep train --workers 2
+// --max-restarts 3` (the launcher): a worker killed with SIGKILL at a chosen step, or sent SIGTERM, and the
+// restarted job ends with bitwise the weights and the global step count of a run that never failed — for
+// fit (BackupAndRestore) and the custom loop (CheckpointManager), killing the chief or the other worker,
+// mid-epoch, right after a save and while an asynchronous save is being written. All bounded in time.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "process_util.h"
+
+namespace lockstep::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// A small data set (512 training images, 16 steps of 2 x 16 per epoch) so each run takes seconds.
+class FaultTolerance : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = temp_dir("fault_tolerance");
+    write_idx_dataset(dir_, 512, 64);
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+  static std::string args(const std::string& loop) {
+    return "train --loop " + loop + " --dataset " + dir_.string() +
+           " --epochs 2 --batch-size 16 --optimizer adam --seed 5 --threads 1 --verbose 0 --workers 2";
+  }
+  // The metrics of a run that never fails, computed once per loop.
+  static const json& reference(const std::string& loop) {
+    static std::map<std::string, json> done;
+    if (!done.count(loop)) {
+      const std::string out = (dir_ / ("reference_" + loop + ".json")).string();
+      Result r = run_lockstep(args(loop) + " --metrics-out " + out, "", 240);
+      EXPECT_EQ(r.code, 0) << r.err;
+      done[loop] = json::parse(read_all(out));
+    }
+    return done[loop];
+  }
+  static fs::path dir_;
+};
+fs::path FaultTolerance::dir_;
+
+struct Case {
+  std::string loop;   // fit | ctl
+  std::string fault;  // LOCKSTEP_FAULT_INJECT
+  int backup_freq;    // 0: "epoch"
+  bool restores;      // a save is surely durable before the fault (else the restart may begin from scratch)
+  const char* what;
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.what; }
+
+class Recovery : public FaultTolerance, public ::testing::WithParamInterface<Case> {};
+
+TEST_P(Recovery, EndsWithTheWeightsOfAnUninterruptedRun) {
+  const Case& c = GetParam();
+  const json& ref = reference(c.loop);
+  const std::string backup = (dir_ / ("backup_" + std::to_string(::getpid()))).string();
+  const std::string metrics = (dir_ / "recovered.json").string();
+  fs::remove_all(backup);
+  const std::string freq = c.backup_freq > 0 ? std::to_string(c.backup_freq) : "epoch";
+  Result r = run_lockstep(args(c.loop) + " --max-restarts 3 --backup-dir " + backup + " --backup-freq " + freq +
+                              " --metrics-out " + metrics,
+                          "LOCKSTEP_FAULT_INJECT=" + c.fault, 240);
+  ASSERT_EQ(r.code, 0) << c.what << "\n" << r.err;
+  const json got = json::parse(read_all(metrics));
+  EXPECT_EQ(got["restarts"], 1) << r.err;
+  EXPECT_EQ(got["weights_sha256"], ref["weights_sha256"]) << c.what << "\n" << r.out << r.err;
+  EXPECT_EQ(got["global_steps"], ref["global_steps"]);
+  EXPECT_EQ(got["epochs"], ref["epochs"]) << "every epoch's statistics survive the restart";
+  if (c.loop == "ctl") {
+    EXPECT_EQ(got["step_losses"], ref["step_losses"]) << "no step lost or repeated";
+  }
+  if (c.restores) {
+    EXPECT_NE(r.err.find("restored"), std::string::npos) << "the restart did not resume from the backup\n" << r.err;
+  }
+  EXPECT_FALSE(fs::exists(backup)) << "the backup is removed after the job completed";
+  fs::remove_all(backup);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    KillPoints, Recovery,
+    ::testing::Values(Case{"fit", "kill:1:11", 4, true, "fit: non-chief killed mid-epoch, 3 steps after a save"},
+                      Case{"fit", "kill:0:8", 4, false, "fit: chief killed right after a save (its write may be in flight)"},
+                      Case{"fit", "kill:0:21", 0, true, "fit: chief killed in epoch 2, backups per epoch"},
+                      Case{"fit", "term:1:6", 0, true, "fit: SIGTERM to the non-chief saves at the next step and restarts"},
+                      Case{"ctl", "kill:1:13", 5, true, "custom loop: non-chief killed mid-epoch"},
+                      Case{"ctl", "kill:0:10", 5, false, "custom loop: chief killed during the asynchronous save"},
+                      Case{"ctl", "term:0:9", 0, true, "custom loop: SIGTERM to the chief"}),
+    [](const auto& info) {
+      std::string name = info.param.loop + "_" + info.param.fault;
+      for (char& ch : name)
+        if (ch == ':') ch = '_';
+      return name;
+    });
+
+TEST_F(FaultTolerance, FullDiskForTheMetricsIsAnErrorAndLeavesNoFile) {
+  const std::string metrics = (dir_ / "full.json").string();
+  // A 2 KB file-size limit: the program's output fits, the metrics file with its step losses does not.
+  Result r = run_lockstep("train --loop ctl --dataset " + dir_.string() +
+                              " --epochs 1 --steps-per-epoch 40 --batch-size 8 --threads 1 --verbose 0 --metrics-out " +
+                              metrics,
+                          "trap '' XFSZ; ulimit -f 2;", 120);
+  EXPECT_NE(r.code, 0);
+  EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find("cannot write " + metrics), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(metrics));
+  for (const auto& e : fs::directory_iterator(dir_))
+    EXPECT_EQ(e.path().filename().string().find("full.json"), std::string::npos) << "left behind: " << e.path();
+}
+
+TEST_F(FaultTolerance, UnwritableOutputsAreRefusedBeforeTraining) {
+  for (const char* flag : {"--metrics-out /nonexistent/dir/m.json", "--save-model /proc/nope"}) {
+    Result r = run_lockstep("train --dataset " + dir_.string() + " --epochs 1 --threads 1 --verbose 0 " + std::string(flag), "", 60);
+    EXPECT_EQ(r.code, 2) << flag;
+    EXPECT_EQ(count_lines(r.err), 1u) << r.err;
+    EXPECT_EQ(r.out.find("Test loss"), std::string::npos) << "trained before refusing " << flag;
+  }
+  Result r = run_lockstep("train --dataset " + dir_.string() + " --backup-freq 5", "", 60);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--backup-dir"), std::string::npos) << r.err;
+  r = run_lockstep("train --dataset " + dir_.string() + " --backup-dir x --backup-freq 0", "", 60);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--backup-freq"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace lockstep::testing
