@@ -1,6 +1,8 @@
 // The lockstep command-line tool: `lockstep train`, `lockstep launch` and `lockstep tf-config`.
 // Every failure ends as one line on stderr: exit code 2 for a user error (a bad flag, TF_CONFIG, file or
-// data set: a lockstep::Error), 1 for anything unexpected (out of memory, a system or library error).
+// data set: a lockstep::Error), which running again cannot fix; 1 for a failure of the environment that a
+// restart may fix (a lost peer, a timeout, a port in use) and for anything unexpected (out of memory, a
+// system or library error). Launchers restart on 1, never on 2.
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -25,6 +27,10 @@ void print_error(const char* prefix, std::string message) {
 int report(std::exception_ptr exception) {
   try {
     std::rethrow_exception(exception);
+  } catch (const lockstep::UnavailableError& e) {
+    print_error("", e.what());
+  } catch (const lockstep::DeadlineExceededError& e) {
+    print_error("", e.what());
   } catch (const lockstep::Error& e) {
     print_error("", e.what());
     return kUserError;

@@ -157,12 +157,12 @@ TEST(ChiefPort, TakenPortIsOneLineWithoutGrpcsLog) {
   const std::string args = "train --epochs 1 --threads 1 --verbose 0 --dataset " + dir.string();
 
   Result r = run_lockstep(args, "TF_CONFIG='" + config + "'", 60);
-  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(r.code, 1) << r.err;  // the environment, not the input: a restart on new ports may succeed
   EXPECT_EQ(count_lines(r.err), 1u) << r.err;
   EXPECT_NE(r.err.find("the port is in use"), std::string::npos) << r.err;
   // GRPC_VERBOSITY, set explicitly, brings gRPC's own log back for debugging.
   r = run_lockstep(args, "GRPC_VERBOSITY=ERROR TF_CONFIG='" + config + "'", 60);
-  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_GT(count_lines(r.err), 1u) << r.err;
 }
 
