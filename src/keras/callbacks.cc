@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -274,8 +275,9 @@ class TerminateOnNaNCallback : public Callback {
   }
 };
 
-// Replaces "{epoch}", "{epoch:02d}" and "{key:.4f}"-style fields the way Python's str.format does.
-std::string format_path(const std::string& pattern, int64_t epoch, const Logs& logs) {
+// Replaces "{epoch}", "{epoch:02d}", "{batch}" and "{key:.4f}"-style fields the way Python's str.format does;
+// `batch` is given for step-based saves only.
+std::string format_path(const std::string& pattern, int64_t epoch, std::optional<int64_t> batch, const Logs& logs) {
   static const std::regex field(R"(\{([A-Za-z_]+)(?::([0-9]*)(\.[0-9]+)?([df]))?\})");
   std::string out;
   auto begin = std::sregex_iterator(pattern.begin(), pattern.end(), field);
@@ -287,9 +289,14 @@ std::string format_path(const std::string& pattern, int64_t epoch, const Logs& l
     const std::string key = m[1];
     double value;
     if (key == "epoch") value = static_cast<double>(epoch + 1);
+    else if (key == "batch" && batch) value = static_cast<double>(*batch + 1);
     else if (auto v = logs.get(key)) value = *v;
+    else if (key == "batch")
+      throw ValueError(make_message("ModelCheckpoint filepath \"", pattern, "\" names 'batch', which is known only ",
+                                    "when saving every N steps: give save_freq a number of steps, or drop {batch}"));
     else throw ValueError(make_message("ModelCheckpoint filepath \"", pattern, "\" names '", key, "', which is not in the logs"));
-    std::string spec = "%" + std::string(m[2]) + std::string(m[3]) + (m[4].matched ? std::string(m[4]) : key == "epoch" ? "d" : "f");
+    const bool counter = key == "epoch" || key == "batch";
+    std::string spec = "%" + std::string(m[2]) + std::string(m[3]) + (m[4].matched ? std::string(m[4]) : counter ? "d" : "f");
     char buf[64];
     if (spec.back() == 'd') std::snprintf(buf, sizeof buf, spec.c_str(), static_cast<int>(value));
     else std::snprintf(buf, sizeof buf, spec.c_str(), value);
@@ -302,21 +309,44 @@ class ModelCheckpointCallback : public Callback {
  public:
   ModelCheckpointCallback(std::string path, ModelCheckpointOptions o)
       : path_(std::move(path)), opt_(std::move(o)), monitor_(opt_.monitor, opt_.mode, 0) {}
+  void on_train_begin(const Logs&) override {
+    // The strategy the model was built under decides who writes: the chief alone, as Keras does.
+    const distribute::Strategy* strategy = make_trackable(*model_)->strategy();
+    chief_ = !strategy || strategy->is_chief();
+    steps_since_save_ = 0;
+  }
+  void on_epoch_begin(int64_t epoch, const Logs&) override { epoch_ = epoch; }
+  void on_train_batch_end(int64_t batch, const Logs& logs) override {
+    if (opt_.save_freq.steps == 0 || ++steps_since_save_ < opt_.save_freq.steps) return;
+    steps_since_save_ = 0;
+    save(epoch_, batch, logs);
+  }
   void on_epoch_end(int64_t epoch, const Logs& logs) override {
+    if (opt_.save_freq.steps == 0) save(epoch, std::nullopt, logs);
+  }
+
+ private:
+  void save(int64_t epoch, std::optional<int64_t> batch, const Logs& logs) {
     if (opt_.save_best_only) {
       std::optional<double> v = monitor_.read(logs);
       if (!v || !monitor_.improved(*v)) return;
       monitor_.best = *v;
     }
-    const std::string path = format_path(path_, epoch, logs);
-    model_->save_weights(path);
+    const std::string path = format_path(path_, epoch, batch, logs);
+    if (!chief_) return;
+    // Keras creates the directory the path names, as a user who formats a path expects.
+    if (const std::filesystem::path parent = std::filesystem::path(path).parent_path(); !parent.empty())
+      std::filesystem::create_directories(parent);
+    if (opt_.save_weights_only) model_->save_weights(path);
+    else model_->save(path);
     if (opt_.verbose) std::printf("\nEpoch %lld: saving model to %s\n", static_cast<long long>(epoch + 1), path.c_str());
   }
 
- private:
   std::string path_;
   ModelCheckpointOptions opt_;
   Monitor monitor_;
+  bool chief_ = true;
+  int64_t epoch_ = 0, steps_since_save_ = 0;
 };
 }  // namespace
 

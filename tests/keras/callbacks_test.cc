@@ -1,15 +1,21 @@
 // Callbacks: the progress bar's format, History, CSVLogger, EarlyStopping, LearningRateScheduler,
-// TerminateOnNaN and ModelCheckpoint.
+// TerminateOnNaN and ModelCheckpoint (epoch and step saves, whole models and weights, chief-only writes).
 #include "lockstep/keras/callbacks.h"
 
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
+#include <thread>
 
+#include "lockstep/distribute/strategy/strategy.h"
 #include "lockstep/keras/model.h"
 
 namespace lockstep::keras {
@@ -22,15 +28,16 @@ struct Problem {
   data::Dataset ds;
 };
 
-Problem problem(double lr = 0.01) {
+// `dense_name` fixes the layer's name, which otherwise counts the models built in this process.
+Problem problem(double lr = 0.01, int64_t batch_size = 1, const std::string& dense_name = "") {
   Philox rng(1);
   Tensor x = random_uniform({70, 4}, rng);
   Tensor y = raw_ops::cast(random_uniform({70}, rng, 0, 2, DType::float64), DType::int64);
-  Sequential model({Input({4}), layers::Dense(2)});
+  Sequential model({Input({4}), layers::Dense(2, {.name = dense_name})});
   model.compile({.optimizer = optimizers::SGD({.learning_rate = lr}),
                  .loss = losses::SparseCategoricalCrossentropy({.from_logits = true}),
                  .metrics = {"accuracy"}});
-  return {model, data::Dataset::from_tensor_slices(x, y).batch(1)};
+  return {model, data::Dataset::from_tensor_slices(x, y).batch(batch_size)};
 }
 
 std::string read_file(std::FILE* f) {
@@ -114,23 +121,146 @@ TEST(Callbacks, TerminateOnNaNStopsAtTheFirstBadBatch) {
   EXPECT_LT(p.model.optimizer()->iterations(), 70);
 }
 
+// A fresh directory under /tmp, removed with everything in it when the test ends.
+struct TestDir {
+  fs::path path;
+  explicit TestDir(const std::string& name)
+      : path(fs::temp_directory_path() / (name + "-" + std::to_string(::getpid()))) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TestDir() { fs::remove_all(path); }
+  std::set<std::string> names() const {
+    std::set<std::string> out;
+    for (const auto& e : fs::directory_iterator(path)) out.insert(e.path().filename().string());
+    return out;
+  }
+};
+
 TEST(Callbacks, ModelCheckpointFormatsThePath) {
   Problem p = problem();
-  const fs::path dir = fs::temp_directory_path() / "lockstep_test_ckpt";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  TestDir dir("lockstep_test_ckpt");
+  p.model.fit(
+      p.ds,
+      {.epochs = 2,
+       .callbacks = {callbacks::ModelCheckpoint((dir.path / "weights.{epoch:02d}-{loss:.2f}.safetensors").string(),
+                                                {.monitor = "loss", .save_weights_only = true})},
+       .verbose = 0});
+  for (const std::string& name : dir.names())
+    EXPECT_TRUE(std::regex_match(name, std::regex(R"(weights\.0[12]-\d\.\d\d\.safetensors)"))) << name;
+  EXPECT_EQ(dir.names().size(), 2u);
+}
+
+TEST(Callbacks, ModelCheckpointSavesTheWholeModelByDefault) {
+  Problem p = problem();
+  TestDir dir("lockstep_test_ckpt_model");
+  p.model.fit(
+      p.ds,
+      {.epochs = 2, .callbacks = {callbacks::ModelCheckpoint((dir.path / "model.{epoch}").string())}, .verbose = 0});
+  EXPECT_EQ(dir.names(), (std::set<std::string>{"model.1", "model.2"}));
+  // The last one is the trained model, which load_model rebuilds.
+  Sequential loaded = Sequential::load_model((dir.path / "model.2").string());
+  std::vector<Tensor> expected = p.model.get_weights(), actual = loaded.get_weights();
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) EXPECT_EQ(actual[i].to_vector<float>(), expected[i].to_vector<float>());
+}
+
+TEST(Callbacks, ModelCheckpointSavesEveryNStepsAcrossEpochs) {
+  Problem p = problem();  // 70 steps per epoch
+  TestDir dir("lockstep_test_ckpt_steps");
+  // Records the weights after step 90 (epoch 2, batch 20), when the third save happens.
+  std::vector<Tensor> at_step_90;
+  struct Snapshot : Callback {
+    std::vector<Tensor>* out;
+    explicit Snapshot(std::vector<Tensor>* o) : out(o) {}
+    void on_train_batch_end(int64_t, const Logs&) override {
+      if (model_->optimizer()->iterations() == 90) *out = model_->get_weights();
+    }
+  };
   p.model.fit(p.ds, {.epochs = 2,
-                     .callbacks = {callbacks::ModelCheckpoint((dir / "weights.{epoch:02d}-{loss:.2f}.safetensors").string(),
-                                                              {.monitor = "loss"})},
+                     .callbacks = {callbacks::ModelCheckpoint((dir.path / "w.{epoch}-{batch:03d}.safetensors").string(),
+                                                              {.save_weights_only = true, .save_freq = 30}),
+                                   std::make_shared<Snapshot>(&at_step_90)},
                      .verbose = 0});
-  int files = 0;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    EXPECT_TRUE(std::regex_match(e.path().filename().string(), std::regex(R"(weights\.0[12]-\d\.\d\d\.safetensors)")))
-        << e.path();
-    ++files;
-  }
-  EXPECT_EQ(files, 2);
-  fs::remove_all(dir);
+  // Steps 30, 60, 90 and 120 of 140, named by the epoch they fell in and the batch within it; none at epoch ends.
+  EXPECT_EQ(dir.names(), (std::set<std::string>{"w.1-030.safetensors", "w.1-060.safetensors", "w.2-020.safetensors",
+                                                "w.2-050.safetensors"}));
+  Problem q = problem();
+  q.model.load_weights((dir.path / "w.2-020.safetensors").string());
+  std::vector<Tensor> loaded = q.model.get_weights();
+  ASSERT_EQ(loaded.size(), at_step_90.size());
+  for (size_t i = 0; i < loaded.size(); ++i) EXPECT_EQ(loaded[i].to_vector<float>(), at_step_90[i].to_vector<float>());
+}
+
+TEST(Callbacks, ModelCheckpointSaveBestOnlyInSteps) {
+  Problem p = problem();
+  TestDir dir("lockstep_test_ckpt_best");
+  p.model.fit(p.ds, {.epochs = 1,
+                     .callbacks = {callbacks::ModelCheckpoint(
+                         (dir.path / "best.{batch}.safetensors").string(),
+                         {.monitor = "loss", .save_best_only = true, .save_weights_only = true, .save_freq = 10})},
+                     .verbose = 0});
+  // The first save always improves on +inf; later ones only when the running loss went down.
+  EXPECT_TRUE(dir.names().count("best.10.safetensors"));
+  EXPECT_LE(dir.names().size(), 7u);
+}
+
+TEST(Callbacks, ModelCheckpointBatchFieldNeedsStepSaves) {
+  Problem p = problem();
+  TestDir dir("lockstep_test_ckpt_batch");
+  auto fit = [&] {
+    p.model.fit(p.ds, {.callbacks = {callbacks::ModelCheckpoint((dir.path / "w.{batch}").string())}, .verbose = 0});
+  };
+  EXPECT_THROW(fit(), ValueError);
+  EXPECT_TRUE(dir.names().empty());
+}
+
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// Two workers (threads of this process, each with its own MultiWorkerMirroredStrategy) given separate
+// directories, so that the test sees who wrote: the chief alone, whole models and weights alike.
+TEST(Callbacks, ModelCheckpointWritesOnTheChiefOnly) {
+  TestDir dir("lockstep_test_ckpt_workers");
+  const distribute::ClusterSpec spec(
+      {{"worker", {"127.0.0.1:" + std::to_string(free_port()), "127.0.0.1:" + std::to_string(free_port())}}});
+  std::vector<std::string> errors(2);
+  auto worker = [&](int rank) {
+    try {
+      distribute::MultiWorkerMirroredStrategy strategy(
+          {.timeout_seconds = 60}, std::make_unique<distribute::SimpleClusterResolver>(spec, "worker", rank));
+      std::optional<Problem> p;
+      {
+        auto scope = strategy.scope();
+        p = problem(0.01, 2, "dense");  // one example per replica; the same names on both workers
+      }
+      const fs::path mine = dir.path / ("worker" + std::to_string(rank));
+      p->model.fit(p->ds, {.epochs = 1,
+                           .callbacks = {callbacks::ModelCheckpoint((mine / "model").string()),
+                                         callbacks::ModelCheckpoint((mine / "w.{batch}.safetensors").string(),
+                                                                    {.save_weights_only = true, .save_freq = 20})},
+                           .verbose = 0});
+    } catch (const std::exception& e) {
+      errors[static_cast<size_t>(rank)] = e.what();
+    }
+  };
+  std::thread other(worker, 1);
+  worker(0);
+  other.join();
+  EXPECT_EQ(errors, (std::vector<std::string>{"", ""}));
+  EXPECT_EQ(dir.names(), std::set<std::string>{"worker0"});
+  std::set<std::string> written;
+  for (const auto& e : fs::directory_iterator(dir.path / "worker0")) written.insert(e.path().filename().string());
+  EXPECT_EQ(written, (std::set<std::string>{"model", "w.20.safetensors"}));
 }
 
 }  // namespace

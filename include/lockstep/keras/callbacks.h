@@ -122,22 +122,29 @@ std::shared_ptr<Callback> LearningRateScheduler(std::function<double(int64_t epo
 // Stops training when a batch's loss is NaN or infinite.
 std::shared_ptr<Callback> TerminateOnNaN();
 
-struct ModelCheckpointOptions {
-  std::string monitor = "val_loss";
-  int verbose = 0;
-  bool save_best_only = false;
-  std::string mode = "auto";
-};
-// Saves the weights (safetensors) after every epoch to `filepath`, where "{epoch}" or "{epoch:02d}" and
-// "{<log key>:.4f}" are replaced by their values (epochs count from 1, as Keras prints them).
-std::shared_ptr<Callback> ModelCheckpoint(const std::string& filepath, ModelCheckpointOptions options = {});
-
-// When BackupAndRestore saves: "epoch" (at the end of every epoch) or every N training steps.
+// When ModelCheckpoint or BackupAndRestore saves: "epoch" (at the end of every epoch) or every N training steps.
 struct SaveFreq {
   SaveFreq(const char* when);
   SaveFreq(int64_t every_n_steps);
   int64_t steps = 0;  // 0: every epoch
 };
+
+struct ModelCheckpointOptions {
+  std::string monitor = "val_loss";
+  int verbose = 0;
+  bool save_best_only = false;
+  // true: the weights only, one safetensors file (save_weights); false: the whole model, a directory
+  // (save, which load_model reads back).
+  bool save_weights_only = false;
+  std::string mode = "auto";
+  // Every N steps counts steps across epochs; save_best_only then compares the batch's logs.
+  SaveFreq save_freq = "epoch";
+};
+// Saves the model (or its weights) to `filepath` after every epoch or every N steps, where "{epoch}" or
+// "{epoch:02d}", "{batch}" (steps only) and "{<log key>:.4f}" are replaced by their values (epochs and
+// batches count from 1, as Keras prints them; a step-based save takes the current epoch). Under a
+// multi-worker strategy only the chief writes.
+std::shared_ptr<Callback> ModelCheckpoint(const std::string& filepath, ModelCheckpointOptions options = {});
 
 struct BackupAndRestoreOptions {
   std::string backup_dir;
