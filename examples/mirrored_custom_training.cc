@@ -1,14 +1,22 @@
 // TensorFlow's "Custom training with tf.distribute.Strategy" tutorial in lockstep: MirroredStrategy over
 // two logical CPU devices, Fashion-MNIST split across them, the L2-regularised CNN, a GradientTape
-// train_step whose per-example losses are averaged over the global batch, strategy.run/reduce, and metrics.
-// Usage: mirrored_custom_training [epochs] [max_steps_per_epoch]
+// train_step whose per-example losses are averaged over the global batch, strategy.run/reduce, metrics, a
+// checkpoint saved every other epoch, and the latest one restored into a model created without a strategy.
+// Usage: mirrored_custom_training [epochs] [max_steps_per_epoch] [checkpoint_dir]
+//   checkpoint_dir: default a fresh directory removed at the end.
 #include <lockstep/lockstep.h>
+#include <lockstep/train/checkpoint.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
 
 namespace ls = lockstep;
 namespace keras = ls::keras;
+namespace fs = std::filesystem;
 
 keras::Sequential create_model() {
   auto regularizer = keras::regularizers::L2(1e-5);
@@ -20,9 +28,25 @@ keras::Sequential create_model() {
                             keras::layers::Dense(10, {.kernel_regularizer = regularizer})});
 }
 
-int main(int argc, char** argv) {
+// A fresh directory of this process, removed when the program ends.
+struct TempDir {
+  std::string path = (fs::temp_directory_path() / "mirrored_custom_training-XXXXXX").string();
+  TempDir() {
+    if (!mkdtemp(path.data())) throw std::runtime_error("cannot create a directory under " + path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+int main(int argc, char** argv) try {
   const int64_t EPOCHS = argc > 1 ? std::atoll(argv[1]) : 10;
   const int64_t max_steps = argc > 2 ? std::atoll(argv[2]) : -1;
+  std::optional<TempDir> temp_dir;
+  // The directory that stores the checkpoints.
+  const std::string checkpoint_dir = argc > 3 ? argv[3] : temp_dir.emplace().path;
+  const std::string checkpoint_prefix = (fs::path(checkpoint_dir) / "ckpt").string();
 
   auto [train, test] = ls::datasets::fashion_mnist::load_data();
   // Add a channels dimension and scale to [0, 1].
@@ -72,7 +96,8 @@ int main(int argc, char** argv) {
     for (const auto& m : per_replica) m->reset_state();
   };
 
-  // A model and an optimizer must be created under strategy.scope().
+  // A model and an optimizer must be created under strategy.scope(); the checkpoint finds the strategy
+  // through them.
   keras::Sequential model;
   std::shared_ptr<keras::optimizers::Optimizer> optimizer;
   {
@@ -80,6 +105,7 @@ int main(int argc, char** argv) {
     model = create_model();
     optimizer = keras::optimizers::Adam({.learning_rate = 0.001});
   }
+  ls::train::Checkpoint checkpoint({{"optimizer", optimizer}, {"model", model}});
 
   auto train_step = [&](const ls::data::Batch& inputs) {
     ls::GradientTape tape;
@@ -121,6 +147,7 @@ int main(int argc, char** argv) {
       distributed_test_step(x);
       if (++test_batches == max_steps) break;
     }
+    if (epoch % 2 == 0) checkpoint.save(checkpoint_prefix);
     std::printf("Epoch %lld, Loss: %g, Accuracy: %g, Test Loss: %g, Test Accuracy: %g\n",
                 static_cast<long long>(epoch + 1), train_loss, result(train_accuracy) * 100, result(test_loss),
                 result(test_accuracy) * 100);
@@ -128,4 +155,25 @@ int main(int argc, char** argv) {
     reset(train_accuracy);
     reset(test_accuracy);
   }
+
+  // Restore the latest checkpoint and test: a model checkpointed under a strategy restores without one.
+  auto eval_accuracy = keras::metrics::SparseCategoricalAccuracy("eval_accuracy");
+  keras::Sequential new_model = create_model();
+  auto new_optimizer = keras::optimizers::Adam();
+  auto eval_step = [&](const ls::Tensor& images, const ls::Tensor& labels) {
+    ls::Tensor predictions = new_model(images, {.training = false});
+    eval_accuracy->update_state(labels, predictions);
+  };
+  ls::train::Checkpoint new_checkpoint({{"optimizer", new_optimizer}, {"model", new_model}});
+  // assert_consumed(): every saved value found its object, and nothing was left unrestored.
+  new_checkpoint.restore(ls::train::latest_checkpoint(checkpoint_dir).value_or("")).assert_consumed();
+  int64_t eval_batches = 0;
+  for (const ls::data::Element& batch : test_dataset) {
+    eval_step(batch.x, batch.y);
+    if (++eval_batches == max_steps) break;
+  }
+  std::printf("Accuracy after restoring the saved model without strategy: %g\n", eval_accuracy->result() * 100);
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "mirrored_custom_training: %s\n", e.what());
+  return 1;
 }
