@@ -183,6 +183,19 @@ struct LoopState final : train::Trackable {
     }
     return {};
   }
+  // Saved by another number of workers: the counters are the same everywhere; the accuracy counts, summed
+  // over workers at each epoch's end, go to the first worker.
+  void restore_resharded(const std::vector<nlohmann::json>& saved, int, int rank) override {
+    nlohmann::json merged = saved.at(0);
+    std::vector<double> sum = merged.at("accuracy").get<std::vector<double>>();
+    for (size_t w = 1; w < saved.size(); ++w) {
+      std::vector<double> more = saved[w].at("accuracy").get<std::vector<double>>();
+      for (size_t i = 0; i < sum.size() && i < more.size(); ++i) sum[i] += more[i];
+    }
+    if (rank != 0) std::fill(sum.begin(), sum.end(), 0.0);
+    merged["accuracy"] = sum;
+    restore({{}, merged});
+  }
   bool per_worker() const override { return true; }
 };
 

@@ -139,6 +139,28 @@ class FitStateTrackable final : public train::Trackable {
     s_->resume = state.values;
     return {};
   }
+  // Saved by another number of workers: the position is global (the input maps it), and the metric
+  // accumulators, which fit() sums over workers, are summed into the first worker's.
+  void restore_resharded(const std::vector<nlohmann::json>& saved, int, int rank) override {
+    nlohmann::json merged = saved.at(0);
+    for (size_t m = 0; m < s_->metrics.size(); ++m) {
+      std::vector<double> sum = merged["metrics"][m].get<std::vector<double>>();
+      for (size_t w = 1; w < saved.size(); ++w) {
+        std::vector<double> more = saved[w]["metrics"][m].get<std::vector<double>>();
+        for (size_t i = 0; i < sum.size() && i < more.size(); ++i) sum[i] += more[i];
+      }
+      if (rank != 0) std::fill(sum.begin(), sum.end(), 0.0);
+      merged["metrics"][m] = sum;
+    }
+    double loss_total = 0, loss_count = 0;
+    for (const nlohmann::json& w : saved) {
+      loss_total += w["loss_total"].get<double>();
+      loss_count += w["loss_count"].get<double>();
+    }
+    merged["loss_total"] = rank == 0 ? loss_total : 0.0;
+    merged["loss_count"] = rank == 0 ? loss_count : 0.0;
+    restore({{}, merged});
+  }
   bool per_worker() const override { return true; }
   distribute::Strategy* strategy() const override { return s_->strategy; }
 

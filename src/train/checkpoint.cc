@@ -119,6 +119,9 @@ template <typename F> std::string capture_error(F&& fn) {
   }
 }
 
+// Records a durable checkpoint as the latest in its directory's "checkpoint" index file (defined below).
+void add_to_index(const std::string& prefix);
+
 // What save() hands the writer: everything needed to produce the file, no longer tied to live objects.
 struct Snapshot {
   std::vector<NamedTensor> tensors;
@@ -216,6 +219,7 @@ struct Checkpoint::Impl {
   std::string restore(const std::vector<std::string>& candidates, bool set_counter, bool allow_none,
                       std::shared_ptr<LoadStatus::Detail>& detail);
   void apply(const SafetensorsFile& file, const std::string& path, bool set_counter, LoadStatus::Detail& detail);
+  LoadStatus restore_path(const std::string& save_path, bool set_counter);
 };
 
 Checkpoint::Checkpoint(std::vector<std::pair<std::string, TrackableRef>> objects, CheckpointOptions options)
@@ -305,7 +309,9 @@ std::string Checkpoint::Impl::write(const std::string& prefix, std::function<voi
 
 std::string Checkpoint::save(const std::string& file_prefix) {
   ++impl_->save_counter;
-  return impl_->write(make_message(file_prefix, "-", impl_->save_counter), nullptr);
+  const std::string prefix = make_message(file_prefix, "-", impl_->save_counter);
+  // As TF's save: the directory's index names it, so latest_checkpoint(dir) finds it.
+  return impl_->write(prefix, [prefix] { add_to_index(prefix); });
 }
 
 std::string Checkpoint::write(const std::string& file_prefix) { return impl_->write(file_prefix, nullptr); }
@@ -436,17 +442,17 @@ std::string Checkpoint::Impl::restore(const std::vector<std::string>& candidates
   return chosen;
 }
 
-LoadStatus Checkpoint::restore(const std::string& save_path) {
-  auto detail = std::make_shared<LoadStatus::Detail>();
-  if (save_path.empty()) return LoadStatus(detail);
-  impl_->restore({prefix_of(save_path)}, true, false, detail);
-  return LoadStatus(detail);
-}
+// Under several workers the chief's path decides, also when it is "" (nothing to restore) and another
+// worker, without a shared file system, found none or another one: every worker takes part either way.
+LoadStatus Checkpoint::restore(const std::string& save_path) { return impl_->restore_path(save_path, true); }
+LoadStatus Checkpoint::read(const std::string& save_path) { return impl_->restore_path(save_path, false); }
 
-LoadStatus Checkpoint::read(const std::string& save_path) {
+LoadStatus Checkpoint::Impl::restore_path(const std::string& save_path, bool set_counter) {
   auto detail = std::make_shared<LoadStatus::Detail>();
-  if (save_path.empty()) return LoadStatus(detail);
-  impl_->restore({prefix_of(save_path)}, false, false, detail);
+  if (save_path.empty() && !comm()) return LoadStatus(detail);
+  std::vector<std::string> candidates;
+  if (!save_path.empty()) candidates.push_back(prefix_of(save_path));
+  restore(candidates, set_counter, save_path.empty(), detail);
   return LoadStatus(detail);
 }
 
@@ -532,6 +538,17 @@ std::vector<IndexEntry> scan_directory(const std::string& directory, const std::
   std::vector<IndexEntry> out;
   for (auto& [n, prefix] : found) out.push_back({prefix, 0});
   return out;
+}
+
+void add_to_index(const std::string& prefix) {
+  const fs::path path(prefix);
+  const std::string directory = path.has_parent_path() ? path.parent_path().string() : ".";
+  const std::string relative = path.filename().string();
+  Index index = read_index(directory).value_or(Index{});
+  std::erase_if(index.all, [&](const IndexEntry& e) { return e.prefix == relative; });
+  index.all.push_back({relative, now_seconds()});
+  if (index.last_preserved == 0) index.last_preserved = index.all.back().timestamp;
+  write_index(directory, index);
 }
 
 }  // namespace

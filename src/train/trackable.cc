@@ -70,6 +70,11 @@ class DistributedIteratorTrackable final : public Trackable {
     return {};
   }
   bool per_worker() const override { return true; }
+  // Any worker's state knows the position in the global stream, which the iterator maps onto this job.
+  void restore_resharded(const std::vector<nlohmann::json>& saved, int, int) override {
+    LS_CHECK(!saved.empty() && saved[0].contains("position"), DataLossError, "saved input position is missing");
+    it_.restore_state(saved[0].at("position"));
+  }
 
  private:
   distribute::DistributedDataset::Iterator& it_;

@@ -6,14 +6,26 @@
 
 namespace lockstep::distribute {
 
-DistributedDataset::DistributedDataset(Strategy* strategy, std::vector<data::Dataset> per_replica)
-    : strategy_(strategy), datasets_(std::move(per_replica)) {}
+DistributedDataset::DistributedDataset(Strategy* strategy, std::vector<data::Dataset> per_replica, Resplit resplit,
+                                       int64_t global_batch)
+    : strategy_(strategy), datasets_(std::move(per_replica)), resplit_(std::move(resplit)), global_batch_(global_batch) {}
 
 DistributedDataset::Iterator DistributedDataset::make_iterator(uint64_t iteration) const {
   Iterator it;
   it.strategy_ = strategy_;
+  it.resplit_ = resplit_;
+  it.global_batch_ = global_batch_;
+  it.iteration_ = iteration;
   for (const data::Dataset& d : datasets_) it.iterators_.push_back(d.make_iterator(iteration));
   return it;
+}
+
+void DistributedDataset::Iterator::rebuild(int64_t skip) {
+  iterators_.clear();
+  for (const data::Dataset& d : resplit_(skip)) iterators_.push_back(d.make_iterator(iteration_));
+  skip_ = elements_ = skip;
+  fetched_ = false;
+  current_.reset();
 }
 
 DistributedDataset::Iterator DistributedDataset::begin() const {
@@ -38,6 +50,7 @@ std::optional<PerReplica<data::Batch>> DistributedDataset::Iterator::next() {
     cross->all_reduce(&missing, 1, DType::float64, ReduceOp::SUM, {kInputTag, std::chrono::seconds(600)});
   }
   if (missing > 0) return std::nullopt;
+  elements_ += global_batch_;
   return out;
 }
 
@@ -67,15 +80,42 @@ bool DistributedDataset::Iterator::operator==(std::default_sentinel_t) const {
 
 nlohmann::json DistributedDataset::Iterator::save_state() const {
   LS_CHECK(!fetched_, RuntimeError, "save the distributed iterator's state between steps, not with a batch pending");
-  nlohmann::json s = nlohmann::json::array();
-  for (const data::Iterator& it : iterators_) s.push_back(it.save_state());
-  return s;
+  nlohmann::json replicas = nlohmann::json::array();
+  for (const data::Iterator& it : iterators_) replicas.push_back(it.save_state());
+  return {{"num_replicas", strategy_->num_replicas_in_sync()},
+          {"iteration", iteration_},
+          {"skip", skip_},
+          {"elements", elements_},
+          {"replicas", std::move(replicas)}};
 }
 
 void DistributedDataset::Iterator::restore_state(const nlohmann::json& state) {
-  LS_CHECK(state.is_array() && state.size() == iterators_.size(), ValueError, "saved input state has ",
-           state.is_array() ? state.size() : 0, " replica pipelines but this strategy has ", iterators_.size());
-  for (size_t i = 0; i < iterators_.size(); ++i) iterators_[i].restore_state(state[i]);
+  try {
+    const int saved_replicas = state.at("num_replicas").get<int>();
+    const int64_t skip = state.at("skip").get<int64_t>(), elements = state.at("elements").get<int64_t>();
+    iteration_ = state.at("iteration").get<uint64_t>();
+    if (saved_replicas != strategy_->num_replicas_in_sync()) {
+      LS_CHECK(resplit_ != nullptr, ValueError, "the input position was saved by ", saved_replicas,
+               " replicas but this job has ", strategy_->num_replicas_in_sync(),
+               ": only experimental_distribute_dataset's input can continue on another number of replicas; "
+               "restart on the same number of workers");
+      rebuild(elements);  // the same element of the global stream, split the new way
+      return;
+    }
+    if (skip != skip_) {
+      LS_CHECK(resplit_ != nullptr, ValueError, "saved input state skips ", skip,
+               " elements but this distributed dataset cannot; restore into the iterator of the same pipeline");
+      rebuild(skip);
+    }
+    const nlohmann::json& replicas = state.at("replicas");
+    LS_CHECK(replicas.is_array() && replicas.size() == iterators_.size(), ValueError, "saved input state has ",
+             replicas.is_array() ? replicas.size() : 0, " replica pipelines but this worker has ", iterators_.size());
+    for (size_t i = 0; i < iterators_.size(); ++i) iterators_[i].restore_state(replicas[i]);
+    elements_ = elements;
+  } catch (const nlohmann::json::exception& e) {
+    throw ValueError(make_message("saved distributed input state is malformed (", e.what(),
+                                  "); pass what DistributedDataset::Iterator::save_state() returned"));
+  }
   fetched_ = false;
   current_.reset();
 }
@@ -110,20 +150,27 @@ DistributedDataset Strategy::experimental_distribute_dataset(const data::Dataset
   // stream and batches them by per_replica, so at every step the replicas together hold exactly the global
   // batch's elements; a final partial global batch is spread over the replicas; and each replica copies only
   // its own rows. AUTO and DATA shard over all replicas of all workers; OFF gives every worker all data and
-  // splits it over its local replicas only.
-  std::vector<data::Dataset> per;
-  for (int l = 0; l < num_local_; ++l) {
-    data::Dataset d = unbatched;
-    if (policy == data::Options::AutoShardPolicy::OFF) {
-      if (num_local_ > 1) d = d.shard(num_local_, l);
-    } else if (R > 1) {
-      d = d.shard(R, worker_rank() * num_local_ + l);
+  // splits it over its local replicas only. `skip` drops the stream's first elements: a position saved on
+  // another number of replicas continues at the same element.
+  auto split = [this, unbatched, policy, R, per_replica, drop, prefetch](int64_t skip) {
+    const data::Dataset input = skip > 0 ? unbatched.skip(skip) : unbatched;
+    std::vector<data::Dataset> per;
+    for (int l = 0; l < num_local_; ++l) {
+      data::Dataset d = input;
+      if (policy == data::Options::AutoShardPolicy::OFF) {
+        if (num_local_ > 1) d = d.shard(num_local_, l);
+      } else if (R > 1) {
+        d = d.shard(R, worker_rank() * num_local_ + l);
+      }
+      d = d.batch(per_replica, drop);
+      if (prefetch) d = d.prefetch(*prefetch);
+      per.push_back(d);
     }
-    d = d.batch(per_replica, drop);
-    if (prefetch) d = d.prefetch(*prefetch);
-    per.push_back(d);
-  }
-  return DistributedDataset(this, std::move(per));
+    return per;
+  };
+  // With OFF every worker reads the whole stream: a worker's step consumes its local replicas' share only.
+  const int64_t consumed = policy == data::Options::AutoShardPolicy::OFF ? per_replica * num_local_ : global;
+  return DistributedDataset(this, split(0), split, consumed);
 }
 
 DistributedDataset Strategy::distribute_datasets_from_function(const std::function<data::Dataset(const InputContext&)>& fn) {

@@ -48,6 +48,10 @@ class GradientReducer;
 // A dataset split across replicas: each step yields one batch per local replica.
 class DistributedDataset {
  public:
+  // Per-replica datasets whose shared input skips its first `skip` elements: how a position saved on another
+  // number of replicas is continued (set by experimental_distribute_dataset; empty otherwise).
+  using Resplit = std::function<std::vector<data::Dataset>(int64_t skip)>;
+
   class Iterator {
    public:
     // The next per-replica batches; nullopt when any replica, on any worker, has run out (so every worker
@@ -57,20 +61,31 @@ class DistributedDataset {
     const PerReplica<data::Batch>& operator*() const;
     Iterator& operator++();
     bool operator==(std::default_sentinel_t) const;
-    // Exact position of every replica's pipeline, for checkpoints.
+    // Exact position of every replica's pipeline, for checkpoints, with the position in the global stream
+    // (elements of the dataset before batching consumed by all replicas together).
     nlohmann::json save_state() const;
+    // Continues exactly where a saved iterator of the same number of replicas was. A state saved with another
+    // number of replicas (a job restarted on more or fewer workers) continues at the same element of the
+    // global stream, for experimental_distribute_dataset's input; ValueError otherwise.
     void restore_state(const nlohmann::json& state);
 
    private:
     friend class DistributedDataset;
+    void rebuild(int64_t skip);
     Strategy* strategy_ = nullptr;
+    Resplit resplit_;
+    int64_t global_batch_ = 0;  // 0 when unknown (distribute_datasets_from_function)
+    uint64_t iteration_ = 0;
+    int64_t skip_ = 0;      // elements of the global stream skipped when the pipelines were built
+    int64_t elements_ = 0;  // elements of the global stream consumed, skip_ included
     std::vector<data::Iterator> iterators_;
     mutable std::optional<PerReplica<data::Batch>> current_;
     mutable bool fetched_ = false;
     void fetch() const;
   };
 
-  DistributedDataset(Strategy* strategy, std::vector<data::Dataset> per_replica);
+  DistributedDataset(Strategy* strategy, std::vector<data::Dataset> per_replica, Resplit resplit = nullptr,
+                     int64_t global_batch = 0);
   Iterator begin() const;
   std::default_sentinel_t end() const { return std::default_sentinel; }
   Iterator make_iterator(uint64_t iteration) const;
@@ -79,6 +94,8 @@ class DistributedDataset {
  private:
   Strategy* strategy_;
   std::vector<data::Dataset> datasets_;
+  Resplit resplit_;
+  int64_t global_batch_;
 };
 
 class Strategy {
