@@ -1,6 +1,8 @@
 // BackupAndRestore: fit() backed up through a CheckpointManager (model, optimizer, global random stream and
 // fit's position) and resumed from it exactly; saves before exiting on a preemption signal.
+#include <chrono>
 #include <cstdio>
+#include <optional>
 
 #include "lockstep/core/logging.h"
 #include "lockstep/keras/initializers.h"
@@ -40,7 +42,11 @@ class BackupAndRestoreCallback : public Callback {
     manager_ = std::make_unique<train::CheckpointManager>(*checkpoint_, opt_.backup_dir,
                                                           train::CheckpointManagerOptions{.max_to_keep = 2});
     if (opt_.save_before_preemption) watch_.emplace();
-    if (auto restored = manager_->restore_or_initialize(); restored && checkpoint_->is_chief()) {
+    const auto start = std::chrono::steady_clock::now();
+    const std::optional<std::string> restored = manager_->restore_or_initialize();
+    if (!restored) return;
+    restored_at_ = start;
+    if (checkpoint_->is_chief()) {
       const auto& meta = checkpoint_->metadata();
       auto get = [&](const char* key) { return meta.count(key) ? std::stoll(meta.at(key)) : -1; };
       std::fprintf(stderr, "BackupAndRestore: restored epoch %lld step %lld from %s\n",
@@ -50,6 +56,12 @@ class BackupAndRestoreCallback : public Callback {
   }
 
   void on_train_batch_end(int64_t, const Logs&) override {
+    if (restored_at_) {  // how long a restart took to train again, for the logs (and bench/fault_tolerance.py)
+      if (checkpoint_->is_chief())
+        log(LogLevel::info, "BackupAndRestore: first step after the restore done in ",
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - *restored_at_).count(), " s");
+      restored_at_.reset();
+    }
     if (opt_.save_freq.steps > 0 && model_->optimizer()->iterations() % opt_.save_freq.steps == 0) manager_->save();
     if (opt_.save_before_preemption && train::preemption_agreed(checkpoint_->strategy())) preempt();
   }
@@ -81,6 +93,7 @@ class BackupAndRestoreCallback : public Callback {
   std::unique_ptr<train::Checkpoint> checkpoint_;
   std::unique_ptr<train::CheckpointManager> manager_;
   std::optional<train::PreemptionWatch> watch_;
+  std::optional<std::chrono::steady_clock::time_point> restored_at_;
 };
 
 }  // namespace

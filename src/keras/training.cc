@@ -57,7 +57,9 @@ void check_compiled(const Sequential::State& s, const char* what) {
 class Sequential::StepInput {
  public:
   StepInput(Sequential::State& s, const data::Dataset& dataset, uint64_t iteration) {
-    if (s.distributed()) {
+    // Through the strategy even with one replica: its input position is saved in the global stream, so a
+    // backup restores on any number of workers.
+    if (s.strategy) {
       distributed_ = s.strategy->experimental_distribute_dataset(dataset).make_iterator(iteration);
     } else {
       plain_ = dataset.make_iterator(iteration);

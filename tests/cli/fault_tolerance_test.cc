@@ -96,6 +96,37 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// A backup written by 2 workers restores on 1 and on 3 workers: the input continues at the same element of
+// the global stream, split the new way, and training runs to its end.
+TEST_F(FaultTolerance, TwoWorkersBackupRestoresOnOneAndOnThreeWorkers) {
+  for (const std::string loop : {"fit", "ctl"}) {
+    const std::string backup = (dir_ / ("nm_" + loop)).string();
+    fs::remove_all(backup);
+    // The job dies at step 10 with no restart left; its backup of step 8 stays.
+    Result r = run_lockstep(args(loop) + " --backup-dir " + backup + " --backup-freq 4", "LOCKSTEP_FAULT_INJECT=kill:1:10", 240);
+    ASSERT_NE(r.code, 0) << r.err;
+    ASSERT_TRUE(fs::exists(backup + "/ckpt-2.safetensors")) << r.err;
+    const std::string copy = backup + "_copy";
+    fs::remove_all(copy);
+    fs::copy(backup, copy);
+    for (const auto& [dir, workers] : {std::pair{backup, std::string("")}, {copy, std::string(" --workers 3")}}) {
+      std::string one = args(loop);
+      one.erase(one.find(" --workers 2"));
+      const std::string metrics = (dir_ / "nm.json").string();
+      r = run_lockstep(one + workers + " --backup-dir " + dir + " --metrics-out " + metrics, "", 240);
+      ASSERT_EQ(r.code, 0) << loop << workers << "\n" << r.err;
+      EXPECT_NE(r.err.find(loop == "fit" ? "restored epoch 1 step 8" : "continuing at step 8"), std::string::npos)
+          << loop << workers << "\n" << r.err;
+      const json got = json::parse(read_all(metrics));
+      EXPECT_EQ(got["num_workers"], workers.empty() ? 1 : 3);
+      EXPECT_EQ(got["epochs"].size(), 2u) << "both epochs are reported";
+      EXPECT_FALSE(fs::exists(dir)) << "completed: the backup is removed";
+    }
+    fs::remove_all(backup);
+    fs::remove_all(copy);
+  }
+}
+
 TEST_F(FaultTolerance, FullDiskForTheMetricsIsAnErrorAndLeavesNoFile) {
   const std::string metrics = (dir_ / "full.json").string();
   // A 2 KB file-size limit: the program's output fits, the metrics file with its step losses does not.
