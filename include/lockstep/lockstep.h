@@ -1,5 +1,5 @@
 // lockstep's user-facing API in one include: tensors and ops, GradientTape, data pipelines and data sets,
-// Keras layers/models/optimizers/losses/metrics/callbacks.
+// Keras layers/models/optimizers/losses/metrics/callbacks, checkpoints and preemption handling.
 #pragma once
 
 #include "lockstep/autograd/ops.h"
@@ -19,3 +19,5 @@
 #include "lockstep/keras/model.h"
 #include "lockstep/keras/optimizers.h"
 #include "lockstep/tensor/ops.h"
+#include "lockstep/train/checkpoint.h"
+#include "lockstep/train/preemption.h"
