@@ -14,7 +14,9 @@
 #include <nlohmann/json.hpp>
 
 #include "lockstep/tensor/ops.h"
+#include "lockstep/train/checkpoint.h"
 #include "lockstep/train/crc32c.h"
+
 
 namespace lockstep::train {
 namespace {
@@ -287,6 +289,27 @@ TEST_F(Safetensors, PythonNumpyReadsArraysAndMetadata) {
   EXPECT_EQ(std::system(
                 (python + " " + path("check.py") + " " + path("w.safetensors") + " " + path("expected.json")).c_str()),
             0);
+}
+
+// A lockstep checkpoint is a plain safetensors file: Python reads its tensors by "<object>/<name>" and the
+// run's position from __metadata__.
+TEST_F(Safetensors, PythonReadsACheckpoint) {
+  std::string why;
+  const std::string python = interop_python("safetensors.numpy", why);
+  if (python.empty()) GTEST_SKIP() << why;
+  Variable epoch(scalar(int64_t{4}, DType::int64), {.name = "epoch", .trainable = false});
+  Variable w(from_vector<float>({1.5f, -2.f}, {2}), {.name = "w"});
+  const std::string saved = Checkpoint({{"epoch", epoch}, {"w", w}}).save(path("ckpt"));
+  write_bytes(path("check.py"),
+              "import sys\n"
+              "from safetensors import safe_open\n"
+              "with safe_open(sys.argv[1], framework='numpy') as f:\n"
+              "    meta = f.metadata()\n"
+              "    ok = (meta['format'] == 'lockstep.checkpoint' and meta['epoch'] == '4' and meta['save_counter'] == '1'\n"
+              "          and f.get_tensor('w').tolist() == [1.5, -2.0] and int(f.get_tensor('epoch')) == 4)\n"
+              "    if not ok: print('python read', meta, list(f.keys()), file=sys.stderr)\n"
+              "sys.exit(0 if ok else 1)\n");
+  EXPECT_EQ(std::system((python + " " + path("check.py") + " " + saved + ".safetensors").c_str()), 0);
 }
 
 TEST_F(Safetensors, FilesWithoutChecksumsLoadUnchecked) {
