@@ -1,5 +1,7 @@
 // Private to the lockstep binary: subcommand registration and the built-in models.
 #pragma once
+#include <cstdint>
+#include <functional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -16,6 +18,25 @@ std::function<int()> add_launch_command(CLI::App& app);
 
 // Adds `lockstep tf-config` (prints the resolved role or the TF_CONFIG error); the returned function runs it.
 std::function<int()> add_tf_config_command(CLI::App& app);
+
+// Adds `lockstep evaluate` (a saved model's test loss and accuracy, or a sidecar evaluator with --watch).
+std::function<int()> add_evaluate_command(CLI::App& app);
+
+// TF's SidecarEvaluator: evaluates each new checkpoint that latest_checkpoint(directory) names, one line per
+// checkpoint with its step and epoch, reading only files the chief writes atomically (never joining the
+// training collectives). Stops when the training job removes its checkpoints at the end (BackupAndRestore
+// does), after a checkpoint at `steps` or later, after `max_checkpoints`, or after `idle_timeout_s` without
+// a new one (DeadlineExceededError when none came at all). Returns the exit code.
+struct SidecarOptions {
+  std::string directory;
+  std::string model = "tutorial_cnn";  // a built-in model name or a saved model directory
+  std::string dataset = "fashion_mnist";
+  int64_t batch_size = 256;
+  double idle_timeout_s = 60;
+  int64_t max_checkpoints = 0;  // 0: no limit
+  int64_t steps = 0;            // 0: no target
+};
+int run_sidecar_evaluator(const SidecarOptions& options);
 
 // "tutorial_cnn" (the multi-worker tutorial model) or "fashion_cnn" (the custom-training tutorial model).
 keras::Sequential build_model(const std::string& name);

@@ -385,6 +385,15 @@ int run_train(const TrainArgs& a) {
   // malformed configuration fails here, before any data is read.
   std::unique_ptr<distribute::ClusterResolver> cluster = distribute::resolve_cluster();
   set_num_threads(a.threads);
+  // TF's evaluator task trains nothing and joins no collective: it evaluates the chief's checkpoints.
+  if (cluster->task_type() == "evaluator") {
+    LS_CHECK(!a.backup_dir.empty(), ValueError, "TF_CONFIG makes this task the evaluator, which evaluates the "
+             "checkpoints the training workers write to --backup-dir: add the same --backup-dir DIR");
+    return run_sidecar_evaluator({.directory = a.backup_dir, .model = a.model, .dataset = a.dataset,
+                                  .steps = a.steps_per_epoch > 0 && a.epochs <= INT64_MAX / a.steps_per_epoch
+                                               ? a.epochs * a.steps_per_epoch
+                                               : 0});
+  }
   keras::utils::set_random_seed(a.seed);
   auto [train_split, test_split] = load(a.dataset);
   const int64_t n_train = train_split.images.dim(0);

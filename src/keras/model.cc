@@ -8,6 +8,8 @@
 
 #include "keras-impl.h"
 #include "lockstep/core/files.h"
+#include "lockstep/core/logging.h"
+#include "lockstep/distribute/collective/communicator.h"
 #include "lockstep/train/safetensors.h"
 #include "model-impl.h"
 
@@ -195,40 +197,274 @@ void Sequential::save_weights(const std::string& path) const {
   train::save_safetensors(path, tensors, {{"format", "lockstep.weights"}, {"model", s_->name}});
 }
 
-void Sequential::load_weights(const std::string& path) {
-  train::SafetensorsFile file = train::load_safetensors(path);
-  std::vector<Variable> vars = variables();
+namespace {
+
+// Copies a weights file's tensors into `vars` by order, all checked before any is assigned.
+void assign_weights(const train::SafetensorsFile& file, const std::string& path, const std::vector<Variable>& vars,
+                    const std::string& model_name) {
   LS_CHECK(file.tensors.size() == vars.size(), ValueError, "weights file ", path, " holds ", file.tensors.size(),
-           " tensors but model \"", s_->name, "\" has ", vars.size(), " variables: it was saved from another model");
+           " tensors but model \"", model_name, "\" has ", vars.size(), " variables: it was saved from another model");
   for (size_t i = 0; i < vars.size(); ++i) {
     const train::NamedTensor& t = file.tensors[i];
     LS_CHECK(t.tensor.shape() == vars[i].shape() && t.tensor.dtype() == vars[i].dtype(), ValueError, "weights file ",
              path, ": tensor '", t.name, "' has shape ", t.tensor.shape().str(), " but variable '", vars[i].name(),
-             "' of model \"", s_->name, "\" has shape ", vars[i].shape().str(), ": it was saved from another model");
-    vars[i].assign(t.tensor);
+             "' of model \"", model_name, "\" has shape ", vars[i].shape().str(), ": it was saved from another model");
   }
+  for (size_t i = 0; i < vars.size(); ++i) vars[i].assign(file.tensors[i].tensor);
 }
 
-void Sequential::save(const std::string& dir) const {
+constexpr const char* kWeightsFile = "model.weights.safetensors";
+constexpr const char* kOptimizerFile = "optimizer.safetensors";
+
+// Keras class names. Optimizers and losses carry no class name of their own, so it is read from what
+// their configs hold (SGD alone has "nesterov", RMSprop "rho", Adam "beta_1") and a loss's default name.
+std::optional<std::string> optimizer_class(const nlohmann::json& c) {
+  if (c.contains("nesterov")) return "SGD";
+  if (c.contains("rho")) return "RMSprop";
+  if (c.contains("beta_1")) return "Adam";
+  return std::nullopt;
+}
+std::optional<std::string> loss_class(const nlohmann::json& c) {
+  const std::string name = c.value("name", "");
+  if (name == "sparse_categorical_crossentropy") return "SparseCategoricalCrossentropy";
+  if (name == "categorical_crossentropy") return "CategoricalCrossentropy";
+  if (name == "binary_crossentropy") return "BinaryCrossentropy";
+  if (name == "mean_squared_error") return "MeanSquaredError";
+  if (c.contains("from_logits") && !c.contains("label_smoothing")) return "SparseCategoricalCrossentropy";
+  return std::nullopt;
+}
+
+nlohmann::json serialized(const char* module, const std::string& class_name, nlohmann::json config) {
+  return {{"module", module}, {"class_name", class_name}, {"config", std::move(config)}, {"registered_name", nullptr}};
+}
+
+// Keras 3's compile_config, or nullopt (with a warning) when the optimizer or loss is not one load_model can
+// rebuild.
+std::optional<nlohmann::json> compile_config(const Sequential& model) {
+  const nlohmann::json opt = model.optimizer()->get_config();
+  const std::optional<std::string> opt_class = optimizer_class(opt);
+  const nlohmann::json loss = model.loss() ? model.loss()->get_config() : nlohmann::json();
+  const std::optional<std::string> cls = model.loss() ? loss_class(loss) : std::string();
+  if (!opt_class || !cls) {
+    log(LogLevel::warning, "model \"", model.name(), "\" is saved without its optimizer: ",
+        !opt_class ? "its optimizer is not SGD, RMSprop or Adam" : "its loss is not one of Keras' built-in losses",
+        ", so load_model returns it uncompiled");
+    return std::nullopt;
+  }
+  nlohmann::json metrics = nlohmann::json::array();
+  for (const auto& m : model.metrics()) metrics.push_back(m->name());
+  return nlohmann::json{{"optimizer", serialized("keras.optimizers", *opt_class, opt)},
+                        {"loss", model.loss() ? serialized("keras.losses", *cls, loss) : nlohmann::json()},
+                        {"loss_weights", nullptr},
+                        {"metrics", metrics},
+                        {"weighted_metrics", nullptr},
+                        {"run_eagerly", false},
+                        {"steps_per_execution", 1},
+                        {"jit_compile", false}};
+}
+
+optimizers::LearningRate learning_rate_from(const nlohmann::json& lr) {
+  if (lr.is_number()) return lr.get<double>();
+  const std::string cls = lr.at("class_name");
+  const nlohmann::json& c = lr.at("config");
+  if (cls == "ExponentialDecay")
+    return optimizers::ExponentialDecay({.initial_learning_rate = c.at("initial_learning_rate").get<double>(),
+                                         .decay_steps = c.at("decay_steps").get<int64_t>(),
+                                         .decay_rate = c.at("decay_rate").get<double>(),
+                                         .staircase = c.at("staircase").get<bool>()});
+  if (cls == "PiecewiseConstantDecay")
+    return optimizers::PiecewiseConstantDecay(c.at("boundaries").get<std::vector<int64_t>>(),
+                                              c.at("values").get<std::vector<double>>());
+  throw ValueError(make_message("unknown learning-rate schedule '", cls,
+                                "' (expected ExponentialDecay or PiecewiseConstantDecay)"));
+}
+
+std::shared_ptr<optimizers::Optimizer> optimizer_from(const nlohmann::json& o) {
+  const std::string cls = o.at("class_name");
+  const nlohmann::json& c = o.at("config");
+  const optimizers::LearningRate lr = learning_rate_from(c.at("learning_rate"));
+  if (cls == "SGD")
+    return optimizers::SGD({.learning_rate = lr, .momentum = c.at("momentum").get<double>(), .nesterov = c.at("nesterov").get<bool>(),
+                            .name = c.at("name").get<std::string>()});
+  if (cls == "RMSprop")
+    return optimizers::RMSprop({.learning_rate = lr, .rho = c.at("rho").get<double>(), .momentum = c.at("momentum").get<double>(),
+                                .epsilon = c.at("epsilon").get<double>(), .centered = c.at("centered").get<bool>(), .name = c.at("name").get<std::string>()});
+  if (cls == "Adam")
+    return optimizers::Adam({.learning_rate = lr, .beta_1 = c.at("beta_1").get<double>(), .beta_2 = c.at("beta_2").get<double>(),
+                             .epsilon = c.at("epsilon").get<double>(), .amsgrad = c.at("amsgrad").get<bool>(), .name = c.at("name").get<std::string>()});
+  throw ValueError(make_message("unknown optimizer class '", cls, "' (expected SGD, RMSprop or Adam)"));
+}
+
+std::shared_ptr<losses::Loss> loss_from(const nlohmann::json& l) {
+  if (l.is_null()) return nullptr;
+  const std::string cls = l.at("class_name");
+  const nlohmann::json& c = l.at("config");
+  losses::Reduction reduction = losses::Reduction::AUTO;
+  for (auto r : {losses::Reduction::AUTO, losses::Reduction::NONE, losses::Reduction::SUM,
+                 losses::Reduction::SUM_OVER_BATCH_SIZE})
+    if (losses::reduction_name(r) == c.value("reduction", "auto")) reduction = r;
+  if (cls == "SparseCategoricalCrossentropy")
+    return losses::SparseCategoricalCrossentropy(
+        {.from_logits = c.at("from_logits").get<bool>(), .reduction = reduction, .name = c.at("name").get<std::string>()});
+  if (cls == "CategoricalCrossentropy")
+    return losses::CategoricalCrossentropy({.from_logits = c.at("from_logits").get<bool>(),
+                                            .label_smoothing = c.at("label_smoothing").get<double>(),
+                                            .reduction = reduction,
+                                            .name = c.at("name").get<std::string>()});
+  if (cls == "BinaryCrossentropy")
+    return losses::BinaryCrossentropy({.from_logits = c.at("from_logits").get<bool>(),
+                                       .label_smoothing = c.at("label_smoothing").get<double>(),
+                                       .reduction = reduction,
+                                       .name = c.at("name").get<std::string>()});
+  if (cls == "MeanSquaredError") return losses::MeanSquaredError({.reduction = reduction, .name = c.at("name").get<std::string>()});
+  throw ValueError(make_message("unknown loss class '", cls, "'"));
+}
+
+// A saved model's files as bytes: read by the chief of the current multi-worker strategy and broadcast to the
+// other workers (so they need no shared file system), or read here when there is none. A reading error is
+// raised on every worker.
+struct SavedModelFiles {
+  std::string config, weights, optimizer;  // optimizer: empty when the file is absent
+};
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  LS_CHECK(in.good(), NotFoundError, "cannot open ", path);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  LS_CHECK(!in.bad(), DataLossError, "cannot read ", path);
+  return bytes;
+}
+
+SavedModelFiles read_saved_model(const std::string& dir) {
+  SavedModelFiles f;
+  LS_CHECK(fs::is_directory(dir), NotFoundError, "no saved model at ", dir,
+           ": the directory is missing (save one with model.save or lockstep train --save-model)");
+  for (const char* name : {"config.json", kWeightsFile})
+    LS_CHECK(fs::exists(dir + "/" + name), NotFoundError, "no saved model at ", dir, ": ", dir, "/", name,
+             " is missing (save it again with model.save)");
+  f.config = read_bytes(dir + "/config.json");
+  f.weights = read_bytes(dir + "/" + kWeightsFile);
+  if (fs::exists(dir + "/" + kOptimizerFile)) f.optimizer = read_bytes(dir + "/" + kOptimizerFile);
+  return f;
+}
+
+// For load_model's collectives: distinct from the training loops' and checkpoints' tags.
+const distribute::CollectiveOptions kLoadCollective{(1u << 21) + 17, std::chrono::seconds(600)};
+
+void broadcast_string(distribute::Communicator* comm, std::string& s) {
+  int64_t size = static_cast<int64_t>(s.size());
+  comm->broadcast(&size, sizeof size, 0, kLoadCollective);
+  s.resize(static_cast<size_t>(size));
+  comm->broadcast(s.data(), s.size(), 0, kLoadCollective);
+}
+
+SavedModelFiles read_saved_model_collectively(const std::string& dir) {
+  distribute::Communicator* comm = distribute::has_strategy() ? distribute::get_strategy().cross_worker() : nullptr;
+  if (!comm) return read_saved_model(dir);
+  SavedModelFiles f;
+  std::string error;  // its first character says the type
+  if (comm->rank() == 0) {
+    try {
+      f = read_saved_model(dir);
+    } catch (const NotFoundError& e) {
+      error = std::string("N") + e.what();
+    } catch (const std::exception& e) {
+      error = std::string("D") + e.what();
+    }
+  }
+  broadcast_string(comm, error);
+  if (!error.empty()) {
+    if (error[0] == 'N') throw NotFoundError(error.substr(1));
+    throw DataLossError(error.substr(1));
+  }
+  for (std::string* s : {&f.config, &f.weights, &f.optimizer}) broadcast_string(comm, *s);
+  return f;
+}
+
+}  // namespace
+
+void Sequential::load_weights(const std::string& path) {
+  assign_weights(train::load_safetensors(path), path, variables(), s_->name);
+}
+
+void Sequential::save(const std::string& dir, SaveOptions options) const {
+  // Every worker holds the same weights: the chief alone writes, and the others do not touch its directory.
+  if (s_->strategy && !s_->strategy->is_chief()) return;
   AtomicDirectory out(dir, "config.json");  // a failed save leaves no half-written model
-  nlohmann::json doc = {{"class_name", "Sequential"}, {"config", get_config()}, {"lockstep_version", "0.1.0"}};
+  nlohmann::json doc = {{"module", "keras"},           {"class_name", "Sequential"},
+                        {"config", get_config()},      {"registered_name", nullptr},
+                        {"lockstep_version", "0.1.0"}, {"include_optimizer", false}};
+  if (s_->built && !s_->input) doc["build_config"] = {{"input_shape", s_->input_shape.dims()}};
+  std::optional<nlohmann::json> compiled;
+  if (options.include_optimizer && s_->optimizer) compiled = compile_config(*this);
+  if (compiled) {
+    doc["compile_config"] = *compiled;
+    doc["include_optimizer"] = true;
+    std::vector<train::NamedTensor> state;
+    for (auto& [name, t] : s_->optimizer->state()) state.push_back({name, std::move(t)});
+    train::save_safetensors(out.staging() + "/" + kOptimizerFile, state,
+                            {{"format", "lockstep.optimizer"}, {"optimizer", s_->optimizer->name()}});
+  }
   write_file_atomically(out.staging() + "/config.json", doc.dump(2) + "\n");
-  save_weights(out.staging() + "/model.weights.safetensors");
+  save_weights(out.staging() + "/" + kWeightsFile);
   out.commit();
 }
 
-Sequential Sequential::load_model(const std::string& dir) {
-  const std::string path = dir + "/config.json";
-  std::ifstream in(path);
-  LS_CHECK(in.good(), NotFoundError, "no saved model at ", dir, ": ", path, " is missing");
+Sequential Sequential::load_model(const std::string& dir, LoadOptions options) {
+  const SavedModelFiles files = read_saved_model_collectively(dir);
+  const std::string config_path = dir + "/config.json";
   nlohmann::json doc;
   try {
-    doc = nlohmann::json::parse(in);
+    doc = nlohmann::json::parse(files.config);
   } catch (const nlohmann::json::exception& e) {
-    throw DataLossError(make_message("saved model config ", path, " is not valid JSON: ", e.what()));
+    throw DataLossError(make_message("saved model config ", config_path, " is not valid JSON (", e.what(),
+                                     "): save the model again"));
   }
-  Sequential model = from_config(doc.at("config"));
-  model.load_weights(dir + "/model.weights.safetensors");
+  LS_CHECK(doc.is_object() && doc.contains("config"), DataLossError, "saved model config ", config_path,
+           " has no \"config\": it is not a saved Sequential model; save the model again");
+  // Created in the current strategy's scope (the caller's), so the variables are mirrored by it.
+  Sequential model = from_config(doc["config"]);
+  try {
+    if (!model.built() && doc.contains("build_config"))
+      model.build(Shape(doc["build_config"].at("input_shape").get<std::vector<int64_t>>()));
+  } catch (const nlohmann::json::exception& e) {
+    throw DataLossError(make_message("saved model config ", config_path, ": invalid build_config (", e.what(), ")"));
+  }
+  assign_weights(train::parse_safetensors(files.weights, dir + "/" + kWeightsFile), dir + "/" + kWeightsFile,
+                 model.variables(), model.name());
+  if (!options.compile || !doc.contains("compile_config")) return model;
+
+  const nlohmann::json& cc = doc["compile_config"];
+  std::shared_ptr<optimizers::Optimizer> optimizer;
+  std::shared_ptr<losses::Loss> loss;
+  std::vector<MetricRef> metric_refs;
+  try {
+    optimizer = optimizer_from(cc.at("optimizer"));
+    loss = loss_from(cc.value("loss", nlohmann::json()));
+    for (const auto& name : cc.value("metrics", nlohmann::json::array())) {
+      try {
+        metric_refs.emplace_back(metrics::get(name.get<std::string>(), loss ? loss->name() : ""));
+      } catch (const ValueError&) {
+        log(LogLevel::warning, "saved model ", dir, ": metric '", name.get<std::string>(),
+            "' is not a built-in metric and is left out; compile the model again to add it");
+      }
+    }
+  } catch (const std::exception& e) {  // malformed JSON (nlohmann) or values the factories refuse
+    throw DataLossError(make_message("saved model config ", config_path, ": invalid compile_config (", e.what(),
+                                     "): save the model again"));
+  }
+  CompileOptions compile{.optimizer = optimizer, .loss = loss, .metrics = std::move(metric_refs)};
+  model.compile(std::move(compile));
+  if (doc.value("include_optimizer", false)) {
+    const std::string path = dir + "/" + kOptimizerFile;
+    LS_CHECK(!files.optimizer.empty(), NotFoundError, "saved model ", dir, ": ", path,
+             " is missing although the model was saved with its optimizer: save it again, or load it with "
+             "{.compile = false}");
+    std::vector<std::pair<std::string, Tensor>> state;
+    for (train::NamedTensor& t : train::parse_safetensors(files.optimizer, path).tensors)
+      state.emplace_back(std::move(t.name), std::move(t.tensor));
+    model.optimizer()->set_state(state);
+  }
   return model;
 }
 

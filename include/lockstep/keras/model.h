@@ -73,6 +73,17 @@ struct PredictOptions {
   int verbose = 0;
 };
 
+// Keras' model.save(include_optimizer=...).
+struct SaveOptions {
+  // Also save the compile config (optimizer, loss, metrics) and the optimizer's state (iterations, slots).
+  bool include_optimizer = true;
+};
+// Keras' load_model(compile=...).
+struct LoadOptions {
+  // Compile the model from the saved compile config (when there is one) and restore the optimizer's state.
+  bool compile = true;
+};
+
 class Sequential;
 // A model in a checkpoint (tf.train.Checkpoint(model=...)): its variables in order, Dropout's random streams,
 // and its input shape, so that restoring into a model that is not built yet builds it first.
@@ -112,9 +123,17 @@ class Sequential {
   // shapes checked. Only the chief should write in a multi-worker job.
   void save_weights(const std::string& path) const;
   void load_weights(const std::string& path);
-  // A directory with config.json and model.weights.safetensors; load_model rebuilds the model from it.
-  void save(const std::string& dir) const;
-  static Sequential load_model(const std::string& dir);
+  // A directory with config.json (the model's config and, once compiled, Keras 3's compile_config),
+  // model.weights.safetensors and optimizer.safetensors (iterations and slots, as Optimizer::state() gives
+  // them; left out with include_optimizer = false), swapped in whole. Under a multi-worker strategy every
+  // worker may call it: the chief writes `dir`, the others write nothing.
+  void save(const std::string& dir, SaveOptions options = {}) const;
+  // Rebuilds a model saved by save(): created in the current strategy's scope when there is one (its
+  // variables mirrored by that strategy, whatever strategy and number of workers saved it), compiled from
+  // the compile config and its optimizer's state restored, so fit() continues. Under a multi-worker strategy
+  // every worker calls it; the chief reads `dir` and broadcasts it, so the others need no copy. NotFoundError
+  // for a missing model, DataLossError for a corrupted file.
+  static Sequential load_model(const std::string& dir, LoadOptions options = {});
 
   void compile(CompileOptions options);
   callbacks::History fit(const data::Dataset& dataset, FitOptions options = {});
