@@ -1,5 +1,5 @@
-// Sequential and layers: shapes, Keras' summary table and parameter counts, configs, weights files, and
-// fit/evaluate/predict on small problems.
+// Sequential and layers: shapes, Keras' summary table and parameter counts, configs, weights files, saved
+// models (with the optimizer, under strategies and several workers), and fit/evaluate/predict on small problems.
 #include "lockstep/keras/model.h"
 
 #include <gtest/gtest.h>
@@ -7,7 +7,15 @@
 #include <signal.h>
 #include <sys/resource.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "lockstep/distribute/strategy/strategy.h"
 
 namespace lockstep::keras {
 namespace {
@@ -206,6 +214,235 @@ TEST(Fit, SameSeedSameWeights) {
   };
   auto a = run(), b = run();
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].to_vector<float>(), b[i].to_vector<float>());
+}
+
+// ---- saved models: save -> load_model -> evaluate ----
+
+struct SavedModelDir {
+  std::string path;
+  explicit SavedModelDir(const std::string& name = "saved") : path(temp_path(name + "_" + std::to_string(::getpid()))) {
+    fs::remove_all(path);
+  }
+  ~SavedModelDir() { fs::remove_all(path); }
+};
+
+// Layer names given, so that models built on several threads (workers) at once have the same names.
+Sequential compiled_blob_model(const std::string& hidden = "", const std::string& logits = "") {
+  Sequential model({Input({2}), kl::Dense(16, {.activation = "relu", .name = hidden}), kl::Dense(3, {.name = logits})});
+  model.compile({.optimizer = optimizers::Adam({.learning_rate = 0.05}),
+                 .loss = losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                 .metrics = {"accuracy"}});
+  return model;
+}
+
+void expect_same_weights(const Sequential& a, const Sequential& b) {
+  auto wa = a.get_weights(), wb = b.get_weights();
+  ASSERT_EQ(wa.size(), wb.size());
+  for (size_t i = 0; i < wa.size(); ++i) EXPECT_EQ(wa[i].to_vector<float>(), wb[i].to_vector<float>()) << i;
+}
+
+TEST(SavedModel, LoadedModelEvaluatesTheSameAndContinuesTraining) {
+  utils::set_random_seed(3);
+  auto [x, y] = blobs(200);
+  SavedModelDir dir;
+  Sequential model = compiled_blob_model();
+  model.fit(x, y, {.epochs = 2, .batch_size = 32, .shuffle = false, .verbose = 0});
+  const auto before = model.evaluate(x, y, {.verbose = 0});
+  model.save(dir.path);
+  EXPECT_TRUE(fs::exists(dir.path + "/optimizer.safetensors"));
+
+  Sequential loaded = Sequential::load_model(dir.path);
+  EXPECT_EQ(loaded.evaluate(x, y, {.verbose = 0}), before);  // exactly the same loss and accuracy
+  ASSERT_TRUE(loaded.optimizer());
+  EXPECT_EQ(loaded.optimizer()->get_config(), model.optimizer()->get_config());
+  EXPECT_EQ(loaded.optimizer()->iterations(), 14);  // 2 epochs of ceil(200 / 32) steps
+  EXPECT_EQ(loaded.loss()->get_config(), model.loss()->get_config());
+  ASSERT_EQ(loaded.metrics().size(), 1u);
+  EXPECT_EQ(loaded.metrics()[0]->name(), "accuracy");
+
+  // Adam's moments came back: one more epoch of each gives bitwise the same weights.
+  model.fit(x, y, {.epochs = 1, .batch_size = 32, .shuffle = false, .verbose = 0});
+  loaded.fit(x, y, {.epochs = 1, .batch_size = 32, .shuffle = false, .verbose = 0});
+  EXPECT_EQ(loaded.optimizer()->iterations(), 21);
+  expect_same_weights(loaded, model);
+
+  // Keras 3's layout of the compile config.
+  std::ifstream in(dir.path + "/config.json");
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  EXPECT_EQ(doc["compile_config"]["optimizer"]["class_name"], "Adam");
+  EXPECT_EQ(doc["compile_config"]["loss"]["class_name"], "SparseCategoricalCrossentropy");
+  EXPECT_EQ(doc["compile_config"]["metrics"], nlohmann::json::array({"accuracy"}));
+}
+
+TEST(SavedModel, IncludeOptimizerFalseAndCompileFalse) {
+  auto [x, y] = blobs(64);
+  SavedModelDir dir;
+  Sequential model = compiled_blob_model();
+  model.fit(x, y, {.epochs = 1, .batch_size = 32, .verbose = 0});
+  model.save(dir.path, {.include_optimizer = false});
+  EXPECT_FALSE(fs::exists(dir.path + "/optimizer.safetensors"));
+  Sequential loaded = Sequential::load_model(dir.path);
+  EXPECT_FALSE(loaded.optimizer());
+  expect_same_weights(loaded, model);
+
+  model.save(dir.path);  // replaces the saved model
+  EXPECT_FALSE(Sequential::load_model(dir.path, {.compile = false}).optimizer());
+  // SGD with momentum and a schedule, and a loss given by name, round-trip too.
+  Sequential sgd({Input({2}), kl::Dense(3)});
+  sgd.compile({.optimizer = optimizers::SGD({.learning_rate = optimizers::ExponentialDecay(
+                                                 {.initial_learning_rate = 0.1, .decay_steps = 3, .decay_rate = 0.5}),
+                                             .momentum = 0.9, .nesterov = true}),
+               .loss = "sparse_categorical_crossentropy", .metrics = {"acc"}});
+  sgd.fit(x, y, {.epochs = 1, .batch_size = 16, .verbose = 0});
+  sgd.save(dir.path);
+  Sequential back = Sequential::load_model(dir.path);
+  EXPECT_EQ(back.optimizer()->get_config(), sgd.optimizer()->get_config());
+  EXPECT_EQ(back.optimizer()->learning_rate(), sgd.optimizer()->learning_rate());
+  EXPECT_EQ(back.evaluate(x, y, {.verbose = 0}), sgd.evaluate(x, y, {.verbose = 0}));
+}
+
+// What load_model says about a missing or damaged saved model: one line naming the file.
+TEST(SavedModel, MissingAndCorruptedFilesAreNamed) {
+  SavedModelDir dir;
+  auto message = [&](auto&& fn) {
+    try {
+      fn();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THROW(Sequential::load_model(dir.path), NotFoundError);
+  Sequential model = compiled_blob_model();
+  auto [x, y] = blobs(32);
+  model.fit(x, y, {.epochs = 1, .verbose = 0});
+  auto resave = [&] {
+    fs::remove_all(dir.path);
+    model.save(dir.path);
+  };
+
+  resave();
+  fs::remove(dir.path + "/model.weights.safetensors");
+  std::string m = message([&] { Sequential::load_model(dir.path); });
+  EXPECT_NE(m.find("model.weights.safetensors is missing"), std::string::npos) << m;
+  EXPECT_THROW(Sequential::load_model(dir.path), NotFoundError);
+
+  resave();
+  fs::resize_file(dir.path + "/model.weights.safetensors", 100);
+  EXPECT_THROW(Sequential::load_model(dir.path), DataLossError);
+
+  resave();
+  { std::ofstream(dir.path + "/config.json") << "{\"config\": [1, 2"; }
+  m = message([&] { Sequential::load_model(dir.path); });
+  EXPECT_NE(m.find("config.json is not valid JSON"), std::string::npos) << m;
+  EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+
+  resave();
+  fs::remove(dir.path + "/optimizer.safetensors");
+  m = message([&] { Sequential::load_model(dir.path); });
+  EXPECT_NE(m.find("optimizer.safetensors is missing"), std::string::npos) << m;
+  EXPECT_FALSE(Sequential::load_model(dir.path, {.compile = false}).optimizer());  // the way out it names
+
+  resave();
+  {
+    std::fstream f(dir.path + "/optimizer.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-3, std::ios::end);
+    f.put('\x7f');  // a bit flip in the last tensor: its CRC32C no longer matches
+  }
+  EXPECT_THROW(Sequential::load_model(dir.path), DataLossError);
+}
+
+// Saved under a MirroredStrategy with two replicas, loaded without a strategy and under another
+// MirroredStrategy (whose variables it then mirrors): the same test loss and accuracy, and training goes on.
+TEST(SavedModel, UnderAndAcrossMirroredStrategies) {
+  utils::set_random_seed(4);
+  auto [x, y] = blobs(128);
+  const data::Dataset ds = data::Dataset::from_tensor_slices(x, y).batch(32);
+  SavedModelDir dir;
+  distribute::MirroredStrategy two({"/cpu:0", "/cpu:1"});
+  Sequential model;
+  {
+    auto scope = two.scope();
+    model = compiled_blob_model();
+  }
+  model.fit(ds, {.epochs = 2, .verbose = 0});
+  const auto before = model.evaluate(ds, {.verbose = 0});
+  model.save(dir.path);
+
+  Sequential plain = Sequential::load_model(dir.path);
+  const auto plain_result = plain.evaluate(ds, {.verbose = 0});
+  EXPECT_EQ(plain_result.at("accuracy"), before.at("accuracy"));
+  EXPECT_NEAR(plain_result.at("loss"), before.at("loss"), 1e-6);  // one replica sums in another order
+  EXPECT_EQ(plain.optimizer()->iterations(), model.optimizer()->iterations());
+
+  distribute::MirroredStrategy other({"/cpu:0", "/cpu:1"});
+  Sequential mirrored;
+  {
+    auto scope = other.scope();
+    mirrored = Sequential::load_model(dir.path);
+  }
+  EXPECT_EQ(other.mirrored_variables().size(), mirrored.variables().size());
+  EXPECT_EQ(mirrored.evaluate(ds, {.verbose = 0}), before);  // the same replicas: exactly the same numbers
+  model.fit(ds, {.epochs = 1, .verbose = 0});
+  mirrored.fit(ds, {.epochs = 1, .verbose = 0});
+  EXPECT_EQ(mirrored.optimizer()->iterations(), model.optimizer()->iterations());
+  expect_same_weights(mirrored, model);
+}
+
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// Two workers (threads, each with its own MultiWorkerMirroredStrategy): save writes the chief's directory
+// only, and load_model on both needs it on the chief only (it reads and broadcasts), on 2 workers or 1.
+TEST(SavedModel, MultiWorkerSaveOnTheChiefAndLoadWithoutASharedDirectory) {
+  auto [x, y] = blobs(64);
+  const data::Dataset ds = data::Dataset::from_tensor_slices(x, y).batch(16);
+  SavedModelDir chief_dir("saved_chief"), other_dir("saved_other");
+  const distribute::ClusterSpec spec(
+      {{"worker", {"127.0.0.1:" + std::to_string(free_port()), "127.0.0.1:" + std::to_string(free_port())}}});
+  std::vector<std::string> errors(2);
+  std::vector<std::map<std::string, double>> trained(2), loaded(2);
+  auto worker = [&](int rank) {
+    try {
+      distribute::MultiWorkerMirroredStrategy strategy(
+          {.timeout_seconds = 60}, std::make_unique<distribute::SimpleClusterResolver>(spec, "worker", rank));
+      const std::string& mine = rank == 0 ? chief_dir.path : other_dir.path;
+      Sequential model;
+      {
+        auto scope = strategy.scope();
+        model = compiled_blob_model("hidden", "logits");  // the chief's initial weights are broadcast by fit
+      }
+      model.fit(ds, {.epochs = 1, .verbose = 0});
+      trained[static_cast<size_t>(rank)] = model.evaluate(ds, {.verbose = 0});
+      model.save(mine);
+      auto scope = strategy.scope();
+      Sequential back = Sequential::load_model(mine);
+      loaded[static_cast<size_t>(rank)] = back.evaluate(ds, {.verbose = 0});
+      back.fit(ds, {.epochs = 1, .verbose = 0});  // the restored optimizer trains on 2 workers
+    } catch (const std::exception& e) {
+      errors[static_cast<size_t>(rank)] = e.what();
+    }
+  };
+  std::thread other(worker, 1);
+  worker(0);
+  other.join();
+  EXPECT_EQ(errors, (std::vector<std::string>{"", ""}));
+  EXPECT_TRUE(fs::exists(chief_dir.path + "/config.json"));
+  EXPECT_FALSE(fs::exists(other_dir.path)) << "a non-chief worker wrote a saved model";
+  EXPECT_EQ(loaded[0], trained[0]);
+  EXPECT_EQ(loaded[1], trained[0]);
+  // And on one worker, without a strategy: the same accuracy.
+  const auto single = Sequential::load_model(chief_dir.path).evaluate(ds, {.verbose = 0});
+  EXPECT_EQ(single.at("accuracy"), trained[0].at("accuracy"));
 }
 
 }  // namespace
