@@ -45,9 +45,10 @@ class VariableTrackable final : public Trackable {
   Variable v_;
 };
 
-class IteratorTrackable final : public Trackable {
+// An input iterator's position (data::Iterator or DistributedDataset::Iterator): JSON, per worker.
+template <typename It> class PositionTrackable final : public Trackable {
  public:
-  explicit IteratorTrackable(data::Iterator& it) : it_(it) {}
+  explicit PositionTrackable(It& it) : it_(it) {}
   TrackableState save() const override { return {{}, {{"position", it_.save_state()}}}; }
   RestoreMatch restore(const TrackableState& state) override {
     if (!state.values.contains("position")) return {{"position"}, {}};
@@ -55,37 +56,29 @@ class IteratorTrackable final : public Trackable {
     return {};
   }
   bool per_worker() const override { return true; }
-
- private:
-  data::Iterator& it_;
-};
-
-class DistributedIteratorTrackable final : public Trackable {
- public:
-  explicit DistributedIteratorTrackable(distribute::DistributedDataset::Iterator& it) : it_(it) {}
-  TrackableState save() const override { return {{}, {{"position", it_.save_state()}}}; }
-  RestoreMatch restore(const TrackableState& state) override {
-    if (!state.values.contains("position")) return {{"position"}, {}};
-    it_.restore_state(state.values.at("position"));
-    return {};
-  }
-  bool per_worker() const override { return true; }
-  // Any worker's state knows the position in the global stream, which the iterator maps onto this job.
-  void restore_resharded(const std::vector<nlohmann::json>& saved, int, int) override {
-    LS_CHECK(!saved.empty() && saved[0].contains("position"), DataLossError, "saved input position is missing");
-    it_.restore_state(saved[0].at("position"));
+  // A distributed iterator's state holds its place in the global stream, which any worker's copy maps onto a
+  // job of another size; a plain iterator's position belongs to its worker's shard and cannot be mapped.
+  void restore_resharded(const std::vector<nlohmann::json>& saved, int world_size, int rank) override {
+    if constexpr (!std::is_same_v<It, distribute::DistributedDataset::Iterator>) {
+      Trackable::restore_resharded(saved, world_size, rank);
+    } else {
+      LS_CHECK(!saved.empty() && saved[0].contains("position"), DataLossError, "saved input position is missing");
+      it_.restore_state(saved[0].at("position"));
+    }
   }
 
  private:
-  distribute::DistributedDataset::Iterator& it_;
+  It& it_;
 };
 
 }  // namespace
 
 TrackablePtr make_trackable(const Variable& variable) { return std::make_shared<VariableTrackable>(variable); }
-TrackablePtr make_trackable(data::Iterator& iterator) { return std::make_shared<IteratorTrackable>(iterator); }
+TrackablePtr make_trackable(data::Iterator& iterator) {
+  return std::make_shared<PositionTrackable<data::Iterator>>(iterator);
+}
 TrackablePtr make_trackable(distribute::DistributedDataset::Iterator& iterator) {
-  return std::make_shared<DistributedIteratorTrackable>(iterator);
+  return std::make_shared<PositionTrackable<distribute::DistributedDataset::Iterator>>(iterator);
 }
 
 }  // namespace lockstep::train
