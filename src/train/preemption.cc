@@ -29,6 +29,7 @@ const distribute::CollectiveOptions kAgreement{(1u << 21) + 1, std::chrono::seco
 PreemptionWatch::PreemptionWatch() {
   std::lock_guard lock(g_watch_mutex);
   if (g_watches++ > 0) return;
+  g_signalled = 0;  // a signal seen by an earlier watch was handled by it
   struct sigaction sa {};
   sa.sa_handler = on_preemption_signal;
   sigemptyset(&sa.sa_mask);
@@ -83,17 +84,56 @@ class RunCounter final : public Trackable {
 
 struct PreemptionCheckpointHandler::Impl {
   Impl(CheckpointManager& m, TerminationConfig c) : manager(m), config(std::move(c)) {}
+  Impl(Checkpoint& checkpoint, const std::string& dir, TerminationConfig c)
+      : owned(std::in_place, checkpoint, dir, CheckpointManagerOptions{.max_to_keep = 1}), manager(*owned),
+        config(std::move(c)) {}
+  std::optional<CheckpointManager> owned;  // when given a checkpoint and a directory
   CheckpointManager& manager;
   TerminationConfig config;
   std::shared_ptr<RunCounter> counter = std::make_shared<RunCounter>();
   PreemptionWatch watch;
 };
 
+Checkpoint& PreemptionCheckpointHandler::checked(const distribute::ClusterResolver& resolver, Checkpoint& checkpoint) {
+  const distribute::Strategy* s = checkpoint.strategy();
+  LS_CHECK(!s || (resolver.task_type() == s->cluster_resolver().task_type() &&
+                  resolver.task_id() == s->cluster_resolver().task_id()),
+           ValueError, "PreemptionCheckpointHandler got the cluster resolver of task ", resolver.task_type(), ":",
+           resolver.task_id(), " but the checkpoint's strategy runs task ", s->cluster_resolver().task_type(), ":",
+           s->cluster_resolver().task_id(), "; pass the strategy's cluster_resolver()");
+  return checkpoint;
+}
+
+CheckpointManager& PreemptionCheckpointHandler::checked(const distribute::ClusterResolver& resolver,
+                                                        CheckpointManager& manager) {
+  checked(resolver, manager.checkpoint());
+  return manager;
+}
+
 PreemptionCheckpointHandler::PreemptionCheckpointHandler(CheckpointManager& manager, TerminationConfig config)
     : impl_(std::make_unique<Impl>(manager, std::move(config))) {
-  Checkpoint& c = manager.checkpoint();
+  start();
+}
+
+PreemptionCheckpointHandler::PreemptionCheckpointHandler(Checkpoint& checkpoint, const std::string& checkpoint_dir,
+                                                         TerminationConfig config)
+    : impl_(std::make_unique<Impl>(checkpoint, checkpoint_dir, std::move(config))) {
+  start();
+}
+
+PreemptionCheckpointHandler::PreemptionCheckpointHandler(const distribute::ClusterResolver& cluster_resolver,
+                                                         CheckpointManager& manager, TerminationConfig config)
+    : PreemptionCheckpointHandler(checked(cluster_resolver, manager), std::move(config)) {}
+
+PreemptionCheckpointHandler::PreemptionCheckpointHandler(const distribute::ClusterResolver& cluster_resolver,
+                                                         Checkpoint& checkpoint, const std::string& checkpoint_dir,
+                                                         TerminationConfig config)
+    : PreemptionCheckpointHandler(checked(cluster_resolver, checkpoint), checkpoint_dir, std::move(config)) {}
+
+void PreemptionCheckpointHandler::start() {
+  Checkpoint& c = impl_->manager.checkpoint();
   c.add_object("preemption_handler", impl_->counter);
-  if (auto restored = manager.restore_or_initialize())
+  if (auto restored = impl_->manager.restore_or_initialize())
     if (c.is_chief())
       std::fprintf(stderr, "lockstep: restored %s; continuing at step %lld\n", restored->c_str(),
                    static_cast<long long>(impl_->counter->count));

@@ -3,6 +3,8 @@
 // truncated, bit-flipped, emptied, foreign and missing files with fallback to the newest valid checkpoint.
 #include "lockstep/train/checkpoint.h"
 
+#include <signal.h>
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -10,6 +12,7 @@
 #include <fstream>
 
 #include "lockstep/tensor/ops.h"
+#include "lockstep/train/preemption.h"
 
 namespace lockstep::train {
 namespace {
@@ -195,6 +198,28 @@ TEST_F(CheckpointTest, AsyncSavesAreDurableAfterSyncAndReportFailures) {
   Checkpoint broken({{"w", w}}, {.async = true});
   broken.save(path("no/such/dir/ckpt"));
   EXPECT_THROW(broken.sync(), NotFoundError);
+}
+
+TEST_F(CheckpointTest, PreemptionHandlerSavesOnSigtermAndTheLoopResumesItsCount) {
+  Variable w = vector_var({0}, "w");
+  Checkpoint ckpt({{"w", w}});
+  bool exited = false;
+  {
+    PreemptionCheckpointHandler handler(ckpt, path("preempt"), {.exit_fn = [&] { exited = true; }});
+    EXPECT_EQ(handler.total_run_calls(), 0);
+    for (int64_t step = handler.total_run_calls(); step < 10 && !exited; ++step) {
+      handler.run([&] { w.assign(from_vector<float>({static_cast<float>(step + 1)}, {1})); });
+      if (step == 3) ::raise(SIGTERM);  // recorded, not fatal, while the handler lives
+    }
+  }
+  EXPECT_TRUE(exited);  // at the step after the signal, once the checkpoint was durable
+  Variable w2 = vector_var({0}, "w");
+  Checkpoint again({{"w", w2}});
+  PreemptionCheckpointHandler restarted(again, path("preempt"), {.exit_fn = [] { FAIL() << "no signal this time"; }});
+  EXPECT_EQ(restarted.total_run_calls(), 5);
+  EXPECT_EQ(w2.value().to_vector<float>(), std::vector<float>{5});
+  restarted.run([] {});
+  EXPECT_EQ(restarted.total_run_calls(), 6);
 }
 
 }  // namespace

@@ -44,6 +44,14 @@ class PreemptionCheckpointHandler {
  public:
   // Restores the newest checkpoint of `manager` (with total_run_calls) if there is one.
   PreemptionCheckpointHandler(CheckpointManager& manager, TerminationConfig config = {});
+  // With a checkpoint and its directory: a manager of its own there (keeping one checkpoint, as TF's does).
+  PreemptionCheckpointHandler(Checkpoint& checkpoint, const std::string& checkpoint_dir, TerminationConfig config = {});
+  // TF's signatures, which begin with the cluster resolver; lockstep's checkpoint already knows the cluster
+  // through its strategy, so the resolver is only checked to be that strategy's.
+  PreemptionCheckpointHandler(const distribute::ClusterResolver& cluster_resolver, CheckpointManager& manager,
+                              TerminationConfig config = {});
+  PreemptionCheckpointHandler(const distribute::ClusterResolver& cluster_resolver, Checkpoint& checkpoint,
+                              const std::string& checkpoint_dir, TerminationConfig config = {});
   ~PreemptionCheckpointHandler();
 
   // Runs fn(args...) as one training step and counts it; then, if any worker was signalled, every worker
@@ -62,6 +70,9 @@ class PreemptionCheckpointHandler {
   int64_t total_run_calls() const;
 
  private:
+  static CheckpointManager& checked(const distribute::ClusterResolver& resolver, CheckpointManager& manager);
+  static Checkpoint& checked(const distribute::ClusterResolver& resolver, Checkpoint& checkpoint);
+  void start();  // registers the step count with the checkpoint and restores
   void after_step();
   struct Impl;
   std::unique_ptr<Impl> impl_;
