@@ -584,7 +584,6 @@ struct CheckpointManager::Impl {
       const double now = now_seconds();
       std::erase_if(index.all, [&](const IndexEntry& e) { return e.prefix == relative; });
       index.all.push_back({relative, now});
-      if (index.last_preserved == 0) index.last_preserved = now;
       while (options.max_to_keep && static_cast<int>(index.all.size()) > *options.max_to_keep) {
         IndexEntry old = index.all.front();
         index.all.erase(index.all.begin());
@@ -632,6 +631,7 @@ CheckpointManager::CheckpointManager(Checkpoint& checkpoint, std::string directo
     found.last_preserved = index->last_preserved;
   }
   if (found.all.empty()) found.all = scan_directory(impl_->directory, impl_->options.checkpoint_name);
+  if (found.last_preserved == 0) found.last_preserved = now_seconds();  // TF: the manager's creation
   impl_->index = std::move(found);
 }
 

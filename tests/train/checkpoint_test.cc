@@ -170,6 +170,20 @@ TEST_F(CheckpointTest, ManagerKeepsTheNewestWritesTFsIndexAndInitializes) {
   EXPECT_EQ(rescanned.latest_checkpoint(), path("run/ckpt-10"));
 }
 
+TEST_F(CheckpointTest, ManagerKeepsOneCheckpointEveryNHours) {
+  Variable w = vector_var({0}, "w");
+  for (const auto& [hours, kept] : {std::pair{1e-9, true}, {1000.0, false}}) {
+    const std::string dir = path("hours_" + std::to_string(kept));
+    Checkpoint ckpt({{"w", w}});
+    CheckpointManager manager(ckpt, dir, {.max_to_keep = 1, .keep_checkpoint_every_n_hours = hours});
+    for (int i = 0; i < 3; ++i) manager.save();
+    EXPECT_EQ(manager.checkpoints(), std::vector<std::string>{dir + "/ckpt-3"});
+    // Pruned from the manager's list either way; kept on disk only when that much time passed between them.
+    EXPECT_EQ(fs::exists(dir + "/ckpt-1.safetensors"), kept);
+    EXPECT_EQ(fs::exists(dir + "/ckpt-2.safetensors"), kept);
+  }
+}
+
 TEST_F(CheckpointTest, ManagerSavesOnlyAfterTheInterval) {
   Variable w = vector_var({0}, "w");
   int64_t step = 0;
