@@ -248,6 +248,7 @@ Snapshot Checkpoint::Impl::snapshot() const {
   nlohmann::json values = nlohmann::json::object();
   nlohmann::json mine = nlohmann::json::object();  // this worker's per-worker values, gathered below
   for (const auto& [name, object] : objects) {
+    if (!chief() && !object->per_worker()) continue;  // the same on every worker, and only the chief writes
     TrackableState state = object->save();
     // The run's position, readable without parsing the objects: fit's, the optimizer's, or scalar Variables
     // named as in TF's tutorials.
