@@ -176,8 +176,10 @@ nlohmann::json Loss::get_config() const {
   return {{"name", name_}, {"reduction", reduction_name(reduction_)}};
 }
 
-LossFunctionWrapper::LossFunctionWrapper(Fn fn, Reduction reduction, std::string name, nlohmann::json config)
-    : Loss(reduction, std::move(name)), fn_(std::move(fn)), config_(std::move(config)) {}
+LossFunctionWrapper::LossFunctionWrapper(Fn fn, Reduction reduction, std::string name, nlohmann::json config,
+                                         std::string class_name)
+    : Loss(reduction, std::move(name)), fn_(std::move(fn)), config_(std::move(config)),
+      class_name_(std::move(class_name)) {}
 
 nlohmann::json LossFunctionWrapper::get_config() const {
   nlohmann::json c = Loss::get_config();
@@ -190,7 +192,7 @@ std::shared_ptr<Loss> SparseCategoricalCrossentropy(SparseCategoricalCrossentrop
       [from_logits = o.from_logits](const Tensor& t, const Tensor& p) {
         return sparse_categorical_crossentropy(t, p, from_logits);
       },
-      o.reduction, o.name, nlohmann::json{{"from_logits", o.from_logits}});
+      o.reduction, o.name, nlohmann::json{{"from_logits", o.from_logits}}, "SparseCategoricalCrossentropy");
 }
 
 std::shared_ptr<Loss> CategoricalCrossentropy(CategoricalCrossentropyOptions o) {
@@ -198,7 +200,8 @@ std::shared_ptr<Loss> CategoricalCrossentropy(CategoricalCrossentropyOptions o) 
       [from_logits = o.from_logits, ls = o.label_smoothing](const Tensor& t, const Tensor& p) {
         return categorical_crossentropy(t, p, from_logits, ls);
       },
-      o.reduction, o.name, nlohmann::json{{"from_logits", o.from_logits}, {"label_smoothing", o.label_smoothing}});
+      o.reduction, o.name, nlohmann::json{{"from_logits", o.from_logits}, {"label_smoothing", o.label_smoothing}},
+      "CategoricalCrossentropy");
 }
 
 std::shared_ptr<Loss> BinaryCrossentropy(BinaryCrossentropyOptions o) {
@@ -206,11 +209,13 @@ std::shared_ptr<Loss> BinaryCrossentropy(BinaryCrossentropyOptions o) {
       [from_logits = o.from_logits, ls = o.label_smoothing](const Tensor& t, const Tensor& p) {
         return binary_crossentropy(t, p, from_logits, ls);
       },
-      o.reduction, o.name, nlohmann::json{{"from_logits", o.from_logits}, {"label_smoothing", o.label_smoothing}});
+      o.reduction, o.name, nlohmann::json{{"from_logits", o.from_logits}, {"label_smoothing", o.label_smoothing}},
+      "BinaryCrossentropy");
 }
 
 std::shared_ptr<Loss> MeanSquaredError(MeanSquaredErrorOptions o) {
-  return std::make_shared<LossFunctionWrapper>(mean_squared_error, o.reduction, o.name);
+  return std::make_shared<LossFunctionWrapper>(mean_squared_error, o.reduction, o.name, nlohmann::json::object(),
+                                               "MeanSquaredError");
 }
 
 std::shared_ptr<Loss> get(const std::string& identifier) {

@@ -216,22 +216,11 @@ void assign_weights(const train::SafetensorsFile& file, const std::string& path,
 constexpr const char* kWeightsFile = "model.weights.safetensors";
 constexpr const char* kOptimizerFile = "optimizer.safetensors";
 
-// Keras class names. Optimizers and losses carry no class name of their own, so it is read from what
-// their configs hold (SGD alone has "nesterov", RMSprop "rho", Adam "beta_1") and a loss's default name.
-std::optional<std::string> optimizer_class(const nlohmann::json& c) {
-  if (c.contains("nesterov")) return "SGD";
-  if (c.contains("rho")) return "RMSprop";
-  if (c.contains("beta_1")) return "Adam";
-  return std::nullopt;
-}
-std::optional<std::string> loss_class(const nlohmann::json& c) {
-  const std::string name = c.value("name", "");
-  if (name == "sparse_categorical_crossentropy") return "SparseCategoricalCrossentropy";
-  if (name == "categorical_crossentropy") return "CategoricalCrossentropy";
-  if (name == "binary_crossentropy") return "BinaryCrossentropy";
-  if (name == "mean_squared_error") return "MeanSquaredError";
-  if (c.contains("from_logits") && !c.contains("label_smoothing")) return "SparseCategoricalCrossentropy";
-  return std::nullopt;
+// The optimizers and losses load_model can rebuild from a compile config.
+bool rebuildable_optimizer(const std::string& cls) { return cls == "SGD" || cls == "RMSprop" || cls == "Adam"; }
+bool rebuildable_loss(const std::string& cls) {
+  return cls == "SparseCategoricalCrossentropy" || cls == "CategoricalCrossentropy" || cls == "BinaryCrossentropy" ||
+         cls == "MeanSquaredError";
 }
 
 nlohmann::json serialized(const char* module, const std::string& class_name, nlohmann::json config) {
@@ -241,20 +230,21 @@ nlohmann::json serialized(const char* module, const std::string& class_name, nlo
 // Keras 3's compile_config, or nullopt (with a warning) when the optimizer or loss is not one load_model can
 // rebuild.
 std::optional<nlohmann::json> compile_config(const Sequential& model) {
-  const nlohmann::json opt = model.optimizer()->get_config();
-  const std::optional<std::string> opt_class = optimizer_class(opt);
-  const nlohmann::json loss = model.loss() ? model.loss()->get_config() : nlohmann::json();
-  const std::optional<std::string> cls = model.loss() ? loss_class(loss) : std::string();
-  if (!opt_class || !cls) {
+  const std::string opt_class = model.optimizer()->class_name();
+  const std::string cls = model.loss() ? model.loss()->class_name() : "";
+  if (!rebuildable_optimizer(opt_class) || (model.loss() && !rebuildable_loss(cls))) {
     log(LogLevel::warning, "model \"", model.name(), "\" is saved without its optimizer: ",
-        !opt_class ? "its optimizer is not SGD, RMSprop or Adam" : "its loss is not one of Keras' built-in losses",
+        !rebuildable_optimizer(opt_class) ? "its optimizer (" + opt_class + ") is not SGD, RMSprop or Adam"
+                                         : "its loss (" + cls + ") is not one of Keras' built-in losses",
         ", so load_model returns it uncompiled");
     return std::nullopt;
   }
+  const nlohmann::json opt = model.optimizer()->get_config();
+  const nlohmann::json loss = model.loss() ? model.loss()->get_config() : nlohmann::json();
   nlohmann::json metrics = nlohmann::json::array();
   for (const auto& m : model.metrics()) metrics.push_back(m->name());
-  return nlohmann::json{{"optimizer", serialized("keras.optimizers", *opt_class, opt)},
-                        {"loss", model.loss() ? serialized("keras.losses", *cls, loss) : nlohmann::json()},
+  return nlohmann::json{{"optimizer", serialized("keras.optimizers", opt_class, opt)},
+                        {"loss", model.loss() ? serialized("keras.losses", cls, loss) : nlohmann::json()},
                         {"loss_weights", nullptr},
                         {"metrics", metrics},
                         {"weighted_metrics", nullptr},

@@ -219,6 +219,7 @@ class SGDOptimizer : public RuleOptimizer<SGDOptimizer> {
     LS_CHECK(o_.momentum >= 0 && o_.momentum <= 1, ValueError, "SGD: momentum must be a float between [0, 1], got ",
              o_.momentum);
   }
+  std::string class_name() const override { return "SGD"; }
   nlohmann::json get_config() const override {
     auto c = Optimizer::get_config();
     c["momentum"] = o_.momentum;
@@ -254,6 +255,7 @@ class RMSpropOptimizer : public RuleOptimizer<RMSpropOptimizer> {
 
  public:
   explicit RMSpropOptimizer(RMSpropOptions o) : RuleOptimizer(o.name, o.learning_rate, slots(o)), o_(std::move(o)) {}
+  std::string class_name() const override { return "RMSprop"; }
   nlohmann::json get_config() const override {
     auto c = Optimizer::get_config();
     c["rho"] = o_.rho;
@@ -307,6 +309,7 @@ class AdamOptimizer : public RuleOptimizer<AdamOptimizer> {
                   o.amsgrad ? std::vector<std::string>{"momentum", "velocity", "velocity_hat"}
                             : std::vector<std::string>{"momentum", "velocity"}),
         o_(std::move(o)) {}
+  std::string class_name() const override { return "Adam"; }
   nlohmann::json get_config() const override {
     auto c = Optimizer::get_config();
     c["beta_1"] = o_.beta_1;

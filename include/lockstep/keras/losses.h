@@ -42,6 +42,8 @@ class Loss {
   const std::string& name() const { return name_; }
   // {"name", "reduction"} plus the loss's options.
   virtual nlohmann::json get_config() const;
+  // The Keras class name ("SparseCategoricalCrossentropy"), saved with get_config() in a model's compile config.
+  virtual std::string class_name() const = 0;
 
  protected:
   Loss(Reduction reduction, std::string name) : reduction_(reduction), name_(std::move(name)) {}
@@ -56,13 +58,16 @@ class Loss {
 class LossFunctionWrapper : public Loss {
  public:
   using Fn = std::function<Tensor(const Tensor& y_true, const Tensor& y_pred)>;
-  LossFunctionWrapper(Fn fn, Reduction reduction, std::string name, nlohmann::json config = nlohmann::json::object());
+  LossFunctionWrapper(Fn fn, Reduction reduction, std::string name, nlohmann::json config = nlohmann::json::object(),
+                      std::string class_name = "LossFunctionWrapper");
   Tensor call(const Tensor& y_true, const Tensor& y_pred) const override { return fn_(y_true, y_pred); }
   nlohmann::json get_config() const override;
+  std::string class_name() const override { return class_name_; }
 
  private:
   Fn fn_;
   nlohmann::json config_;
+  std::string class_name_;
 };
 
 // ---- per-example functions (keras.losses.sparse_categorical_crossentropy etc.) ----

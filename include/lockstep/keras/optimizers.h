@@ -118,6 +118,8 @@ class Optimizer {
 
   // {"name", "learning_rate"} plus the optimizer's own options.
   virtual nlohmann::json get_config() const;
+  // The Keras class name ("Adam"), saved with get_config() in a model's compile config.
+  virtual std::string class_name() const = 0;
 
  protected:
   static constexpr size_t kMaxSlots = 3;
