@@ -1,6 +1,7 @@
 // Golden test: 20 train_on_batch steps of the tutorial model from generated weights and batches, with SGD,
 // Adam, SGD+Nesterov and RMSprop, against TensorFlow 2.21 / Keras 3 (tests/golden/keras_training_steps.json,
-// from make_keras_training_golden.py): every step's loss and the final weights to 1e-4 relative.
+// from make_keras_training_golden.py): every step's loss to 1e-4 relative, the final weights to 1e-3 of each
+// tensor's largest value.
 #include <gtest/gtest.h>
 
 #include "golden_util.h"
@@ -11,6 +12,10 @@ namespace {
 
 namespace kl = keras::layers;
 constexpr double kRelativeTolerance = 1e-4;
+// After 20 steps single elements drift further: the convolution's rounding depends on the kernel oneDNN picks
+// for the CPU (AVX2 and AVX-512 differ), and momentum carries each difference on; a wrong update rule is off
+// by far more (the learning rate times a gradient, about 1e-2 of the weights).
+constexpr double kFinalWeightTolerance = 1e-3;
 
 const json& golden() {
   static const json data = load_golden("keras_training_steps.json");
@@ -62,7 +67,7 @@ TEST_P(KerasTraining, LossesAndFinalWeightsMatchKeras) {
   for (size_t w = 0; w < kWeightNames.size(); ++w) {
     const json& e = run["final_weights"][kWeightNames[w]];
     const std::vector<float> actual = vars[w].value().to_vector<float>();
-    expect_tensor_matches(GetParam() + " " + kWeightNames[w], actual, e, kRelativeTolerance);
+    expect_tensor_matches(GetParam() + " " + kWeightNames[w], actual, e, kFinalWeightTolerance);
     double sum = 0;
     for (float v : actual) sum += v;
     expect_relative(kWeightNames[w] + " sum", sum, e["sum"].get<double>(), e["sum_abs"].get<double>(), kRelativeTolerance);

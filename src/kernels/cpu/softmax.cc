@@ -1,5 +1,7 @@
 // Softmax and log-softmax over the last axis of a rows x cols matrix, forward and backward, on oneDNN's
 // softmax and logsoftmax primitives.
+#include <algorithm>
+
 #include "lockstep/kernels/cpu/kernels.h"
 #include "onednn-impl.h"
 
@@ -12,6 +14,12 @@ constexpr int kAxis = 1;
 }  // namespace
 
 void softmax_forward(int64_t rows, int64_t cols, const float* x, float* y, bool log) {
+  // One class: exactly 1 (log-softmax 0). oneDNN's AVX2 kernels are off there (exp(0) is approximated;
+  // AVX-512 machines were exact), and the backward pass below relies on it.
+  if (cols == 1) {
+    std::fill(y, y + rows, log ? 0.0f : 1.0f);
+    return;
+  }
   Plan& plan = cached_plan(make_key(Op::softmax_fwd, {rows, cols, log}), [&](Plan& p) {
     const auto md = f32_desc({rows, cols}, Tag::ab);
     const auto kind = dnnl::prop_kind::forward_training;
@@ -26,6 +34,11 @@ void softmax_forward(int64_t rows, int64_t cols, const float* x, float* y, bool 
 }
 
 void softmax_backward(int64_t rows, int64_t cols, const float* y, const float* dy, float* dx, bool log) {
+  // One class: the output is a constant, so its gradient is exactly 0 (oneDNN's AVX2 kernel gave up to 1e-2).
+  if (cols == 1) {
+    std::fill(dx, dx + rows, 0.0f);
+    return;
+  }
   Plan& plan = cached_plan(make_key(Op::softmax_bwd, {rows, cols, log}), [&](Plan& p) {
     const auto md = f32_desc({rows, cols}, Tag::ab);
     const auto kind = dnnl::prop_kind::forward_training;
