@@ -32,7 +32,9 @@ inline Result run_lockstep(const std::string& args, const std::string& env = "",
   const std::string cmd = env + " timeout -k 5 " + std::to_string(timeout_s) + " " + bin + "/lockstep " + args + " >" +
                           dir + "/out 2>" + dir + "/err";
   const int status = std::system(cmd.c_str());
-  return {WEXITSTATUS(status), read_all(dir + "/out"), read_all(dir + "/err")};
+  Result result{WEXITSTATUS(status), read_all(dir + "/out"), read_all(dir + "/err")};
+  std::filesystem::remove_all(dir);
+  return result;
 }
 
 inline size_t count_lines(const std::string& s) {

@@ -131,7 +131,8 @@ TEST(LaunchCli, KilledBySignalGives128PlusTheSignal) {
 }
 
 TEST(LaunchCli, RestartRunsTheGroupAgain) {
-  const fs::path dir = temp_dir("launch_restart");
+  const TempDir temp("launch_restart");
+  const fs::path& dir = temp.path;
   // Worker 1 fails on the first attempt only: the marker file remembers that it already failed.
   const std::string cmd = worker("if [ $i = 1 ] && [ ! -e " + (dir / "marker").string() + " ]; then touch " +
                                  (dir / "marker").string() + "; exit 4; fi; echo done-$i");
@@ -219,7 +220,8 @@ TEST(LaunchCli, LogWriteErrorIsOneLineAndFailsTheLauncherButNotTheJob) {
 }
 
 TEST(LaunchCli, LogDirHoldsEachWorkersOutputUnprefixed) {
-  const fs::path dir = temp_dir("launch_logs") / "logs";
+  const TempDir temp("launch_logs");
+  const fs::path dir = temp.path / "logs";
   Result r =
       run_lockstep("launch -n 2 --log-dir " + dir.string() + " -- " + worker("echo out-$i; echo err-$i >&2"), "", 60);
   ASSERT_EQ(r.code, 0) << r.err;
@@ -270,7 +272,8 @@ class LaunchCliSignals : public ::testing::TestWithParam<int> {};
 
 TEST_P(LaunchCliSignals, StopsEveryWorkerAndExits128PlusTheSignal) {
   const int sig = GetParam();
-  const fs::path dir = temp_dir("launch_signal");
+  const TempDir temp("launch_signal");
+  const fs::path& dir = temp.path;
   const char* bin = std::getenv("LOCKSTEP_BIN_DIR");
   const std::string lockstep = std::string(bin ? bin : LOCKSTEP_BIN_DIR) + "/lockstep";
   // Worker 1 ignores SIGTERM, so only the SIGKILL after the grace period ends it.

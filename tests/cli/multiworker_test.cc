@@ -20,6 +20,7 @@ class MultiWorker : public ::testing::Test {
     dir_ = temp_dir("multiworker");
     write_idx_dataset(dir_, 640, 64);
   }
+  void TearDown() override { fs::remove_all(dir_); }
   std::string data() const { return " --dataset " + dir_.string() + " --threads 1 --verbose 0"; }
   // Starts one process per worker on fresh ports, each with its own TF_CONFIG and arguments.
   std::vector<std::unique_ptr<Worker>> start(const std::vector<std::string>& args, const std::string& env = "") {

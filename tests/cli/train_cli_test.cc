@@ -21,6 +21,7 @@ class TrainCli : public ::testing::Test {
     data_ = temp_dir("idx");
     write_idx_dataset(data_, 160, 48);
   }
+  void TearDown() override { fs::remove_all(data_); }
   json train(const std::string& extra, const std::string& name) {
     const std::string metrics = (data_ / (name + ".json")).string();
     Result r = run_lockstep("train --dataset " + data_.string() + kFast + " --metrics-out " + metrics + " " + extra);
