@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,15 @@ inline Result run_lockstep(const std::string& args, const std::string& env = "",
   Result result{WEXITSTATUS(status), read_all(dir + "/out"), read_all(dir + "/err")};
   std::filesystem::remove_all(dir);
   return result;
+}
+
+// The lines of `text` that start with `prefix`, without it.
+inline std::vector<std::string> lines_after(const std::string& text, const std::string& prefix) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(prefix, 0) == 0) lines.push_back(line.substr(prefix.size()));
+  return lines;
 }
 
 inline size_t count_lines(const std::string& s) {

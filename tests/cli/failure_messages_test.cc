@@ -47,15 +47,6 @@ std::string environment_of(pid_t pid) {
   return env;
 }
 
-// The lines of `text` that start with `prefix`, without it.
-std::vector<std::string> lines_after(const std::string& text, const std::string& prefix) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind(prefix, 0) == 0) lines.push_back(line.substr(prefix.size()));
-  return lines;
-}
-
 // `lockstep launch -n 2 -- lockstep train ...` running a long epoch, with the pids of the launcher and of
 // each worker once both have joined the cluster.
 class LaunchedJob : public ::testing::Test {

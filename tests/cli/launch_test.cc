@@ -28,15 +28,6 @@ std::string worker(const std::string& script) {
   return "/bin/sh -c 'i=${TF_CONFIG##*index?:}; i=${i%%[!0-9]*}; " + script + "'";
 }
 
-// The lines of `text` that start with `prefix`, without it.
-std::vector<std::string> lines_after(const std::string& text, const std::string& prefix) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind(prefix, 0) == 0) lines.push_back(line.substr(prefix.size()));
-  return lines;
-}
-
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
