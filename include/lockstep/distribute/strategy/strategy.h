@@ -33,7 +33,8 @@ struct InputContext {
   int64_t get_per_replica_batch_size(int64_t global_batch_size) const;
 };
 
-enum class CommunicationImplementation { AUTO, RING, NCCL };
+// MPI (a lockstep extension): OpenMPI's collectives, for jobs started by mpirun or srun --mpi=pmix.
+enum class CommunicationImplementation { AUTO, RING, NCCL, MPI };
 struct CommunicationOptions {
   CommunicationImplementation implementation = CommunicationImplementation::AUTO;
   // Gradients are packed into all-reduces of about this many bytes; 0 means 25 MiB.
