@@ -50,7 +50,9 @@ def check_prerequisites(args):
 
 
 def mpi_env():
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMP_NUM_THREADS="1")
+    # PMIx's shared-memory store refused some runs (NO-PERMISSIONS) when jobs follow each other; hash avoids it.
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMP_NUM_THREADS="1",
+               PMIX_MCA_gds="hash")
     env.pop("TF_CONFIG", None)
     return env
 
@@ -190,11 +192,17 @@ def main():
                 for backend in args.backends:
                     if backend in skip:
                         continue
-                    rc, out = measure(args, hosts, backend, hostfile, mpi_binary)
-                    rows = [m for m in map(LINE.match, out.splitlines()) if m]
-                    if rc != 0 or len(rows) != len(args.sizes_kib):
+                    # Up to three tries: on two oversubscribed cores a connection setup sometimes times out.
+                    for attempt in range(3):
+                        rc, out = measure(args, hosts, backend, hostfile, mpi_binary)
+                        rows = [m for m in map(LINE.match, out.splitlines()) if m]
+                        if rc == 0 and len(rows) == len(args.sizes_kib):
+                            break
                         tail = "\n".join(out.splitlines()[-15:])
-                        print(f"run.py: {backend} on {hosts} hosts failed (exit {rc}):\n{tail}", file=sys.stderr)
+                        print(f"run.py: {backend} on {hosts} hosts failed (exit {rc}, try {attempt + 1}):\n{tail}",
+                              file=sys.stderr)
+                    else:
+                        rows = []
                     for m in rows:
                         row = {"hosts": hosts, "rate": args.rate, "backend": backend + (f"+{args.tag}" if args.tag else ""),
                                "bytes": round(float(m["mib"]) * 1048576), "ms": m["ms"],
