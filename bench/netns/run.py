@@ -11,8 +11,8 @@ once per backend, into one CSV row per (hosts, backend, size). Needs root, ip, t
 Backends: openmpi-<alg> is OpenMPI's MPI_Allreduce forced to one algorithm of its tuned component (ring,
 rd = recursive doubling, rab = Rabenseifner's halving-doubling), measured by mpi_allreduce.c (compiled here);
 lockstep-gloo is `lockstep bench allreduce --implementation ring`, one worker per host found through
-TF_CONFIG; lockstep-mpi is `--implementation mpi` under mpirun. A lockstep backend whose binary or option
-is missing is skipped with a note. The cluster is always torn down, on errors and Ctrl-C too.
+TF_CONFIG; lockstep-mpi is `--implementation mpi` under mpirun. lockstep's command takes whole MiB only, so
+its rows start at 1 MiB. A lockstep backend whose binary or option is missing is skipped with a note. The cluster is always torn down, on errors and Ctrl-C too.
 Fit the rows with bench/netns/fit.py.
 """
 import argparse
@@ -85,7 +85,7 @@ def run_bounded(cmd, timeout, env):
 def lockstep_workers(args, hosts, implementation):
     """One `lockstep bench allreduce` per host, each in its namespace with its own TF_CONFIG."""
     workers = [f"{SUBNET}.{i + 1}:2222" for i in range(hosts)]
-    sizes_mib = ",".join(f"{kib / 1024:g}" for kib in args.sizes_kib)
+    sizes_mib = ",".join(str(mib) for mib in lockstep_sizes_mib(args))
     procs = []
     for i in range(hosts):
         tf_config = '{"cluster":{"worker":[%s]},"task":{"type":"worker","index":%d}}' % (
@@ -105,6 +105,11 @@ def lockstep_workers(args, hosts, implementation):
         outputs.append((proc.returncode, out))
     rc = max(abs(r) for r, _ in outputs)
     return rc, outputs[0][1] if rc == 0 else "\n".join(o for _, o in outputs)
+
+
+def lockstep_sizes_mib(args):
+    """`lockstep bench allreduce` takes whole MiB from 1 up: smaller sizes are measured by OpenMPI only."""
+    return [int(kib) // 1024 for kib in args.sizes_kib if kib >= 1024 and kib % 1024 == 0]
 
 
 def lockstep_supports(args, what):
@@ -129,8 +134,8 @@ def measure(args, hosts, backend, hostfile, mpi_binary):
     if backend == "lockstep-gloo":
         return lockstep_workers(args, hosts, "ring")
     if backend == "lockstep-mpi":
-        program = [args.lockstep, "bench", "allreduce", "--sizes-mib",
-                   ",".join(f"{k / 1024:g}" for k in args.sizes_kib), "--iters", str(args.iters), "--implementation", "mpi"]
+        program = [args.lockstep, "bench", "allreduce", "--sizes-mib", ",".join(map(str, lockstep_sizes_mib(args))),
+                   "--iters", str(args.iters), "--implementation", "mpi"]
         return run_bounded(mpirun(hosts, hostfile, program, args.mpi_mca), args.timeout, mpi_env())
     fail(f"unknown backend {backend}")
 
@@ -196,7 +201,8 @@ def main():
                     for attempt in range(3):
                         rc, out = measure(args, hosts, backend, hostfile, mpi_binary)
                         rows = [m for m in map(LINE.match, out.splitlines()) if m]
-                        if rc == 0 and len(rows) == len(args.sizes_kib):
+                        expected = len(args.sizes_kib if backend.startswith("openmpi") else lockstep_sizes_mib(args))
+                        if rc == 0 and len(rows) == expected:
                             break
                         tail = "\n".join(out.splitlines()[-15:])
                         print(f"run.py: {backend} on {hosts} hosts failed (exit {rc}, try {attempt + 1}):\n{tail}",
