@@ -19,6 +19,10 @@ std::function<int()> add_launch_command(CLI::App& app);
 // Adds `lockstep tf-config` (prints the resolved role or the TF_CONFIG error); the returned function runs it.
 std::function<int()> add_tf_config_command(CLI::App& app);
 
+// Adds `lockstep bench step` (warm Keras fit steps on synthetic data) and `lockstep bench allreduce` (the
+// cross-worker all-reduce per buffer size), what bench/compare.sh measures; the returned function runs them.
+std::function<int()> add_bench_command(CLI::App& app);
+
 // Adds `lockstep evaluate` (a saved model's test loss and accuracy, or a sidecar evaluator with --watch).
 std::function<int()> add_evaluate_command(CLI::App& app);
 
