@@ -2,7 +2,7 @@
 """Fault-tolerance benchmarks for BENCHMARKS.md, in one run on this machine.
 
 1. Overhead of BackupAndRestore every 50 steps: warm ms/step of Keras fit with and without it
-   (build/bin/train_step, tutorial CNN, batch 64, 1 thread), runs alternating, medians and their ratio;
+   (`lockstep bench step`, tutorial CNN, batch 64, 1 thread), runs alternating, medians and their ratio;
    asynchronous (the default) and synchronous saves.
 2. Recovery: `lockstep train --workers 2 --max-restarts 1 --backup-dir D --backup-freq 50` on Fashion-MNIST
    with worker 1 killed by SIGKILL at step 120; the time from the launcher seeing the kill to the chief's
@@ -23,12 +23,13 @@ import time
 
 def step_ms(cmd):
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    m = re.search(r"threads=(\d+).*: ([0-9.]+) ms/step", out)
-    return float(m.group(2)), int(m.group(1))
+    threads = re.search(r"^threads (\d+) per worker", out, re.M)
+    ms = re.search(r"^([0-9.]+) ms/step$", out.strip().splitlines()[-1])
+    return float(ms.group(1)), int(threads.group(1))
 
 
 def overhead(build, rounds, steps):
-    base = [f"{build}/bin/train_step", "--threads", "1", "--steps", str(steps)]
+    base = [f"{build}/bin/lockstep", "bench", "step", "--threads", "1", "--steps", str(steps)]
     variants = {"none": [], "async": ["--backup-every", "50"], "sync": ["--backup-every", "50", "--backup-sync"]}
     times = {k: [] for k in variants}
     threads = set()
