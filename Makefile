@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test bench demo clean format
+.PHONY: all deps build test bench bench-compare demo clean format
 
 all: build
 
@@ -20,11 +20,18 @@ test: build
 	@scripts/python-venv $(BUILD)/venv
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
 
+# Single-threaded kernels and one training step beside PyTorch's (OMP_NUM_THREADS=1 so that no library pool
+# runs more threads than it was told).
 bench: build
 	@scripts/install-deps --bench
-	$(BUILD)/bin/micro_kernels --benchmark_min_time=0.5
-	$(BUILD)/bin/train_step --model tutorial_cnn --threads 1
-	/usr/bin/python3 bench/peers/torch_cnn.py --threads 1
+	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(BUILD)/bin/micro_kernels --benchmark_min_time=0.5
+	OMP_NUM_THREADS=1 $(BUILD)/bin/lockstep bench step --model tutorial_cnn --threads 1
+	OMP_NUM_THREADS=1 /usr/bin/python3 bench/peers/torch_cnn.py --threads 1
+
+# lockstep against PyTorch, TensorFlow, OpenMPI and the machine's limits in one run (about 20 minutes), rewriting
+# the bench-compare section of BENCHMARKS.md; `bench/compare.sh --quick` is a few minutes' check of the same.
+bench-compare:
+	bench/compare.sh --build $(BUILD) -j $(JOBS)
 
 # The tutorial CNN on Fashion-MNIST on two local workers (lockstep launch), one epoch.
 demo: build

@@ -1,9 +1,15 @@
 // Microbenchmarks of the CPU kernels on the tutorial model's shapes at batch 64, single-threaded, beside a large
 // SGEMM run by oneDNN and by OpenBLAS as the machine's measured peak, and the convolution oneDNN would run with
-// HWIO filters (the layout choice in src/kernels/cpu/conv.cc). Each reports GFLOP/s.
+// HWIO filters (the layout choice in src/kernels/cpu/conv.cc). Each reports GFLOP/s and the threads that really
+// ran it (process CPU time over wall time: about 1 when single-threaded).
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <omp.h>
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 
 #include <dnnl.hpp>
 #include <string>
@@ -12,6 +18,7 @@
 #include "lockstep/kernels/cpu/kernels.h"
 
 extern "C" void openblas_set_num_threads(int);
+extern "C" int openblas_get_num_threads();
 
 namespace {
 
@@ -19,6 +26,27 @@ using namespace lockstep::kernels::cpu;
 
 // Input 64x28x28x1 -> Conv2D 32 filters 3x3 valid (+bias).
 constexpr Conv2dShape kTutorialConv{64, 28, 28, 1, 3, 3, 32, 1, 1, 0, 0, 0, 0};
+
+// Process CPU time over wall time from construction to report(): the threads that really ran (a "single-thread"
+// figure above the core's FMA peak would mean more did).
+class ThreadsUsed {
+ public:
+  ThreadsUsed() : wall_(std::chrono::steady_clock::now()), cpu_(process_cpu_seconds()) {}
+  void report(benchmark::State& state) const {
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_).count();
+    state.counters["threads"] = (process_cpu_seconds() - cpu_) / wall;
+  }
+
+ private:
+  static double process_cpu_seconds() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+  }
+  std::chrono::steady_clock::time_point wall_;
+  double cpu_;
+};
 
 void report_flops(benchmark::State& state, double flops_per_iteration) {
   state.counters["GFLOP/s"] = benchmark::Counter(flops_per_iteration, benchmark::Counter::kIsIterationInvariantRate);
@@ -32,6 +60,7 @@ void bm_conv(benchmark::State& state, ConvPass pass) {
   const Conv2dShape& s = kTutorialConv;
   std::vector<float> x(s.n * s.h * s.w * s.c, 0.5f), w(s.kh * s.kw * s.c * s.o, 0.5f), b(s.o, 0.5f);
   std::vector<float> y(s.n * s.out_h() * s.out_w() * s.o, 0.5f);
+  const ThreadsUsed threads;
   for (auto _ : state) {
     switch (pass) {
       case ConvPass::forward: conv2d_forward(s, x.data(), w.data(), b.data(), y.data()); break;
@@ -40,6 +69,7 @@ void bm_conv(benchmark::State& state, ConvPass pass) {
     }
     benchmark::ClobberMemory();
   }
+  threads.report(state);
   report_flops(state, conv_flops(s));
 }
 
@@ -75,10 +105,12 @@ void bm_conv_hwio_filters(benchmark::State& state, ConvPass pass) {
       args = {{DNNL_ARG_SRC, x}, {DNNL_ARG_DIFF_DST, y}, {DNNL_ARG_DIFF_WEIGHTS, w}, {DNNL_ARG_DIFF_BIAS, b}};
       break;
   }
+  const ThreadsUsed threads;
   for (auto _ : state) {
     p.execute(strm, args);
     strm.wait();
   }
+  threads.report(state);
   report_flops(state, conv_flops(s));
 }
 
@@ -101,21 +133,25 @@ const Gemm kGemms[] = {
 void bm_matmul(benchmark::State& state, Gemm g) {
   std::vector<float> a(g.m * g.k, 0.5f), b(g.k * g.n, 0.5f), c(g.m * g.n);
   const MatmulShape s{1, g.m, g.n, g.k, g.transpose_a, g.transpose_b, g.m * g.k, g.k * g.n};
+  const ThreadsUsed threads;
   for (auto _ : state) {
     matmul(s, a.data(), b.data(), c.data());
     benchmark::ClobberMemory();
   }
+  threads.report(state);
   report_flops(state, 2.0 * g.m * g.n * g.k);
 }
 
 void bm_openblas(benchmark::State& state, Gemm g) {
   std::vector<float> a(g.m * g.k, 0.5f), b(g.k * g.n, 0.5f), c(g.m * g.n);
   const int lda = g.transpose_a ? g.m : g.k, ldb = g.transpose_b ? g.k : g.n;
+  const ThreadsUsed threads;
   for (auto _ : state) {
     cblas_sgemm(CblasRowMajor, g.transpose_a ? CblasTrans : CblasNoTrans, g.transpose_b ? CblasTrans : CblasNoTrans,
                 g.m, g.n, g.k, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, c.data(), g.n);
     benchmark::ClobberMemory();
   }
+  threads.report(state);
   report_flops(state, 2.0 * g.m * g.n * g.k);
 }
 
@@ -125,6 +161,11 @@ int main(int argc, char** argv) {
   // Single-threaded: the numbers compare kernels, not core counts.
   omp_set_num_threads(1);
   openblas_set_num_threads(1);
+  // OpenMP threads started by a library's own pool do not see omp_set_num_threads from this thread: run with
+  // OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 too (make bench and bench/compare.sh do), and check `threads`.
+  auto env = [](const char* name) { return std::getenv(name) ? std::getenv(name) : "(unset)"; };
+  std::printf("omp_get_max_threads() = %d, openblas_get_num_threads() = %d, OMP_NUM_THREADS=%s, OPENBLAS_NUM_THREADS=%s\n",
+              omp_get_max_threads(), openblas_get_num_threads(), env("OMP_NUM_THREADS"), env("OPENBLAS_NUM_THREADS"));
 
   const std::pair<const char*, ConvPass> passes[] = {{"forward", ConvPass::forward},
                                                      {"backward_data", ConvPass::backward_data},

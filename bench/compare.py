@@ -1,0 +1,563 @@
+#!/usr/bin/env python3
+"""lockstep against its peers and against this machine's limits, in one run (bench/compare.sh builds and
+installs what this needs, then calls it).
+
+Every figure it reports is a ratio to something measured in the same run: a peer (PyTorch, TensorFlow,
+OpenMPI) run alternately with lockstep in each round (A B A B ...), the ratio taken per round and then
+the median; or a limit (single-thread SGEMM, FMA peak, STREAM triad, iperf3 loopback). Every child has
+a timeout. Writes the report to <build>/bench-compare.md and .json, and with --write into BENCHMARKS.md
+between the bench-compare markers.
+
+Usage: bench/compare.py --build DIR [--quick] [--write] [--tf-python PATH | --tf-skip REASON]
+"""
+import argparse
+import datetime
+import json
+import os
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TORCH_PYTHON = "/usr/bin/python3"  # Debian's python3-torch
+# One thread everywhere: the figures compare one core's work, and a library pool that ignores its API call
+# still reads these.
+ENV = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="2",
+           CUDA_VISIBLE_DEVICES="-1")
+ENV.pop("TF_CONFIG", None)
+BEGIN, END = "<!-- bench-compare:begin -->", "<!-- bench-compare:end -->"
+
+
+class Run:
+    """A finished child: exit code, its output lines with the seconds from its start, and whether it timed out."""
+
+    def __init__(self, cmd, code, lines, timed_out, wall):
+        self.cmd, self.code, self.lines, self.timed_out, self.wall = cmd, code, lines, timed_out, wall
+
+    @property
+    def ok(self):
+        return self.code == 0 and not self.timed_out
+
+    def text(self):
+        return "\n".join(line for _, line in self.lines)
+
+    def first_time(self, pattern):
+        for t, line in self.lines:
+            if re.search(pattern, line):
+                return t
+        return None
+
+    def why(self):
+        tail = " | ".join(line for _, line in self.lines[-3:])
+        return f"timed out after {self.wall:.0f} s" if self.timed_out else f"exit {self.code}: {tail[-300:]}"
+
+
+def run(cmd, timeout, env=ENV, log=None):
+    """Runs cmd in its own session, timestamping each output line; on timeout SIGTERM then SIGKILL to the session."""
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT,
+                            start_new_session=True, errors="replace")
+    lines = []
+
+    def read():
+        for line in proc.stdout:
+            lines.append((time.monotonic() - start, line.rstrip("\n")))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    timed_out = False
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        for sig, grace in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
+            try:
+                os.killpg(proc.pid, sig)
+                proc.wait(grace)
+                break
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                continue
+    reader.join(5)
+    r = Run(cmd, proc.returncode, lines, timed_out, time.monotonic() - start)
+    if log is not None:
+        log.append({"cmd": cmd, "code": r.code, "timed_out": timed_out, "wall_s": round(r.wall, 3), "output": r.text()[-4000:]})
+    if not r.ok:
+        print(f"  ! {' '.join(cmd)}: {r.why()}", flush=True)
+    return r
+
+
+def median(xs):
+    return statistics.median(xs) if xs else None
+
+
+def fmt(x, spec=".2f", none="—"):
+    return none if x is None else format(x, spec)
+
+
+def shell(cmd):
+    try:
+        return subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=60).stdout.strip()
+    except subprocess.TimeoutExpired:
+        return ""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ---- parsing what each program prints ----
+
+def parse_lockstep_step(r):
+    text = r.text()
+    last = re.search(r"([0-9.]+) ms/step$", r.lines[-1][1]) if r.lines else None
+    if not r.ok or not last:
+        return None
+    get = lambda pattern: (m := re.search(pattern, text, re.M)) and float(m.group(1))
+    return {"ms": float(last.group(1)), "sps": get(r"samples/s ([0-9.]+)"), "threads": get(r"threads (\d+) per worker"),
+            "cpu_wall": get(r"cpu/wall over the timed steps ([0-9.]+)"), "flops": get(r"FLOPs per step ([0-9.e+]+)"),
+            "rss": get(r"peak RSS ([0-9.]+) MiB"), "startup": r.first_time(r"start-up: first step done")}
+
+
+def parse_peer_step(r):
+    text = r.text()
+    m = re.search(r"threads=(\d+) batch=\d+: ([0-9.]+) ms/step, ([0-9.]+) samples/s", text)
+    if not r.ok or not m:
+        return None
+    rss = [float(x) for x in re.findall(r"peak RSS ([0-9.]+) MiB", text)]
+    return {"ms": float(m.group(2)), "sps": float(m.group(3)), "threads": int(m.group(1)),
+            "rss": max(rss) if rss else None, "startup": r.first_time(r"start-up: first step done")}
+
+
+def parse_allreduce(r):
+    out = {}
+    for m in re.finditer(r"(\d+) MiB +([0-9.]+) ms +algbw +([0-9.]+) GB/s +busbw +([0-9.]+) GB/s", r.text()):
+        out[int(m.group(1))] = float(m.group(4))
+    return out if r.ok and out else None
+
+
+# ---- the measurements ----
+
+class Compare:
+    def __init__(self, a):
+        self.a = a
+        self.build = os.path.abspath(a.build)
+        self.lockstep = os.path.join(self.build, "bin", "lockstep")
+        self.tf_python = a.tf_python if not a.tf_skip else None
+        self.log = []
+        self.result = {"quick": a.quick}
+        q = a.quick
+        self.rounds = {"step": 1 if q else 5, "scaling": 1 if q else 3, "allreduce": 1 if q else 3, "startup": 1 if q else 5}
+        self.steps, self.warmup = (30, 5) if q else (100, 10)
+
+    def lockstep_step(self, *extra, workers=1, steps=None, warmup=None):
+        cmd = [self.lockstep, "bench", "step", "--threads", "1", "--steps", str(steps or self.steps),
+               "--warmup", str(warmup or self.warmup), *extra]
+        if workers > 1:
+            cmd = [self.lockstep, "launch", "-n", str(workers), "--", "lockstep", *cmd[1:]]
+        r = run(cmd, 300, log=self.log)
+        if workers > 1 and r.lines:  # the launcher prefixes every line; the last is worker 0's ms/step
+            r.lines = [(t, re.sub(r"^\[worker \d+\] ", "", line)) for t, line in r.lines]
+        return parse_lockstep_step(r)
+
+    def peer_step(self, peer, *extra, workers=1, steps=None, warmup=None):
+        python, script = (TORCH_PYTHON, "bench/peers/torch_cnn.py") if peer == "torch" else (self.tf_python, "bench/peers/tf_cnn.py")
+        if python is None:
+            return None
+        cmd = [python, script, "--threads", "1", "--steps", str(steps or self.steps), "--warmup", str(warmup or self.warmup),
+               "--workers", str(workers), *extra]
+        if peer == "torch" and workers > 1:
+            cmd += ["--port", str(free_port())]
+        return parse_peer_step(run(cmd, 600 if peer == "tf" else 300, log=self.log))
+
+    def peers(self):
+        return ["torch"] + (["tf"] if self.tf_python else [])
+
+    def machine(self):
+        lscpu = shell("lscpu")
+        field = lambda name: (m := re.search(rf"^{name}:\s*(.*)$", lscpu, re.M)) and m.group(1).strip()
+        flags = (field("Flags") or "").split()
+        simd = [f for f in flags if re.match(r"(sse4_2|avx|avx2|fma|f16c|avx512\w*|amx\w*|avx_vnni)$", f)]
+        mhz = shell("grep -m1 'cpu MHz' /proc/cpuinfo | sed 's/.*: //'")
+        self.result["machine"] = {
+            "model": field("Model name"), "family": field("CPU family"), "model_number": field("Model"),
+            "cpus": field(r"CPU\(s\)"), "hypervisor": field("Hypervisor vendor"), "simd_flags": " ".join(simd),
+            "l2": field("L2 cache"), "l3": field("L3 cache"), "cpuinfo_mhz": mhz,
+            "load_average": shell("cut -d' ' -f1-3 /proc/loadavg"),
+        }
+        dpkg = lambda p: shell(f"dpkg-query -W -f='${{Version}}' {p} 2>/dev/null")
+        self.result["versions"] = {
+            "lockstep": shell(f"git -C {ROOT} rev-parse --short HEAD") + (" (with local changes)" if shell(f"git -C {ROOT} status --porcelain --untracked-files=no") else ""),
+            "compiler": shell("c++ --version | head -1"),
+            "oneDNN": dpkg("libdnnl-dev"), "OpenBLAS": dpkg("libopenblas0-pthread") or dpkg("libopenblas0"),
+            "gloo": dpkg("libgloo-dev"), "OpenMPI": shell("mpirun --version 2>/dev/null | head -1"),
+            "iperf3": shell("iperf3 --version | head -1"),
+            "torch": shell(f"{TORCH_PYTHON} -c 'import torch; print(torch.__version__)' 2>/dev/null"),
+            "tensorflow": shell(f"{self.tf_python} -c 'import tensorflow as tf; print(tf.__version__)' 2>/dev/null")
+            if self.tf_python else f"not measured: {self.a.tf_skip}",
+        }
+
+    def limits(self):
+        lim = {}
+        r = run([os.path.join(self.build, "bench-bin", "machine_limits")], 300, log=self.log)
+        for m in re.finditer(r"^(\w+) ([0-9.]+)", r.text(), re.M):
+            lim[m.group(1)] = float(m.group(2))
+        # The nominal FMA peak: Zen 2 (and later x86 with AVX2 but no AVX-512) issue two 8-wide fp32 FMAs a cycle.
+        avx512 = "avx512f" in self.result["machine"]["simd_flags"]
+        lim["fma_flop_per_cycle_nominal"] = 64.0 if avx512 else 32.0
+        if "clock" in lim:
+            lim["fma_peak_nominal"] = lim["clock"] * lim["fma_flop_per_cycle_nominal"]
+        out = os.path.join(self.build, "bench-micro-kernels.json")
+        pattern = "(matmul|openblas)/sgemm_2048" if self.a.quick else "(matmul|openblas)/(sgemm_2048|dense_21632x128/.*)"
+        r = run([os.path.join(self.build, "bin", "micro_kernels"), f"--benchmark_filter={pattern}",
+                 f"--benchmark_min_time={0.2 if self.a.quick else 0.5}", f"--benchmark_out={out}",
+                 "--benchmark_out_format=json"], 600, log=self.log)
+        lim["micro_kernels_threads_line"] = next((l for _, l in r.lines if l.startswith("omp_get_max_threads")), None)
+        kernels = {}
+        if r.ok:
+            for b in json.load(open(out))["benchmarks"]:
+                kernels[b["name"]] = {"gflops": b["GFLOP/s"] / 1e9 if "GFLOP/s" in b else None,  # the counter is FLOP/s
+                                      "threads": b.get("threads")}
+        lim["kernels"] = kernels
+        one, blas = kernels.get("matmul/sgemm_2048", {}), kernels.get("openblas/sgemm_2048", {})
+        lim["sgemm_onednn"], lim["sgemm_openblas"] = one.get("gflops"), blas.get("gflops")
+        lim["sgemm_peak"] = max([x for x in (lim["sgemm_onednn"], lim["sgemm_openblas"]) if x] or [0]) or None
+        lim["iperf3_gbs"] = self.iperf3()
+        self.result["limits"] = lim
+        print(f"  limits: {json.dumps({k: v for k, v in lim.items() if k != 'kernels'})}", flush=True)
+
+    def iperf3(self):
+        port = free_port()
+        server = subprocess.Popen(["iperf3", "-s", "-1", "-p", str(port)], stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            time.sleep(0.5)
+            r = run(["iperf3", "-c", "127.0.0.1", "-p", str(port), "-t", "2" if self.a.quick else "5", "-J"], 60, log=self.log)
+            return json.loads(r.text())["end"]["sum_received"]["bits_per_second"] / 8e9 if r.ok else None
+        except (ValueError, KeyError):
+            return None
+        finally:
+            server.kill()
+            server.wait()
+
+    def step(self):
+        """ms/step of one worker, one thread, batch 64: lockstep vs the peers, alternating, per model/optimizer."""
+        configs = [("tutorial_cnn", "sgd"), ("fashion_cnn", "adam")] if self.a.quick else \
+            [("tutorial_cnn", "sgd"), ("tutorial_cnn", "adam"), ("fashion_cnn", "sgd"), ("fashion_cnn", "adam")]
+        rows = []
+        for model, opt in configs:
+            runs = {k: [] for k in ["lockstep"] + self.peers()}
+            for _ in range(self.rounds["step"]):
+                runs["lockstep"].append(self.lockstep_step("--model", model, "--optimizer", opt))
+                for p in self.peers():
+                    runs[p].append(self.peer_step(p, "--model", model, "--optimizer", opt))
+            rows.append(self.summarise_step(f"{model}, {opt}", runs))
+        self.result["step"] = rows
+        self.result["dtype_policy"] = self.dtype_policy()
+
+    def summarise_step(self, name, runs):
+        row = {"setting": name}
+        ls = runs["lockstep"]
+        row["lockstep_ms"] = median([r["ms"] for r in ls if r])
+        row["lockstep_threads"] = sorted({r["threads"] for r in ls if r})
+        row["lockstep_cpu_wall"] = median([r["cpu_wall"] for r in ls if r and r["cpu_wall"]])
+        flops = next((r["flops"] for r in ls if r and r["flops"]), None)
+        row["flops"] = flops
+        peak = self.result["limits"].get("sgemm_peak")
+        if flops and peak and row["lockstep_ms"]:
+            row["limit_ms"] = flops / (peak * 1e9) * 1e3
+            row["of_limit"] = row["limit_ms"] / row["lockstep_ms"]
+        for p in self.peers():
+            pr = runs[p]
+            row[f"{p}_ms"] = median([r["ms"] for r in pr if r])
+            row[f"{p}_threads"] = sorted({r["threads"] for r in pr if r})
+            ratios = [b["ms"] / a["ms"] for a, b in zip(ls, pr) if a and b]  # neighbours in time
+            row[f"{p}_ratio"] = median(ratios)
+            row[f"{p}_ratio_range"] = (min(ratios), max(ratios)) if ratios else None
+        print(f"  step {name}: {json.dumps(row)}", flush=True)
+        return row
+
+    def dtype_policy(self):
+        """The hook for mixed precision: measured once `lockstep bench step` has --dtype-policy."""
+        help_text = run([self.lockstep, "bench", "step", "--help"], 30).text()
+        if "--dtype-policy" not in help_text:
+            return {"note": "not measured: `lockstep bench step` has no --dtype-policy option yet"}
+        f32, bf16 = [], []
+        for _ in range(self.rounds["step"]):
+            f32.append(self.lockstep_step("--dtype-policy", "float32"))
+            bf16.append(self.lockstep_step("--dtype-policy", "mixed_bfloat16"))
+        ratios = [a["ms"] / b["ms"] for a, b in zip(f32, bf16) if a and b]
+        return {"float32_ms": median([r["ms"] for r in f32 if r]), "bf16_ms": median([r["ms"] for r in bf16 if r]),
+                "speedup": median(ratios)}
+
+    def scaling(self):
+        """samples/s of 2 workers x 1 thread over 1 worker x 1 thread (64 per worker), each system in turn."""
+        systems = {"lockstep": lambda w: self.lockstep_step(workers=w)}
+        for p in self.peers():
+            systems[p] = lambda w, p=p: self.peer_step(p, workers=w)
+        systems["lockstep MirroredStrategy"] = lambda w: self.lockstep_step("--replicas", str(w))
+        rows = []
+        per = {k: [] for k in systems}
+        for _ in range(self.rounds["scaling"]):
+            for name, fn in systems.items():
+                one, two = fn(1), fn(2)
+                per[name].append((one, two))
+        for name, pairs in per.items():
+            ratios = [b["sps"] / a["sps"] for a, b in pairs if a and b]
+            rows.append({"system": name, "sps_1": median([a["sps"] for a, _ in pairs if a]),
+                         "sps_2": median([b["sps"] for _, b in pairs if b]), "ratio": median(ratios),
+                         "range": (min(ratios), max(ratios)) if ratios else None})
+            print(f"  scaling {json.dumps(rows[-1])}", flush=True)
+        self.result["scaling"] = rows
+
+    def allreduce(self):
+        sizes = [1, 16] if self.a.quick else [1, 4, 16, 64]
+        iters = 3 if self.a.quick else 10
+        bins = os.path.join(self.build, "bench-bin")
+        mpirun = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2"]
+        systems = {
+            "lockstep ring (gloo, TCP loopback)": [self.lockstep, "launch", "-n", "2", "--", "lockstep", "bench", "allreduce",
+                                                    "--implementation", "ring", "--sizes-mib", ",".join(map(str, sizes)),
+                                                    "--iters", str(iters)],
+            "lockstep mpi": mpirun + [self.lockstep, "bench", "allreduce", "--implementation", "mpi", "--sizes-mib",
+                                      ",".join(map(str, sizes)), "--iters", str(iters)],
+            "OpenMPI, shared memory": mpirun + [os.path.join(bins, "mpi_allreduce")],
+            "OpenMPI, --mca btl tcp,self": mpirun[:-2] + ["--mca", "btl", "tcp,self", "-np", "2", os.path.join(bins, "mpi_allreduce")],
+        }
+        per = {k: [] for k in systems}
+        unavailable = {}
+        for _ in range(self.rounds["allreduce"]):
+            for name, cmd in systems.items():
+                if name in unavailable:
+                    continue
+                r = run(cmd, 180, log=self.log)
+                parsed = parse_allreduce(r)
+                if parsed is None and name == "lockstep mpi":
+                    unavailable[name] = r.why()
+                per[name].append(parsed)
+        iperf = self.result["limits"].get("iperf3_gbs")
+        rows = []
+        for size in sizes:
+            row = {"mib": size}
+            for name in systems:
+                vals = [p[size] for p in per[name] if p and size in p]
+                row[name] = median(vals)
+            for ref in ("OpenMPI, --mca btl tcp,self", "OpenMPI, shared memory"):
+                ratios = [a[size] / b[size] for a, b in zip(per["lockstep ring (gloo, TCP loopback)"], per[ref])
+                          if a and b and size in a and size in b and b[size] > 0]
+                row[f"ring/{ref}"] = median(ratios)
+            ring = row["lockstep ring (gloo, TCP loopback)"]
+            row["ring/iperf3"] = ring / iperf if ring and iperf else None
+            rows.append(row)
+            print(f"  allreduce {json.dumps(row)}", flush=True)
+        self.result["allreduce"] = {"rows": rows, "systems": list(systems), "unavailable": unavailable, "iters": iters}
+
+    def startup(self):
+        """From the command's start to worker 0's first finished step, 2 workers; peak RSS of the largest worker."""
+        systems = {"lockstep": lambda: self.lockstep_step(workers=2, steps=1, warmup=1)}
+        for p in self.peers():
+            systems[p] = lambda p=p: self.peer_step(p, workers=2, steps=1, warmup=1)
+        per = {k: [] for k in systems}
+        for _ in range(self.rounds["startup"]):
+            for name, fn in systems.items():
+                per[name].append(fn())
+        rows = []
+        ls = per["lockstep"]
+        for name, runs in per.items():
+            row = {"system": name, "startup_s": median([r["startup"] for r in runs if r and r["startup"]]),
+                   "rss_mib": median([r["rss"] for r in runs if r and r["rss"]])}
+            if name != "lockstep":
+                row["startup_ratio"] = median([b["startup"] / a["startup"] for a, b in zip(ls, runs)
+                                               if a and b and a["startup"] and b["startup"]])
+                row["rss_ratio"] = median([b["rss"] / a["rss"] for a, b in zip(ls, runs) if a and b and a["rss"] and b["rss"]])
+            rows.append(row)
+            print(f"  startup {json.dumps(row)}", flush=True)
+        self.result["startup"] = rows
+
+    # ---- the report ----
+
+    def markdown(self, commands):
+        r, m, v, lim = self.result, self.result["machine"], self.result["versions"], self.result["limits"]
+        L = []
+        L.append(f"Written by `bench/compare.sh{' --quick' if self.a.quick else ''}` on {r['date']} in {r['minutes']:.1f} minutes. "
+                 "Every ratio compares runs of the same invocation: peers alternate with lockstep in each round "
+                 "and the ratio is taken per round, then the median (range in brackets); limits are measured in the same run.")
+        L.append("")
+        L.append(f"- Machine: `{m['model']}`, CPU family {m['family']} model {m['model_number']}, {m['cpus']} CPUs"
+                 f"{', ' + m['hypervisor'] + ' guest' if m['hypervisor'] else ''}; SIMD flags: {m['simd_flags']}; "
+                 f"L2 {m['l2']}, L3 {m['l3']}; /proc/cpuinfo {m['cpuinfo_mhz']} MHz; load average at the start {m['load_average']}.")
+        L.append("- Versions: " + ", ".join(f"{k} {val}" for k, val in v.items() if val))
+        L.append("- Threads: every run has one thread per worker (`--threads 1`, `torch.set_num_threads(1)`, TF's intra/inter-op "
+                 "pools of 1, and OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=1 in the environment); lockstep prints "
+                 "`num_threads()` and its CPU time over wall time, `micro_kernels` its thread counts and the same ratio.")
+        L.append("")
+        L.append("**Limits** (this run)")
+        L.append("")
+        L.append("| limit | measured | note |")
+        L.append("| --- | ---: | --- |")
+        L.append(f"| core clock (dependent adds, thread CPU time) | {fmt(lim.get('clock'), '.2f')} GHz | |")
+        L.append(f"| FMA peak, nominal | {fmt(lim.get('fma_peak_nominal'), '.1f')} GFLOP/s | clock × {lim['fma_flop_per_cycle_nominal']:.0f} FLOP/cycle "
+                 "(2 FMA pipes × 8 fp32 lanes × 2) |")
+        L.append(f"| FMA peak, measured (12 chains of AVX2 FMAs, 1 thread) | {fmt(lim.get('fma_peak_1thread'), '.1f')} GFLOP/s | "
+                 f"{fmt(lim.get('fma_flop_per_cycle'), '.1f')} FLOP/cycle |")
+        for key, name in (("matmul/sgemm_2048", "oneDNN"), ("openblas/sgemm_2048", "OpenBLAS")):
+            k = lim["kernels"].get(key, {})
+            fma = lim.get("fma_peak_1thread")
+            L.append(f"| SGEMM 2048³, {name}, 1 thread | {fmt(k.get('gflops'), '.1f')} GFLOP/s | "
+                     f"{fmt(k['gflops'] / fma * 100 if k.get('gflops') and fma else None, '.0f')}% of the measured FMA peak; "
+                     f"threads that ran (CPU/wall) {fmt(k.get('threads'), '.2f')} |")
+        L.append(f"| STREAM triad, 1 thread / all {int(lim.get('threads_all', 0))} | {fmt(lim.get('triad_1thread'))} / "
+                 f"{fmt(lim.get('triad_all_threads'))} GB/s | |")
+        L.append(f"| iperf3 loopback TCP, 1 stream | {fmt(lim.get('iperf3_gbs'))} GB/s | |")
+        L.append("")
+        L.append(f"`micro_kernels` reported: `{lim.get('micro_kernels_threads_line')}`.")
+        dense = {k: x for k, x in lim["kernels"].items() if "dense_21632" in k}
+        if dense:
+            L.append("Dense 21632→128 shapes, 1 thread (GFLOP/s, threads that ran): " + "; ".join(
+                f"{k} {fmt(x.get('gflops'), '.1f')} ({fmt(x.get('threads'), '.2f')})" for k, x in sorted(dense.items())) + ".")
+        L.append("")
+        L.append("**Training step**, one worker, one thread, batch 64, synthetic data, warm steps "
+                 f"({self.steps} timed after {self.warmup}, {self.rounds['step']} rounds). "
+                 "Limit: the step's FLOPs (forward 2 × multiply-adds of Conv2D and Dense, backward 2 × forward) over the SGEMM "
+                 "peak measured above.")
+        L.append("")
+        peers = self.peers()
+        head = "| model, optimizer | lockstep ms/step | " + " | ".join(f"{PEER_NAMES[p]} ms/step" for p in peers) + \
+               " | " + " | ".join(f"{PEER_NAMES[p]} / lockstep" for p in peers) + " | FLOPs | limit ms | lockstep / limit |"
+        L.append(head)
+        L.append("| --- " + "| ---: " * (head.count("|") - 2) + "|")
+        for row in r["step"]:
+            cells = [row["setting"], fmt(row["lockstep_ms"])] + [fmt(row.get(f"{p}_ms")) for p in peers]
+            cells += [f"{fmt(row.get(f'{p}_ratio'))}{range_text(row.get(f'{p}_ratio_range'))}" for p in peers]
+            cells += [fmt(row.get("flops"), ".3g"), fmt(row.get("limit_ms")), fmt(row.get("of_limit") and row["of_limit"] * 100, ".0f") + "%"]
+            L.append("| " + " | ".join(cells) + " |")
+        threads = sorted({t for row in r["step"] for t in row["lockstep_threads"]})
+        cpu = [row["lockstep_cpu_wall"] for row in r["step"] if row["lockstep_cpu_wall"]]
+        L.append("")
+        L.append(f"lockstep reported num_threads() = {threads}, CPU time over wall time in the timed steps {fmt(min(cpu) if cpu else None)}–"
+                 f"{fmt(max(cpu) if cpu else None)}. Targets: ≥ 1.5× PyTorch and TensorFlow, ≥ 85% of the limit.")
+        dp = r["dtype_policy"]
+        L.append(f"mixed_bfloat16: {dp['note']}." if "note" in dp else
+                 f"mixed_bfloat16 step: {fmt(dp['bf16_ms'])} ms vs float32 {fmt(dp['float32_ms'])} ms, speed-up {fmt(dp['speedup'])}× (target ≥ 1.6×).")
+        L.append("")
+        L.append(f"**Scaling**: samples/s of 2 workers × 1 thread over 1 worker × 1 thread, 64 per worker ({self.rounds['scaling']} rounds; "
+                 "2 workers on this machine's 2 cores). MirroredStrategy: 2 replicas in one process over 1 replica.")
+        L.append("")
+        L.append("| system | 1 worker samples/s | 2 workers samples/s | 2 / 1 |")
+        L.append("| --- | ---: | ---: | ---: |")
+        for row in r["scaling"]:
+            L.append(f"| {PEER_NAMES.get(row['system'], row['system'])} | {fmt(row['sps_1'], '.0f')} | {fmt(row['sps_2'], '.0f')} | {fmt(row['ratio'])}{range_text(row['range'])} |")
+        L.append("")
+        L.append("Targets: 2 workers ≥ 1.7× of 1; MirroredStrategy 2 replicas ≥ 1.8×.")
+        L.append("")
+        ar = r["allreduce"]
+        L.append(f"**All-reduce** bus bandwidth (algbw × 2(n−1)/n, GB/s), float32, 2 processes, best of {ar['iters']} after a warm-up, "
+                 f"{self.rounds['allreduce']} rounds (median).")
+        L.append("")
+        cols = ar["systems"]
+        L.append("| MiB | " + " | ".join(cols) + " | ring / OpenMPI tcp | ring / OpenMPI sm | ring / iperf3 |")
+        L.append("| ---: " * (len(cols) + 4) + "|")
+        for row in ar["rows"]:
+            L.append(f"| {row['mib']} | " + " | ".join(fmt(row[c]) for c in cols) +
+                     f" | {fmt(row['ring/OpenMPI, --mca btl tcp,self'])} | {fmt(row['ring/OpenMPI, shared memory'])} | {fmt(row['ring/iperf3'])} |")
+        for name, why in ar["unavailable"].items():
+            L.append("")
+            L.append(f"{name}: not available in this build ({why[:200]}).")
+        L.append("")
+        L.append("Target: busbw at 16 MiB ≥ OpenMPI's over the same transport.")
+        L.append("")
+        L.append("**Start-up and memory**, 2 workers: seconds from the command's start to worker 0's first finished step "
+                 "(synthetic data, the tutorial CNN), and the peak RSS of the largest worker "
+                 f"({self.rounds['startup']} rounds).")
+        L.append("")
+        L.append("| system | start-up s | peak RSS per worker MiB | start-up / lockstep's | RSS / lockstep's |")
+        L.append("| --- | ---: | ---: | ---: | ---: |")
+        for row in r["startup"]:
+            L.append(f"| {PEER_NAMES.get(row['system'], row['system'])} | {fmt(row['startup_s'])} | {fmt(row['rss_mib'], '.0f')} | "
+                     f"{fmt(row.get('startup_ratio'), none='')} | {fmt(row.get('rss_ratio'), none='')} |")
+        L.append("")
+        L.append("Targets: start-up ≤ 1.5 s; peak RSS per worker ≤ PyTorch's.")
+        L.append("")
+        L.append("Commands (each with OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1):")
+        L.append("")
+        for c in commands:
+            L.append(f"- `{c}`")
+        return "\n".join(L)
+
+
+PEER_NAMES = {"torch": "PyTorch", "tf": "TensorFlow", "lockstep": "lockstep"}
+
+
+def range_text(rng):
+    return f" ({rng[0]:.2f}–{rng[1]:.2f})" if rng and rng[0] != rng[1] else ""
+
+
+def representative_commands(c):
+    rel = os.path.relpath(c.build, ROOT)
+    s, w = c.steps, c.warmup
+    cmds = [f"{rel}/bench-bin/machine_limits", f"{rel}/bin/micro_kernels --benchmark_filter='(matmul|openblas)/sgemm_2048'",
+            "iperf3 -s -1 & iperf3 -c 127.0.0.1 -J",
+            f"{rel}/bin/lockstep bench step --model M --optimizer O --threads 1 --steps {s} --warmup {w}",
+            f"/usr/bin/python3 bench/peers/torch_cnn.py --model M --optimizer O --threads 1 --steps {s} --warmup {w}"]
+    if c.tf_python:
+        cmds.append(f"{os.path.relpath(c.tf_python, ROOT)} bench/peers/tf_cnn.py --model M --optimizer O --threads 1 --steps {s} --warmup {w}")
+    cmds += [f"{rel}/bin/lockstep launch -n 2 -- lockstep bench step --threads 1 --steps {s} --warmup {w}",
+             f"{rel}/bin/lockstep bench step --replicas 2 --threads 1 --steps {s} --warmup {w}",
+             "/usr/bin/python3 bench/peers/torch_cnn.py --workers 2 --threads 1 ...", "tf_cnn.py --workers 2 --threads 1 ...",
+             f"{rel}/bin/lockstep launch -n 2 -- lockstep bench allreduce --implementation ring",
+             f"mpirun -np 2 {rel}/bin/lockstep bench allreduce --implementation mpi",
+             f"mpirun -np 2 {rel}/bench-bin/mpi_allreduce", f"mpirun --mca btl tcp,self -np 2 {rel}/bench-bin/mpi_allreduce",
+             f"{rel}/bin/lockstep launch -n 2 -- lockstep bench step --threads 1 --steps 1 --warmup 1 (start-up, RSS)"]
+    return cmds
+
+
+def rewrite_benchmarks(section):
+    path = os.path.join(ROOT, "BENCHMARKS.md")
+    text = open(path).read()
+    block = f"{BEGIN}\n{section}\n{END}"
+    if BEGIN in text and END in text:
+        text = text[:text.index(BEGIN)] + block + text[text.index(END) + len(END):]
+    else:
+        text = text.rstrip("\n") + "\n\n## lockstep against its peers and the machine's limits (`make bench-compare`)\n\n" + block + "\n"
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--build", default="build")
+    p.add_argument("--quick", action="store_true", help="one round of fewer steps and sizes (a few minutes)")
+    p.add_argument("--write", action="store_true", help="rewrite the bench-compare section of BENCHMARKS.md")
+    p.add_argument("--tf-python", help="the python of a virtualenv with tensorflow-cpu")
+    p.add_argument("--tf-skip", help="why TensorFlow is not measured")
+    a = p.parse_args()
+    if not a.tf_python and not a.tf_skip:
+        a.tf_skip = "no --tf-python given"
+    c = Compare(a)
+    start = time.monotonic()
+    c.result["date"] = datetime.date.today().isoformat()
+    for name in ("machine", "limits", "step", "scaling", "allreduce", "startup"):
+        print(f"== {name}", flush=True)
+        getattr(c, name)()
+    c.result["minutes"] = (time.monotonic() - start) / 60
+    section = c.markdown(representative_commands(c))
+    with open(os.path.join(c.build, "bench-compare.md"), "w") as f:
+        f.write(section + "\n")
+    with open(os.path.join(c.build, "bench-compare.json"), "w") as f:
+        json.dump({"result": c.result, "runs": c.log}, f, indent=1)
+    print(section)
+    if a.write:
+        rewrite_benchmarks(section)
+        print("\nBENCHMARKS.md: the bench-compare section is rewritten.")
+
+
+if __name__ == "__main__":
+    main()
