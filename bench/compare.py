@@ -360,9 +360,10 @@ class Compare:
 
     def startup(self):
         """From the command's start to worker 0's first finished step, 2 workers; peak RSS of the largest worker."""
-        systems = {"lockstep": lambda: self.lockstep_step(workers=2, steps=1, warmup=1)}
+        data = ("--dataset", "fashion_mnist")
+        systems = {"lockstep": lambda: self.lockstep_step(*data, workers=2, steps=1, warmup=1)}
         for p in self.peers():
-            systems[p] = lambda p=p: self.peer_step(p, workers=2, steps=1, warmup=1)
+            systems[p] = lambda p=p: self.peer_step(p, *data, workers=2, steps=1, warmup=1)
         per = {k: [] for k in systems}
         for _ in range(self.rounds["startup"]):
             for name, fn in systems.items():
@@ -437,7 +438,7 @@ class Compare:
             cells += [f"{fmt(row.get(f'{p}_ratio'))}{range_text(row.get(f'{p}_ratio_range'))}" for p in peers]
             cells += [fmt(row.get("flops"), ".3g"), fmt(row.get("limit_ms")), fmt(row.get("of_limit") and row["of_limit"] * 100, ".0f") + "%"]
             L.append("| " + " | ".join(cells) + " |")
-        threads = sorted({t for row in r["step"] for t in row["lockstep_threads"]})
+        threads = sorted({int(t) for row in r["step"] for t in row["lockstep_threads"]})
         cpu = [row["lockstep_cpu_wall"] for row in r["step"] if row["lockstep_cpu_wall"]]
         L.append("")
         L.append(f"lockstep reported num_threads() = {threads}, CPU time over wall time in the timed steps {fmt(min(cpu) if cpu else None)}–"
@@ -473,7 +474,8 @@ class Compare:
         L.append("Target: busbw at 16 MiB ≥ OpenMPI's over the same transport.")
         L.append("")
         L.append("**Start-up and memory**, 2 workers: seconds from the command's start to worker 0's first finished step "
-                 "(synthetic data, the tutorial CNN), and the peak RSS of the largest worker "
+                 "(the tutorial CNN on Fashion-MNIST from Debian's dataset-fashion-mnist, read and converted by each worker), "
+                 "and the peak RSS of the largest worker "
                  f"({self.rounds['startup']} rounds).")
         L.append("")
         L.append("| system | start-up s | peak RSS per worker MiB | start-up / lockstep's | RSS / lockstep's |")
@@ -513,7 +515,8 @@ def representative_commands(c):
              f"{rel}/bin/lockstep launch -n 2 -- lockstep bench allreduce --implementation ring",
              f"mpirun -np 2 {rel}/bin/lockstep bench allreduce --implementation mpi",
              f"mpirun -np 2 {rel}/bench-bin/mpi_allreduce", f"mpirun --mca btl tcp,self -np 2 {rel}/bench-bin/mpi_allreduce",
-             f"{rel}/bin/lockstep launch -n 2 -- lockstep bench step --threads 1 --steps 1 --warmup 1 (start-up, RSS)"]
+             f"{rel}/bin/lockstep launch -n 2 -- lockstep bench step --dataset fashion_mnist --threads 1 --steps 1 --warmup 1 "
+             "(start-up, RSS; the peers with --workers 2 --dataset fashion_mnist)"]
     return cmds
 
 

@@ -24,8 +24,7 @@ done
 # The TensorFlow that the peer rows measure: pinned, so that reruns compare like with like.
 tf_version=2.21.0
 
-scripts/install-deps
-scripts/install-deps --bench
+scripts/install-deps --bench  # the build's packages and the peers' (python3-torch, iperf3, OpenMPI)
 
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 grep -q 'CMAKE_BUILD_TYPE:STRING=Release' "$build/CMakeCache.txt" ||

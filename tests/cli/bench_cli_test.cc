@@ -30,8 +30,9 @@ TEST(BenchCli, StepEndsWithMsPerStepAndReportsThreadsAndFlops) {
   EXPECT_EQ(lines_after(r.out, "FLOPs per step 1.139e+09 per replica").size(), 1u) << r.out;
 }
 
-TEST(BenchCli, StepRunsFashionCnnAdamAndBackups) {
-  for (const char* args : {"--model fashion_cnn --optimizer adam", "--backup-every 2", "--backup-every 2 --backup-sync"}) {
+TEST(BenchCli, StepRunsFashionCnnAdamBackupsAndFashionMnist) {
+  for (const char* args : {"--model fashion_cnn --optimizer adam", "--backup-every 2", "--backup-every 2 --backup-sync",
+                           "--dataset fashion_mnist"}) {
     Result r = run_lockstep(std::string("bench step --steps 3 --warmup 1 ") + args);
     ASSERT_EQ(r.code, 0) << args << ": " << r.err;
     EXPECT_TRUE(std::regex_match(last_line(r.out), kMsPerStep)) << args << ": " << r.out;
@@ -45,7 +46,7 @@ TEST(BenchCli, StepRunsMirroredReplicasWithManyOpenMpThreads) {
     Result r = run_lockstep("bench step --steps 3 --warmup 1 --replicas 2 --batch-size 16 --threads 2", env);
     ASSERT_EQ(r.code, 0) << env << ": " << r.err;
     EXPECT_TRUE(std::regex_match(last_line(r.out), kMsPerStep)) << env << ": " << r.out;
-    EXPECT_EQ(lines_after(r.out, "model tutorial_cnn, optimizer sgd, 1 worker(s) x 2 replica(s)").size(), 1u) << r.out;
+    EXPECT_EQ(lines_after(r.out, "model tutorial_cnn, optimizer sgd, synthetic data, 1 worker(s) x 2 replica(s)").size(), 1u) << r.out;
   }
 }
 
@@ -54,7 +55,7 @@ TEST(BenchCli, StepUnderLaunchPrintsOnceFromWorkerZero) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(std::regex_match(last_line(r.out), std::regex(R"(\[worker 0\] [0-9]+\.[0-9]+ ms/step)"))) << r.out;
   EXPECT_TRUE(lines_after(r.out, "[worker 1]").empty()) << r.out;
-  EXPECT_EQ(lines_after(r.out, "[worker 0] model tutorial_cnn, optimizer sgd, 2 worker(s) x 1 replica(s)").size(), 1u)
+  EXPECT_EQ(lines_after(r.out, "[worker 0] model tutorial_cnn, optimizer sgd, synthetic data, 2 worker(s) x 1 replica(s)").size(), 1u)
       << r.out;
 }
 
@@ -73,7 +74,7 @@ TEST(BenchCli, AllreduceUnderLaunchPrintsOneLinePerSizeFromRankZero) {
 TEST(BenchCli, BadFlagsAreOneLineErrorsWithExitCode2) {
   for (const char* args :
        {"bench", "bench step --steps 0", "bench step --steps 3x", "bench step --batch-size 99999999999999999999",
-        "bench step --model resnet", "bench step --optimizer rmsprop", "bench step --replicas 0",
+        "bench step --model resnet", "bench step --optimizer rmsprop", "bench step --dataset cifar10", "bench step --replicas 0",
         "bench step --backup-sync", "bench step --warmup -1", "bench allreduce --sizes-mib 1,,4",
         "bench allreduce --sizes-mib 0", "bench allreduce --sizes-mib 4,", "bench allreduce --iters 0",
         "bench allreduce --implementation nccl", "bench allreduce --dtype float16",
