@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "cluster-impl.h"
+#include "lockstep/distribute/collective/mpi.h"
 
 namespace lockstep::distribute {
 
@@ -194,6 +195,7 @@ std::unique_ptr<ClusterResolver> resolve_cluster() {
   const char* tf_config = std::getenv("TF_CONFIG");
   if (tf_config && std::string(tf_config).find_first_not_of(" \t\r\n") != std::string::npos)
     return std::make_unique<TFConfigClusterResolver>(tf_config);
+  if (launched_by_mpi()) return std::make_unique<MPIClusterResolver>();
   const char* procid = std::getenv("SLURM_PROCID");
   const char* use_slurm = std::getenv("LOCKSTEP_USE_SLURM");
   if (procid && !(use_slurm && std::string(use_slurm) == "0")) {

@@ -1,6 +1,7 @@
-// Who am I and who are the others: TF's ClusterSpec and cluster resolvers (TF_CONFIG, SLURM, explicit),
+// Who am I and who are the others: TF's ClusterSpec and cluster resolvers (TF_CONFIG, MPI, SLURM, explicit),
 // with TF's chief rule and the rank order every other floor of the distribute layer uses.
 #pragma once
+#include <chrono>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -106,6 +107,27 @@ class SlurmClusterResolver : public ClusterResolver {
   int task_id_ = 0;
 };
 
+// A lockstep extension for jobs started by mpirun or srun --mpi=pmix (TF has none): every rank is a
+// "worker" whose index is its MPI rank (worker 0 is the chief and runs the coordination service), in a
+// cluster of MPI_COMM_WORLD's size. Each rank picks a free port on its host and the ranks exchange their
+// "host:port" with an MPI all-gather, so the constructor is collective: every rank constructs it at the
+// same point, within `timeout` of the others (then DeadlineExceededError). The host is $LOCKSTEP_HOST when
+// set (a name or IPv4 address the other ranks reach; IPv6 in brackets), else 127.0.0.1 when all ranks run
+// on one machine, else this machine's host name (gethostname), which the other machines must resolve.
+// Initialises MPI (lockstep/distribute/collective/mpi.h); ValueError when no MPI launcher started this
+// process.
+class MPIClusterResolver : public ClusterResolver {
+ public:
+  explicit MPIClusterResolver(std::chrono::milliseconds timeout = std::chrono::seconds(120));
+  ClusterSpec cluster_spec() const override { return spec_; }
+  std::string task_type() const override { return "worker"; }
+  int task_id() const override { return task_id_; }
+
+ private:
+  ClusterSpec spec_;
+  int task_id_ = 0;
+};
+
 // tf.distribute.cluster_resolver.SimpleClusterResolver: a spec and a task given in code (tests, launchers).
 class SimpleClusterResolver : public ClusterResolver {
  public:
@@ -120,8 +142,11 @@ class SimpleClusterResolver : public ClusterResolver {
   int task_id_;
 };
 
-// The resolver for this process: TF_CONFIG when set and non-empty, else SLURM when SLURM_PROCID is set
-// (unless LOCKSTEP_USE_SLURM=0; base port from LOCKSTEP_PORT, default 8888), else a single local worker.
+// The resolver for this process: TF_CONFIG when set and non-empty; else MPI when an MPI launcher started
+// the process (launched_by_mpi(): OMPI_COMM_WORLD_SIZE, PMIX_RANK or PMI_RANK set, unless
+// LOCKSTEP_USE_MPI=0); else SLURM when SLURM_PROCID is set (unless LOCKSTEP_USE_SLURM=0; base port from
+// LOCKSTEP_PORT, default 8888); else a single local worker. MPI comes before SLURM because srun --mpi=pmix
+// sets both; the ranks agree (both are srun's task ids).
 std::unique_ptr<ClusterResolver> resolve_cluster();
 
 }  // namespace lockstep::distribute
