@@ -13,6 +13,7 @@
 #include "lockstep/core/logging.h"
 #include "lockstep/distribute/collective/gloo.h"
 #include "lockstep/distribute/collective/local.h"
+#include "lockstep/distribute/collective/mpi.h"
 #include "lockstep/distribute/coordination/coordination.h"
 #include "lockstep/tensor/ops.h"
 #include "strategy-impl.h"
@@ -47,6 +48,25 @@ std::chrono::milliseconds timeout_from_env(const char* name, std::chrono::millis
   LS_CHECK(ec == std::errc() && ptr == end && seconds >= 0.001 && seconds <= kMaxSeconds, ValueError, name, "='",
            shown, "' is not a number of seconds from 0.001 to ", kMaxSeconds, ": set it to e.g. 120, or unset it");
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+// The cross-worker backend: RING is gloo, MPI is MPI (only in a job an MPI launcher started); AUTO is what
+// LOCKSTEP_COLLECTIVE says, else MPI under an MPI launcher and gloo otherwise.
+CommunicationImplementation choose_collective(CommunicationImplementation requested) {
+  using enum CommunicationImplementation;
+  if (const char* v = std::getenv("LOCKSTEP_COLLECTIVE")) {
+    const std::string value = v;
+    LS_CHECK(value == "auto" || value == "ring" || value == "mpi", ValueError, "LOCKSTEP_COLLECTIVE='",
+             value.size() > 24 ? value.substr(0, 20) + "..." : value,
+             "' is not a collective backend: set it to auto, ring (gloo) or mpi, or unset it");
+    if (requested == AUTO) requested = value == "mpi" ? MPI : value == "ring" ? RING : AUTO;
+  }
+  if (requested == AUTO) return launched_by_mpi() ? MPI : RING;
+  if (requested == MPI)
+    LS_CHECK(launched_by_mpi(), ValueError, "the MPI collective backend needs a job started by mpirun or srun "
+             "--mpi=pmix (none of OMPI_COMM_WORLD_SIZE, PMIX_RANK, PMI_RANK is set, or LOCKSTEP_USE_MPI=0): start "
+             "it with mpirun -np N, or use AUTO or RING");
+  return requested;
 }
 }  // namespace
 
@@ -160,6 +180,7 @@ int Strategy::worker_rank() const { return std::max(0, resolver_->rank()); }
 Communicator* Strategy::cross_worker() const { return impl_->cross.get(); }
 
 void Strategy::connect_workers() {
+  const CommunicationImplementation backend = choose_collective(options_.implementation);
   if (num_workers() <= 1) return;
   LS_CHECK(resolver_->rank() >= 0, ValueError, "task ", resolver_->task().name(),
            " does not train (evaluators run a separate evaluation loop): it cannot join MultiWorkerMirroredStrategy");
@@ -178,12 +199,25 @@ void Strategy::connect_workers() {
   c.heartbeat_timeout = timeout_from_env("LOCKSTEP_HEARTBEAT_TIMEOUT", c.heartbeat_timeout);
   impl_->coordination = std::make_unique<CoordinationClient>(c);
 
-  GlooOptions g;
-  const std::string& own = tasks[static_cast<size_t>(worker_rank())].address;
-  g.hostname = own.front() == '[' ? own.substr(1, own.find(']') - 1) : own.substr(0, own.rfind(':'));
-  for (const Task& t : tasks) g.peer_names.push_back(t.name() + " at " + t.address);
-  g.connect_timeout = c.startup_timeout;
-  impl_->cross = make_gloo_communicator(*impl_->coordination, worker_rank(), num_workers(), g);
+  if (backend == CommunicationImplementation::MPI) {
+    MPIOptions m;
+    for (const Task& t : tasks) m.peer_names.push_back(t.name() + " at " + t.address);
+    m.connect_timeout = c.startup_timeout;
+    impl_->cross = make_mpi_communicator(m);
+    // MPI numbers the ranks itself: they must be the cluster's, or gradients would meet the wrong peers.
+    LS_CHECK(impl_->cross->rank() == worker_rank() && impl_->cross->size() == num_workers(), ValueError,
+             "MPI made this process rank ", impl_->cross->rank(), " of ", impl_->cross->size(), " but the cluster (",
+             resolver_->task().name(), ") makes it rank ", worker_rank(), " of ", num_workers(),
+             ": under mpirun leave TF_CONFIG unset (the MPI resolver uses MPI's ranks), or set LOCKSTEP_COLLECTIVE=ring");
+  } else {
+    GlooOptions g;
+    const std::string& own = tasks[static_cast<size_t>(worker_rank())].address;
+    g.hostname = own.front() == '[' ? own.substr(1, own.find(']') - 1) : own.substr(0, own.rfind(':'));
+    for (const Task& t : tasks) g.peer_names.push_back(t.name() + " at " + t.address);
+    g.connect_timeout = c.startup_timeout;
+    impl_->cross = make_gloo_communicator(*impl_->coordination, worker_rank(), num_workers(), g);
+  }
+  log(LogLevel::info, "collective backend: ", backend == CommunicationImplementation::MPI ? "MPI" : "gloo");
   log(LogLevel::info, "joined the cluster as ", resolver_->task().name(), " (rank ", worker_rank(), " of ",
       num_workers(), ")");
 }
