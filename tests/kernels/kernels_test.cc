@@ -3,6 +3,7 @@
 #include "lockstep/kernels/cpu/kernels.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -85,6 +86,23 @@ const Conv2dShape kConvShapes[] = {
     {1, 7, 7, 1, 2, 2, 1, 2, 2, 0, 0, 1, 1},      // 2x2 stride 2 SAME on an odd size
     {1, 12, 12, 32, 3, 3, 64, 1, 1, 0, 0, 0, 0},  // blocked-friendly channel counts
 };
+
+// The im2col path of backward-weights fills its buffer from several OpenMP threads once the batch is large
+// enough: it must hand them the calling thread's buffer (it once crashed with more than one thread).
+TEST(ConvThreads, BackwardWeightsOfALargeBatchOnTwoThreadsMatchesTheReference) {
+  RandomFloats random_floats;
+  const Conv2dShape s{64, 28, 28, 1, 3, 3, 32, 1, 1, 0, 0, 0, 0};
+  const Floats x = random_floats(s.n * s.h * s.w * s.c), dy = random_floats(s.n * s.out_h() * s.out_w() * s.o);
+  Floats dw(s.kh * s.kw * s.c * s.o, 42.0f), dbias(s.o, 42.0f);
+  Doubles want_dw(dw.size()), want_dbias(s.o);
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(2);
+  conv2d_backward_weights(s, x.data(), dy.data(), dw.data(), dbias.data());
+  omp_set_num_threads(saved);
+  ref::conv2d_backward_weights(s, to_double(x).data(), to_double(dy).data(), want_dw.data(), want_dbias.data());
+  EXPECT_LT(relative_error(dw, want_dw), kTolerance);
+  EXPECT_LT(relative_error(dbias, want_dbias), kTolerance);
+}
 
 class ConvTest : public testing::TestWithParam<Conv2dShape> {};
 

@@ -61,10 +61,12 @@ void conv2d_backward_weights_im2col(const Conv2dShape& s, const float* x, const 
   thread_local std::vector<float> cols, product;
   cols.resize(static_cast<size_t>(rows_n * cols_n));
   product.resize(static_cast<size_t>(rows_n * s.o));
+  // The OpenMP threads below see their own (empty) thread_locals: they get this thread's buffer by pointer.
+  float* const cols_data = cols.data();
   const int64_t h = s.h, w = s.w, c = s.c, sw = s.stride_w;
   auto fill = [&, h, w, c, sw](int64_t r) {
     const int64_t kh = r / (s.kw * c), kw = r / c % s.kw, ci = r % c;
-    float* out = cols.data() + r * cols_n;
+    float* out = cols_data + r * cols_n;
     for (int64_t n = 0; n < s.n; ++n) {
       for (int64_t oh = 0; oh < oh_n; ++oh, out += ow_n) {
         const int64_t ih = oh * s.stride_h - s.pad_top + kh;
