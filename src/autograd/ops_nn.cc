@@ -11,8 +11,9 @@ using detail::recorded;
 Tensor relu(const Tensor& x) {
   Tensor y = raw_ops::unary(raw_ops::UnaryOp::relu, x);
   return recorded(y, {&x}, [y](const Tensor& dy, auto&) {
-    Tensor zero = scalar(0, y.dtype());  // broadcast: no full-size tensor of zeros
-    return Grads{where(greater(y, zero), dy, zero)};
+    if (GradientTape::should_record({&dy, &y}))  // an outer tape differentiates this gradient: recorded ops
+      return Grads{where(greater(y, scalar(0, y.dtype())), dy, scalar(0, dy.dtype()))};
+    return Grads{raw_ops::binary(raw_ops::BinaryOp::relu_grad, dy, y)};  // one pass instead of a mask and a select
   });
 }
 

@@ -108,6 +108,7 @@ template <typename T> void binary_dispatch(Binary op, const Iteration& it, const
       break;
     case Binary::maximum: return arith([](T x, T y) { return x > y || x != x ? x : y; });
     case Binary::minimum: return arith([](T x, T y) { return x < y || x != x ? x : y; });
+    case Binary::relu_grad: return arith([](T x, T y) { return y > T(0) ? x : T(0); });
     case Binary::equal: return compare([](T x, T y) { return x == y; });
     case Binary::not_equal: return compare([](T x, T y) { return x != y; });
     case Binary::less: return compare([](T x, T y) { return x < y; });

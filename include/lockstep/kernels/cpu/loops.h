@@ -9,7 +9,9 @@
 
 namespace lockstep::kernels::cpu {
 
-enum class Binary { add, sub, mul, div, pow, maximum, minimum, equal, not_equal, less, less_equal, greater,
+// relu_grad: a where b > 0, else 0 (a = dy, b = relu's output): relu's gradient in one pass, no mask tensor.
+// The comparisons and logical ops come last (is_comparison).
+enum class Binary { add, sub, mul, div, pow, maximum, minimum, relu_grad, equal, not_equal, less, less_equal, greater,
                     greater_equal, logical_and, logical_or };
 enum class Unary { neg, exp, log, sqrt, rsqrt, square, abs, sign, relu, sigmoid, tanh, logical_not };
 enum class Reduce { sum, max, min };
