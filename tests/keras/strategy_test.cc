@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "lockstep/core/threads.h"
 #include "lockstep/keras/model.h"
 
 namespace lockstep::distribute {
@@ -48,6 +49,18 @@ std::vector<double> custom_loop_losses(Strategy& strategy, int64_t global) {
     losses.push_back(strategy.reduce(ReduceOp::SUM, out).item<double>());
   }
   return losses;
+}
+
+// Replica threads use the caller's intra-op thread count, not OpenMP's process default (all cores).
+TEST(MirroredStrategy, ReplicaThreadsUseTheCallersThreadCount) {
+  const int saved = num_threads();
+  MirroredStrategy s({"/cpu:0", "/cpu:1", "/cpu:2"});
+  for (int n : {1, 3}) {
+    set_num_threads(n);
+    auto counts = s.run([] { return num_threads(); });
+    for (int c : counts.values) EXPECT_EQ(c, n);
+  }
+  set_num_threads(saved);
 }
 
 TEST(MirroredStrategy, TwoReplicasMatchOneWithTheDoubledBatch) {

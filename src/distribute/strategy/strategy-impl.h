@@ -35,6 +35,7 @@ class ReplicaPool {
   std::mutex mutex_;
   std::condition_variable wake_, done_;
   const std::function<void(int)>* task_ = nullptr;
+  int caller_threads_ = 1;  // the caller's intra-op thread count, which each replica thread adopts
   uint64_t generation_ = 0;
   int pending_ = 0;
   bool stopping_ = false;

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "lockstep/core/logging.h"
+#include "lockstep/core/threads.h"
 #include "lockstep/distribute/collective/gloo.h"
 #include "lockstep/distribute/collective/local.h"
 #include "lockstep/distribute/collective/mpi.h"
@@ -101,13 +102,18 @@ void ReplicaPool::loop(int replica) {
   uint64_t seen = 0;
   for (;;) {
     const std::function<void(int)>* task;
+    int threads = 1;
     {
       std::unique_lock lock(mutex_);
       wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
       if (stopping_) return;
       seen = generation_;
       task = task_;
+      threads = caller_threads_;
     }
+    // OpenMP's thread count is per thread and a new thread starts from the process default (all cores), not
+    // from the count set_num_threads gave the caller: without this, --threads 1 ran replicas on every core.
+    if (num_threads() != threads) set_num_threads(threads);
     std::exception_ptr error;
     try {
       (*task)(replica);
@@ -124,6 +130,7 @@ void ReplicaPool::run(const std::function<void(int)>& fn, const std::function<vo
   {
     std::lock_guard lock(mutex_);
     task_ = &fn;
+    caller_threads_ = num_threads();
     pending_ = static_cast<int>(threads_.size());
     error_ = nullptr;
     ++generation_;
