@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cli.h"
+#include "flags.h"
 #include "lockstep/core/dtype.h"
 #include "lockstep/core/error.h"
 #include "lockstep/core/threads.h"
@@ -31,33 +32,6 @@ namespace lockstep::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Text from the command line, cut short enough to quote in a one-line error.
-std::string quote(const std::string& text) {
-  return "'" + (text.size() > 24 ? text.substr(0, 20) + "..." : text) + "'";
-}
-
-// All of `text` as a decimal integer for which `ok` holds (as train.cc reads its flags: CLI11's own
-// conversion saturates, reads "010" as octal and quotes its limits in 300 digits).
-template <typename T, typename Ok> std::optional<T> parse_number(const std::string& text, Ok ok) {
-  T v{};
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, v);
-  if (ec != std::errc() || ptr != end || !ok(v)) return std::nullopt;
-  return v;
-}
-
-template <typename T, typename Ok>
-void add_number(CLI::App* cmd, const std::string& flag, T& value, Ok ok, const std::string& range,
-                const std::string& help) {
-  auto check = [ok, range](std::string& text) {
-    return parse_number<T>(text, ok) ? std::string() : quote(text) + " is not " + range;
-  };
-  auto set = [&value, ok](const std::string& text) { value = *parse_number<T>(text, ok); };
-  cmd->add_option_function<std::string>(flag, set, help + " (" + range + ")")
-      ->check(CLI::Validator(check, ""))
-      ->type_name("INT");
-}
 
 // "1,4,16" as sizes in MiB from 1 to 4096; nullopt when any is not.
 std::optional<std::vector<int64_t>> parse_sizes(const std::string& text) {

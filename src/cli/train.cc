@@ -11,6 +11,7 @@
 #include <signal.h>
 
 #include "cli.h"
+#include "flags.h"
 #include "lockstep/core/files.h"
 #include "lockstep/core/logging.h"
 #include "lockstep/core/threads.h"
@@ -48,35 +49,6 @@ struct TrainArgs {
 template <typename T> std::string exact_text(T value) {
   char buf[64];
   return std::string(buf, std::to_chars(buf, buf + sizeof buf, value).ptr);
-}
-
-// Text from the command line or the environment, cut short enough to quote in a one-line error.
-std::string quote(const std::string& text) {
-  return "'" + (text.size() > 24 ? text.substr(0, 20) + "..." : text) + "'";
-}
-
-// Reads all of `text` as a decimal number for which `ok` holds (NaN fails any comparison).
-template <typename T, typename Ok> std::optional<T> parse_number(const std::string& text, Ok ok) {
-  T v{};
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, v);
-  if (ec != std::errc() || ptr != end || !ok(v)) return std::nullopt;
-  return v;
-}
-
-// A numeric flag read with parse_number rather than CLI11's conversion, which turns an integer too large
-// into INT64_MAX, reads "010" as octal, lets "nan" pass as positive and quotes its limits in 300 digits.
-// Every value given is checked, the last one kept.
-template <typename T, typename Ok>
-void add_number(CLI::App* cmd, const std::string& flag, T& value, Ok ok, const std::string& range,
-                const std::string& help) {
-  auto check = [ok, range](std::string& text) {
-    return parse_number<T>(text, ok) ? std::string() : quote(text) + " is not " + range;
-  };
-  auto set = [&value, ok](const std::string& text) { value = *parse_number<T>(text, ok); };
-  cmd->add_option_function<std::string>(flag, set, help + " (" + range + ")")
-      ->check(CLI::Validator(check, ""))
-      ->type_name(std::is_integral_v<T> ? "INT" : "NUMBER");
 }
 
 // The restart count of this group, which the launcher sets in every worker's environment (0 when unset).
