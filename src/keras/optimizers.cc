@@ -273,14 +273,14 @@ class RMSpropOptimizer : public RuleOptimizer<RMSpropOptimizer> {
     return names;
   }
   template <typename T>
-  void run(T* w, const T* g, T* const* s, int64_t n, const Step& st) const {
+  void run(T* __restrict w, const T* __restrict g, T* const* s, int64_t n, const Step& st) const {
     const T lr = static_cast<T>(st.learning_rate), rho = static_cast<T>(o_.rho),
             one_minus_rho = static_cast<T>(1 - o_.rho), eps = static_cast<T>(o_.epsilon),
             mu = static_cast<T>(o_.momentum);
     const bool with_momentum = o_.momentum > 0;
-    T* v = s[0];
-    T* m = with_momentum ? s[1] : nullptr;
-    T* a = o_.centered ? s[with_momentum ? 2 : 1] : nullptr;
+    T* __restrict v = s[0];
+    T* __restrict m = with_momentum ? s[1] : nullptr;
+    T* __restrict a = o_.centered ? s[with_momentum ? 2 : 1] : nullptr;
     for (int64_t i = 0; i < n; ++i) {
       v[i] = rho * v[i] + one_minus_rho * g[i] * g[i];
       T denominator = v[i] + eps;
@@ -321,13 +321,13 @@ class AdamOptimizer : public RuleOptimizer<AdamOptimizer> {
 
  private:
   template <typename T>
-  void run(T* w, const T* g, T* const* s, int64_t n, const Step& st) const {
+  void run(T* __restrict w, const T* __restrict g, T* const* s, int64_t n, const Step& st) const {
     const double t = static_cast<double>(st.t);
     const T alpha =
                 static_cast<T>(st.learning_rate * std::sqrt(1 - std::pow(o_.beta_2, t)) / (1 - std::pow(o_.beta_1, t))),
             one_minus_b1 = static_cast<T>(1 - o_.beta_1), one_minus_b2 = static_cast<T>(1 - o_.beta_2),
             eps = static_cast<T>(o_.epsilon);
-    T *m = s[0], *v = s[1], *vhat = s[2];
+    T *__restrict m = s[0], *__restrict v = s[1], *__restrict vhat = s[2];
     if (o_.amsgrad) {
       for (int64_t i = 0; i < n; ++i) {
         m[i] += (g[i] - m[i]) * one_minus_b1;
