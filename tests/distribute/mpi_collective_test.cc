@@ -23,13 +23,13 @@ struct RanksRun {
 bool have_mpirun() { return std::system("command -v mpirun >/dev/null 2>&1") == 0; }
 
 // `mpirun -np <ranks> mpi_collective_ranks <name>` with a deadline; stdout and stderr of all ranks together.
-RanksRun run_ranks(const std::string& name, int ranks, int timeout_s = 120) {
+RanksRun run_ranks(const std::string& name, int ranks, int timeout_s = 120, const std::string& mpirun_args = "") {
   const char* bin = std::getenv("LOCKSTEP_BIN_DIR");
   const std::filesystem::path out =
       std::filesystem::temp_directory_path() / ("lockstep_mpi_" + name + "_" + std::to_string(::getpid()));
   // As root mpirun needs --allow-run-as-root; --oversubscribe lets N ranks share fewer cores.
   const std::string cmd = "timeout -k 5 " + std::to_string(timeout_s) +
-                          " mpirun --allow-run-as-root --oversubscribe --bind-to none -np " + std::to_string(ranks) +
+                          " mpirun --allow-run-as-root --oversubscribe --bind-to none " + mpirun_args + " -np " + std::to_string(ranks) +
                           " " + (bin ? bin : LOCKSTEP_BIN_DIR) + "/mpi_collective_ranks " + name + " >" +
                           out.string() + " 2>&1";
   const int status = std::system(cmd.c_str());
@@ -88,6 +88,17 @@ TEST_F(MPICollectives, ACollectiveNobodyJoinsThrowsAfterItsTimeoutInsteadOfHangi
             std::string::npos)
       << r.output;
   EXPECT_EQ(r.output.find("FAIL"), std::string::npos) << r.output;
+}
+
+// The strategy closes its connections only after the coordination service's shutdown barrier, so a broadcast
+// that rank 0 sends last still reaches a slower rank 1; with gloo (ring) and with MPI.
+TEST_F(MPICollectives, ALastBroadcastReachesASlowerRankBeforeTheConnectionsClose) {
+  for (const std::string backend : {"ring", "mpi"}) {
+    const RanksRun r = run_ranks("last_broadcast", 2, 60, "-x LOCKSTEP_COLLECTIVE=" + backend);
+    EXPECT_EQ(r.code, 0) << backend << ": " << r.output;
+    EXPECT_TRUE(has_line(r.output, "rank 0 ok last_broadcast")) << backend << ": " << r.output;
+    EXPECT_TRUE(has_line(r.output, "rank 1 ok last_broadcast")) << backend << ": " << r.output;
+  }
 }
 
 }  // namespace

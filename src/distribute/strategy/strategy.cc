@@ -166,8 +166,8 @@ Strategy::Strategy(int num_local_replicas, std::unique_ptr<ClusterResolver> reso
 Strategy::~Strategy() {
   impl_->reducer.reset();
   if (!impl_->coordination) return;
-  impl_->cross.reset();
   if (std::uncaught_exceptions() > impl_->uncaught_at_start) {
+    impl_->cross.reset();  // closes the connections: peers blocked in a collective with this one fail at once
     // Leaving on an error: tell the others now instead of waiting for them in the shutdown barrier. A
     // collective usually fails because a peer died; the service names that peer within ~50 ms, so give its
     // notice (which ends this process through on_error) a moment to arrive before blaming this worker.
@@ -175,11 +175,14 @@ Strategy::~Strategy() {
     impl_->coordination->report_error(impl_->last_error.empty() ? "stopped with an error" : impl_->last_error);
     return;
   }
+  // The connections close only after everybody is done: a worker's last collective may be a broadcast it sends
+  // and leaves at once (a checkpoint's status), which a slower peer has still to receive.
   try {
     impl_->coordination->shutdown();  // the chief keeps the service up until everybody is done
   } catch (const std::exception& e) {
     log(LogLevel::warning, "coordination shutdown: ", e.what());
   }
+  impl_->cross.reset();
 }
 
 int Strategy::num_workers() const { return std::max(1, resolver_->world_size()); }
