@@ -449,15 +449,7 @@ class TrackingDevice final : public tcp::Device {
   TrackingContext* last_context = nullptr;
 };
 
-// Why the communicator stopped; every later call throws the same.
-struct Failure {
-  bool deadline = false;
-  std::string message;
-  [[noreturn]] void raise() const {
-    if (deadline) throw DeadlineExceededError(message);
-    throw UnavailableError(message);
-  }
-};
+using detail::Failure;
 
 // A recv on every pair in a slot no collective uses: gloo fails it as soon as any connection breaks, which
 // is how the watchdog learns of a dead peer even while no collective runs.
@@ -641,13 +633,13 @@ class GlooCommunicator final : public Communicator {
       const std::string op = make_message("gloo ", kind, " (tag ", options.tag, ") on ", self(), " of ", size_);
       const std::string detail = strip_location(what);
       if (is_timeout(detail)) {
-        failure_ = Failure{true, make_message(op, " timed out after ", options.timeout.count(),
+        failure_ = Failure{Failure::deadline, make_message(op, " timed out after ", options.timeout.count(),
                                               " ms: a peer did not take part (", detail,
                                               "); a worker stopped issuing collectives, issued them in another "
                                               "order or is stuck: check the other workers' logs, or raise "
                                               "CollectiveOptions.timeout if a step legitimately takes longer")};
       } else {
-        failure_ = Failure{false, lost_peer_message(op, detail)};
+        failure_ = Failure{Failure::unavailable, lost_peer_message(op, detail)};
       }
     }
     refuse(lock);
@@ -678,7 +670,7 @@ class GlooCommunicator final : public Communicator {
     std::unique_lock lock(mutex_);
     if (stopping_) return;
     if (!failure_ && !is_timeout(what)) {
-      failure_ = Failure{false, lost_peer_message(make_message("gloo on ", self(), " of ", size_), what)};
+      failure_ = Failure{Failure::unavailable, lost_peer_message(make_message("gloo on ", self(), " of ", size_), what)};
     }
     const auto wake_at = Clock::now() + kWakeGrace;
     while (!stopping_ && in_flight_ > 0) {
@@ -687,7 +679,7 @@ class GlooCommunicator final : public Communicator {
         continue;
       }
       if (!failure_) {  // the collective that timed out has not recorded it yet
-        failure_ = Failure{true, make_message("gloo on ", self(), " of ", size_, ": a collective timed out (", what,
+        failure_ = Failure{Failure::deadline, make_message("gloo on ", self(), " of ", size_, ": a collective timed out (", what,
                                               ") and closed the connections; raise CollectiveOptions.timeout if a "
                                               "step legitimately takes longer")};
       }

@@ -48,17 +48,6 @@ struct Visit {
   std::chrono::milliseconds timeout;
 };
 
-// Why the group stopped; every later collective throws the same.
-struct Failure {
-  enum Kind { unavailable, deadline, mismatch } kind;
-  std::string message;
-  [[noreturn]] void raise() const {
-    if (kind == deadline) throw DeadlineExceededError(message);
-    if (kind == mismatch) throw InvalidArgumentError(message);
-    throw UnavailableError(message);
-  }
-};
-
 // The state of one tag: a reusable phase barrier and what the ranks brought to the current collective.
 struct TagState {
   explicit TagState(int size) : here(static_cast<size_t>(size), 0), pointers(static_cast<size_t>(size)) {}

@@ -128,16 +128,7 @@ Reduction reduction(DType dtype, ReduceOp op) {
 
 // ---- the communicator ----
 
-// Why the communicator stopped; every later call throws the same.
-struct Failure {
-  enum Kind { unavailable, deadline, mismatch } kind;
-  std::string message;
-  [[noreturn]] void raise() const {
-    if (kind == deadline) throw DeadlineExceededError(message);
-    if (kind == mismatch) throw InvalidArgumentError(message);
-    throw UnavailableError(message);
-  }
-};
+using detail::Failure;
 
 // One tag's communicator, with a send buffer for the all-reduces that use one.
 struct Channel {

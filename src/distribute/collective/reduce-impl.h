@@ -1,5 +1,6 @@
-// Element-wise reductions shared by the collective backends: one combine rule per ReduceOp and dtype,
-// so the local and gloo backends round the same way (bfloat16 goes through float32 at every step).
+// Shared by the collective backends: element-wise reductions, one combine rule per ReduceOp and dtype, so
+// every backend rounds the same way (bfloat16 goes through float32 at every step), and the error a broken
+// communicator repeats.
 #pragma once
 #include <cmath>
 #include <cstddef>
@@ -11,6 +12,17 @@
 #include "lockstep/distribute/collective/communicator.h"
 
 namespace lockstep::distribute::detail {
+
+// Why a communicator stopped; every later collective throws the same.
+struct Failure {
+  enum Kind { unavailable, deadline, mismatch } kind;
+  std::string message;
+  [[noreturn]] void raise() const {
+    if (kind == deadline) throw DeadlineExceededError(message);
+    if (kind == mismatch) throw InvalidArgumentError(message);
+    throw UnavailableError(message);
+  }
+};
 
 // a (op) b for one element. Signed integer sums wrap (two's complement) instead of being undefined;
 // a NaN wins in MAX and MIN whatever the order, so the reduction order never hides a NaN gradient.
