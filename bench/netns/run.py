@@ -4,7 +4,7 @@ once per backend, into one CSV row per (hosts, backend, size). Needs root, ip, t
 
   sudo bench/netns/run.py --hosts 2,4,8 --rate 1gbit --out bench/netns/results/1gbit.csv
        [--backends openmpi-ring,openmpi-rd,openmpi-rab,lockstep-gloo,lockstep-mpi]
-       [--sizes-kib 4,16,64,256,1024,4096,16384,65536] [--iters 5] [--lockstep build-netns/bin/lockstep]
+       [--sizes-kib 4,16,64,256,1024,4096,16384,65536] [--iters 5] [--lockstep build/bin/lockstep]
        [--mpi-mca btl_tcp_links=2 --tag links2]   # extra OpenMPI settings; the tag marks their rows
        [--timeout 300]   # seconds per backend run; every process is killed after it
 
@@ -114,7 +114,7 @@ def lockstep_sizes_mib(args):
 
 def lockstep_supports(args, what):
     if not os.access(args.lockstep, os.X_OK):
-        return f"{args.lockstep} not found (build it: cmake --build build-netns --target lockstep)"
+        return f"{args.lockstep} not found (build it: make build)"
     rc, out = run_bounded([args.lockstep, "bench", "allreduce", "--help"], 30, dict(os.environ))
     if rc != 0 or "--implementation" not in out:
         return f"{args.lockstep} has no 'bench allreduce'"
@@ -134,8 +134,11 @@ def measure(args, hosts, backend, hostfile, mpi_binary):
     if backend == "lockstep-gloo":
         return lockstep_workers(args, hosts, "ring")
     if backend == "lockstep-mpi":
-        program = [args.lockstep, "bench", "allreduce", "--sizes-mib", ",".join(map(str, lockstep_sizes_mib(args))),
-                   "--iters", str(args.iters), "--implementation", "mpi"]
+        # The namespaces share one host name, so the MPI resolver would take the ranks for one machine and use
+        # 127.0.0.1: each rank names its own namespace's address instead (LOCKSTEP_HOST).
+        program = ["sh", "-c", 'LOCKSTEP_HOST=$(hostname -I | cut -d" " -f1) exec "$0" "$@"', args.lockstep, "bench",
+                   "allreduce", "--sizes-mib", ",".join(map(str, lockstep_sizes_mib(args))), "--iters",
+                   str(args.iters), "--implementation", "mpi"]
         return run_bounded(mpirun(hosts, hostfile, program, args.mpi_mca), args.timeout, mpi_env())
     fail(f"unknown backend {backend}")
 
@@ -148,7 +151,7 @@ def main():
     parser.add_argument("--backends", default="openmpi-ring,openmpi-rd,openmpi-rab,lockstep-gloo,lockstep-mpi")
     parser.add_argument("--sizes-kib", default="4,16,64,256,1024,4096,16384,65536")
     parser.add_argument("--iters", type=int, default=5)
-    parser.add_argument("--lockstep", default="build-netns/bin/lockstep")
+    parser.add_argument("--lockstep", default="build/bin/lockstep")
     parser.add_argument("--mpi-mca", default="", help="extra OpenMPI settings key=value,key=value (e.g. btl_tcp_links=2)")
     parser.add_argument("--tag", default="", help="appended to the backend names in the CSV (backend+TAG)")
     parser.add_argument("--timeout", type=int, default=300, help="seconds per backend run")
