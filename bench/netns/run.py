@@ -79,6 +79,9 @@ def run_bounded(cmd, timeout, env):
         os.killpg(proc.pid, signal.SIGKILL)
         out, _ = proc.communicate()
         return 124, out
+    except BaseException:  # SIGTERM, Ctrl-C: the group is in its own session, so it would outlive this script
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise
     return proc.returncode, out
 
 
@@ -96,13 +99,19 @@ def lockstep_workers(args, hosts, implementation):
         procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                                       start_new_session=True))
     outputs = []
-    for proc in procs:
-        try:
-            out, _ = proc.communicate(timeout=args.timeout + 10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, _ = proc.communicate()
-        outputs.append((proc.returncode, out))
+    try:
+        for proc in procs:
+            try:
+                out, _ = proc.communicate(timeout=args.timeout + 10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                out, _ = proc.communicate()
+            outputs.append((proc.returncode, out))
+    except BaseException:  # SIGTERM, Ctrl-C: no worker outlives the script
+        for proc in procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+        raise
     rc = max(abs(r) for r, _ in outputs)
     return rc, outputs[0][1] if rc == 0 else "\n".join(o for _, o in outputs)
 
