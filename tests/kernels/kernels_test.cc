@@ -193,7 +193,8 @@ std::vector<MatmulShape> matmul_shapes() {
     int64_t batch, m, n, k;
   };
   const Size sizes[] = {{1, 1, 1, 1},   {1, 1, 7, 5},     {1, 6, 1, 5},     {1, 6, 7, 1},
-                        {3, 17, 9, 33}, {2, 64, 10, 128}, {1, 65, 129, 31}, {4, 1, 5, 3}};
+                        {3, 17, 9, 33}, {2, 64, 10, 128}, {1, 65, 129, 31}, {4, 1, 5, 3},
+                        {1, 4099, 5, 259}};  // a transposed A this large is transposed into a buffer first
   std::vector<MatmulShape> shapes;
   for (const Size& z : sizes)
     for (bool ta : {false, true})
@@ -221,6 +222,21 @@ TEST_P(MatmulTest, MatchesReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, MatmulTest, testing::ValuesIn(matmul_shapes()));
+
+// The transpose of a large A runs on the OpenMP threads: they must write the caller's buffer.
+TEST(MatmulThreads, LargeTransposedAOnTwoThreadsMatchesTheReference) {
+  RandomFloats random_floats;
+  const MatmulShape s{1, 4099, 5, 259, true, false, 4099 * 259, 259 * 5};
+  const Floats a = random_floats(s.m * s.k), b = random_floats(s.k * s.n);
+  Floats c(s.m * s.n, 42.0f);
+  Doubles want(c.size());
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(2);
+  matmul(s, a.data(), b.data(), c.data());
+  omp_set_num_threads(saved);
+  ref::matmul(s, to_double(a).data(), to_double(b).data(), want.data());
+  EXPECT_LT(relative_error(c, want), kTolerance);
+}
 
 // --- softmax ---
 

@@ -1,6 +1,7 @@
 // Batched matrix product on oneDNN's matmul primitive. Transposes are expressed as memory strides and a batch
 // stride of 0 as a batch dimension of 1, which oneDNN broadcasts, so operands are never copied.
 #include <algorithm>
+#include <vector>
 
 #include "lockstep/kernels/cpu/kernels.h"
 #include "onednn-impl.h"
@@ -23,6 +24,27 @@ dnnl::memory::desc operand_desc(int64_t batch, int64_t batch_stride, int64_t row
 
 void matmul(const MatmulShape& s, const float* a, const float* b, float* c) {
   if (s.batch == 0 || s.m == 0 || s.n == 0) return;
+  // A large transposed A (a Dense layer's Xᵀ in dW = Xᵀ·dY) is read by oneDNN 86 KB apart from one element to the
+  // next, and how fast that goes depends on where its pages happen to lie: the tutorial CNN's backward-weights
+  // GEMM took 8-10 ms with one of the blocks the allocator handed X and 18-23 ms with the others. Transposing it
+  // into a contiguous buffer first costs a millisecond and makes the GEMM the fast one every time.
+  if (s.transpose_a && s.batch == 1 && s.m * s.k >= (int64_t{1} << 20)) {
+    thread_local std::vector<float> at;
+    at.resize(static_cast<size_t>(s.m * s.k));
+    float* const out = at.data();  // OpenMP threads see their own thread_locals: they get this one by pointer
+    constexpr int64_t kTile = 32;
+#pragma omp parallel for schedule(static)
+    for (int64_t i0 = 0; i0 < s.m; i0 += kTile) {
+      for (int64_t j0 = 0; j0 < s.k; j0 += kTile) {
+        const int64_t i1 = std::min(i0 + kTile, s.m), j1 = std::min(j0 + kTile, s.k);
+        for (int64_t j = j0; j < j1; ++j)
+          for (int64_t i = i0; i < i1; ++i) out[i * s.k + j] = a[j * s.m + i];
+      }
+    }
+    MatmulShape plain = s;
+    plain.transpose_a = false;
+    return matmul(plain, out, b, c);
+  }
   // When both operands are shared every product is the same: compute one and copy it.
   const bool shared = s.a_batch_stride == 0 && s.b_batch_stride == 0;
   const int64_t c_batch = shared ? 1 : s.batch;
