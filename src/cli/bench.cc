@@ -140,6 +140,7 @@ struct StepArgs {
   int replicas = 1;
   int64_t backup_every = 0;
   bool backup_sync = false;
+  std::string gradient_compression = "none";
 };
 
 // Training FLOPs of one example: forward 2 x the multiply-adds of every Conv2D and Dense, backward twice the
@@ -190,14 +191,14 @@ class StepTimer : public keras::Callback {
   double start_cpu_ = 0, end_cpu_ = 0;
 };
 
-std::unique_ptr<distribute::Strategy> make_strategy(int replicas) {
-  if (replicas == 1) return std::make_unique<distribute::MultiWorkerMirroredStrategy>();
+std::unique_ptr<distribute::Strategy> make_strategy(int replicas, const distribute::CommunicationOptions& options) {
+  if (replicas == 1) return std::make_unique<distribute::MultiWorkerMirroredStrategy>(options);
   LS_CHECK(!std::getenv("TF_CONFIG"), ValueError, "--replicas ", replicas, " runs MirroredStrategy's replicas in "
            "this one process, but TF_CONFIG makes it a worker of a cluster: use --replicas 1 under lockstep launch, "
            "or unset TF_CONFIG");
   std::vector<std::string> devices;
   for (int r = 0; r < replicas; ++r) devices.push_back("/cpu:" + std::to_string(r));
-  return std::make_unique<distribute::MirroredStrategy>(devices);
+  return std::make_unique<distribute::MirroredStrategy>(devices, options);
 }
 
 std::shared_ptr<keras::optimizers::Optimizer> make_optimizer(const std::string& name) {
@@ -209,7 +210,7 @@ int run_step(const StepArgs& a) {
   LS_CHECK(!a.backup_sync || a.backup_every > 0, ValueError,
            "--backup-sync makes the backups of --backup-every synchronous: add --backup-every N");
   set_num_threads(a.threads);
-  std::unique_ptr<distribute::Strategy> strategy = make_strategy(a.replicas);
+  std::unique_ptr<distribute::Strategy> strategy = make_strategy(a.replicas, {.gradient_compression = gradient_compression(a.gradient_compression)});
   const int64_t global = a.batch_size * strategy->num_replicas_in_sync();
   keras::Sequential model = [&] {
     auto scope = strategy->scope();
@@ -295,6 +296,7 @@ std::function<int()> add_bench_command(CLI::App& app) {
   add_number(step, "--backup-every", st->backup_every, at_least(int64_t{1}), "an integer from 1 to 2^63-1",
              "BackupAndRestore every N steps into a temporary directory (removed at the end)");
   step->add_flag("--backup-sync", st->backup_sync, "with --backup-every: synchronous saves (asynchronous by default)");
+  add_gradient_compression_option(step, st->gradient_compression);
 
   auto ar = std::make_shared<AllreduceArgs>();
   CLI::App* allreduce = bench->add_subcommand(

@@ -7,6 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "lockstep/distribute/strategy/strategy.h"
+
 namespace lockstep::cli {
 
 // Text from the command line or the environment, cut short enough to quote in a one-line error.
@@ -36,6 +38,16 @@ void add_number(CLI::App* cmd, const std::string& flag, T& value, Ok ok, const s
   cmd->add_option_function<std::string>(flag, set, help + " (" + range + ")")
       ->check(CLI::Validator(check, ""))
       ->type_name(std::is_integral_v<T> ? "INT" : "NUMBER");
+}
+
+// --gradient-compression none|bfloat16 into `value`; gradient_compression() turns it into the option.
+inline void add_gradient_compression_option(CLI::App* cmd, std::string& value) {
+  cmd->add_option("--gradient-compression", value,
+                  "none | bfloat16: the type gradients are all-reduced in (bfloat16 halves the bytes sent)")
+      ->check(CLI::IsMember({"none", "bfloat16"}));
+}
+inline distribute::GradientCompression gradient_compression(const std::string& value) {
+  return value == "bfloat16" ? distribute::GradientCompression::BFLOAT16 : distribute::GradientCompression::NONE;
 }
 
 }  // namespace lockstep::cli

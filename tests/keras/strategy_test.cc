@@ -80,6 +80,52 @@ TEST(MirroredStrategy, ManySmallGradientBucketsGiveTheSameSteps) {
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], a[i], 1e-5 * std::abs(a[i])) << "step " << i;
 }
 
+// Under GradientCompression::BFLOAT16 each replica's gradient is rounded to bfloat16 and the sum is rounded
+// again; NONE sums in float32. Values chosen so every rounding shows.
+TEST(MirroredStrategy, BFloat16CompressionRoundsGradientsOnTheWire) {
+  const std::vector<std::vector<float>> grads = {{1.0f + 0x1p-10f, 1.0f, 3.14159f}, {0x1p-10f, 1.0f / 3, 100.001f}};
+  auto reduced = [&](GradientCompression compression) {
+    MirroredStrategy s({"/cpu:0", "/cpu:1"}, {.gradient_compression = compression});
+    Variable v;
+    {
+      auto scope = s.scope();
+      v = Variable(zeros({3}, DType::float32));
+    }
+    auto out = s.run([&] {
+      const Tensor g = from_vector(grads[static_cast<size_t>(replica_id_in_sync_group())], Shape({3}));
+      return s.all_reduce_gradients({g}, {v})[0];
+    });
+    EXPECT_EQ(out.values[0].to_vector<float>(), out.values[1].to_vector<float>());
+    return out.values[0].to_vector<float>();
+  };
+  const auto exact = reduced(GradientCompression::NONE), rounded = reduced(GradientCompression::BFLOAT16);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(exact[i], grads[0][i] + grads[1][i]) << i;
+    const float wire = static_cast<float>(bfloat16(grads[0][i])) + static_cast<float>(bfloat16(grads[1][i]));
+    EXPECT_EQ(rounded[i], static_cast<float>(bfloat16(wire))) << i;
+    EXPECT_NE(rounded[i], exact[i]) << i;
+  }
+}
+
+TEST(MirroredStrategy, BFloat16CompressionStillTrainsLikeFloat32) {
+  MirroredStrategy exact({"/cpu:0", "/cpu:1"});
+  MirroredStrategy compressed({"/cpu:0", "/cpu:1"}, {.gradient_compression = GradientCompression::BFLOAT16});
+  auto a = custom_loop_losses(exact, 32), b = custom_loop_losses(compressed, 32);
+  EXPECT_NE(a, b);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], a[i], 2e-2 * std::abs(a[i])) << "step " << i;
+  EXPECT_LT(b.back(), b.front());
+}
+
+TEST(Strategy, GradientCompressionFromTheEnvironment) {
+  ::setenv("LOCKSTEP_GRADIENT_COMPRESSION", "bfloat16", 1);
+  EXPECT_EQ(MirroredStrategy().communication_options().gradient_compression, GradientCompression::BFLOAT16);
+  ::setenv("LOCKSTEP_GRADIENT_COMPRESSION", "none", 1);
+  EXPECT_EQ(MirroredStrategy().communication_options().gradient_compression, GradientCompression::NONE);
+  ::setenv("LOCKSTEP_GRADIENT_COMPRESSION", "fp8", 1);
+  EXPECT_THROW(MirroredStrategy(), ValueError);
+  ::unsetenv("LOCKSTEP_GRADIENT_COMPRESSION");
+}
+
 TEST(MirroredStrategy, FitUnderTheStrategyMatchesOneReplica) {
   auto train = [](Strategy& strategy) {
     keras::utils::set_random_seed(9);

@@ -11,6 +11,7 @@ namespace lockstep::distribute {
 struct GradientReducer::Replica {
   int index = 0;
   std::vector<std::vector<float>> buffers;
+  std::vector<bfloat16> wire;  // a bucket as sent under GradientCompression::BFLOAT16
   std::vector<int> remaining;
   std::vector<bool> launched;
   std::unordered_map<int64_t, bool> filled;
@@ -95,8 +96,7 @@ void GradientReducer::ensure_layout() {
           const double s = strategy_.communication_options().timeout_seconds;
           CollectiveOptions o{static_cast<uint32_t>(bucket + 1),
                               std::chrono::milliseconds(static_cast<int64_t>((s > 0 ? s : 600.0) * 1000))};
-          strategy_.impl_->hierarchical_all_reduce(raw->index, raw->buffers[bucket].data(), raw->buffers[bucket].size(),
-                                                   DType::float32, o);
+          all_reduce_bucket(*raw, raw->buffers[bucket], o);
         } catch (...) {
           error = std::current_exception();
         }
@@ -108,6 +108,17 @@ void GradientReducer::ensure_layout() {
     });
     replicas_.push_back(std::move(r));
   }
+}
+
+void GradientReducer::all_reduce_bucket(Replica& r, std::vector<float>& bucket, const CollectiveOptions& o) {
+  if (strategy_.communication_options().gradient_compression == GradientCompression::NONE) {
+    strategy_.impl_->hierarchical_all_reduce(r.index, bucket.data(), bucket.size(), DType::float32, o);
+    return;
+  }
+  r.wire.resize(bucket.size());
+  std::transform(bucket.begin(), bucket.end(), r.wire.begin(), [](float x) { return bfloat16(x); });
+  strategy_.impl_->hierarchical_all_reduce(r.index, r.wire.data(), r.wire.size(), DType::bfloat16, o);
+  std::transform(r.wire.begin(), r.wire.end(), bucket.begin(), [](bfloat16 x) { return static_cast<float>(x); });
 }
 
 void GradientReducer::launch(Replica& r, size_t bucket) {

@@ -65,6 +65,8 @@ class GradientReducer {
   void ensure_layout();
   void fill(Replica& r, int64_t variable_id, const Tensor& g);
   void launch(Replica& r, size_t bucket);
+  // One bucket across every replica, as float32 or, under GradientCompression::BFLOAT16, as bfloat16.
+  void all_reduce_bucket(Replica& r, std::vector<float>& bucket, const CollectiveOptions& o);
 
   Strategy& strategy_;
   std::mutex layout_mutex_;
@@ -85,8 +87,8 @@ struct Strategy::Impl {
   std::unique_ptr<Communicator> cross;
   std::unique_ptr<GradientReducer> reducer;
   bool synchronized = false;
-  int uncaught_at_start = 0;
-  std::string last_error;     // the last error a step raised on this worker  // std::uncaught_exceptions() when the strategy was made
+  int uncaught_at_start = 0;  // std::uncaught_exceptions() when the strategy was made
+  std::string last_error;     // the last error a step raised on this worker
   int64_t global_batch_size = 0;  // of the last distributed dataset, for the start-up check
   void hierarchical_all_reduce(int replica, void* data, size_t count, DType dtype, const CollectiveOptions& o);
 };
