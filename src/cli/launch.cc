@@ -3,6 +3,8 @@
 #include "cli.h"
 #include "launcher.h"
 
+#include <filesystem>
+
 namespace lockstep::cli {
 
 std::function<int()> add_launch_command(CLI::App& app) {
@@ -16,6 +18,14 @@ std::function<int()> add_launch_command(CLI::App& app) {
   cmd->add_option("--host", o->host, "address of this host in TF_CONFIG");
   cmd->add_option("--grace-period", o->grace_period_s, "seconds from SIGTERM to SIGKILL when stopping workers");
   cmd->add_option("--log-dir", o->log_dir, "also write each worker's output to DIR/worker-<i>.log");
+  cmd->add_option_function<std::string>(
+         "--cluster-token-file",
+         [o](const std::string& path) {
+           o->extra_env["LOCKSTEP_CLUSTER_TOKEN_FILE"] = std::filesystem::absolute(path).string();
+         },
+         "the job's secret, for workers that join from elsewhere (default: a fresh random token in "
+         "LOCKSTEP_CLUSTER_TOKEN)")
+      ->check(CLI::ExistingFile);
   cmd->add_option("command", o->command, "the worker command and its arguments, after --")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   return [o] { return launch(*o); };

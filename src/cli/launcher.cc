@@ -10,6 +10,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -213,22 +214,36 @@ std::string find_executable(const std::string& name) {
   throw LaunchError("cannot run '" + name + "': " + errno_text(err));
 }
 
+// 32 bytes from the kernel's random source, in hex.
+std::string random_token() {
+  unsigned char bytes[32];
+  LS_CHECK(::getrandom(bytes, sizeof bytes, 0) == static_cast<ssize_t>(sizeof bytes), RuntimeError,
+           "getrandom failed: ", std::strerror(errno));
+  std::string hex;
+  for (unsigned char b : bytes) hex += "0123456789abcdef"[b >> 4], hex += "0123456789abcdef"[b & 15];
+  return hex;
+}
+
 // The launcher's environment without TF_CONFIG and LOCKSTEP_RESTART_COUNT, plus extra_env, plus
 // OMP_NUM_THREADS = cores / workers unless it is already set, so that N workers on one host do not each
-// start a thread per core.
+// start a thread per core, plus a fresh LOCKSTEP_CLUSTER_TOKEN unless a token is given, so that only this
+// job's workers can join it.
 std::vector<std::string> worker_environment(const LaunchOptions& o) {
   std::vector<std::string> env;
   bool has_threads = o.extra_env.count("OMP_NUM_THREADS") > 0;
+  bool has_token = o.extra_env.count("LOCKSTEP_CLUSTER_TOKEN") > 0 || o.extra_env.count("LOCKSTEP_CLUSTER_TOKEN_FILE") > 0;
   for (char** e = environ; *e; ++e) {
     const std::string_view entry(*e);
     const std::string name(entry.substr(0, entry.find('=')));
     if (name == "TF_CONFIG" || name == kRestartCountVariable || o.extra_env.count(name)) continue;
     has_threads |= name == "OMP_NUM_THREADS";
+    has_token |= name == "LOCKSTEP_CLUSTER_TOKEN" || name == "LOCKSTEP_CLUSTER_TOKEN_FILE";
     env.emplace_back(entry);
   }
   for (const auto& [name, value] : o.extra_env)
     if (name != "TF_CONFIG" && name != kRestartCountVariable) env.push_back(name + "=" + value);
   if (!has_threads) env.push_back("OMP_NUM_THREADS=" + std::to_string(std::max(1, usable_cores() / o.num_workers)));
+  if (!has_token) env.push_back("LOCKSTEP_CLUSTER_TOKEN=" + random_token());
   return env;
 }
 

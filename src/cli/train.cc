@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <optional>
@@ -42,6 +43,8 @@ struct TrainArgs {
   int max_restarts = -1;  // -1: not given
   std::string backup_dir;   // BackupAndRestore (fit) or a CheckpointManager (ctl) there; empty: none
   int64_t backup_freq = 0;  // save every this many steps; 0: at the end of every epoch
+  std::string gradient_compression = "none";  // none | bfloat16 (CommunicationOptions)
+  std::string cluster_token_file;  // LOCKSTEP_CLUSTER_TOKEN_FILE for this process (and launched workers)
 };
 
 // A number as the shortest text that reads back as exactly the same value (std::to_string keeps 6
@@ -296,11 +299,13 @@ int run_workers(const TrainArgs& a) {
                "--steps-per-epoch", exact_text(a.steps_per_epoch), "--batch-size", exact_text(a.batch_size),
                "--optimizer", a.optimizer, "--learning-rate", exact_text(a.learning_rate), "--seed",
                exact_text(a.seed), "--threads", exact_text(a.threads), "--loop", a.loop, "--verbose",
-               exact_text(a.verbose)};
+               exact_text(a.verbose), "--gradient-compression", a.gradient_compression};
   for (auto [flag, value] : {std::pair{"--save-model", a.save_model}, {"--metrics-out", a.metrics_out},
                              {"--backup-dir", a.backup_dir}})
     if (!value.empty()) l.command.insert(l.command.end(), {flag, value});
   if (a.backup_freq > 0) l.command.insert(l.command.end(), {"--backup-freq", exact_text(a.backup_freq)});
+  if (!a.cluster_token_file.empty())
+    l.extra_env["LOCKSTEP_CLUSTER_TOKEN_FILE"] = std::filesystem::absolute(a.cluster_token_file).string();
   return launch(l);
 }
 
@@ -352,6 +357,10 @@ int run_train(const TrainArgs& a) {
   LS_CHECK(a.backup_freq == 0 || !a.backup_dir.empty(), ValueError,
            "--backup-freq says how often to save to --backup-dir: add --backup-dir DIR");
   if (a.workers > 0) return run_workers(a);
+  if (!a.cluster_token_file.empty()) {  // the flag wins over the environment
+    ::setenv("LOCKSTEP_CLUSTER_TOKEN_FILE", a.cluster_token_file.c_str(), 1);
+    ::unsetenv("LOCKSTEP_CLUSTER_TOKEN");
+  }
   const int restarts = restarts_from_environment();
   // One worker of the cluster in TF_CONFIG (or SLURM), or a single local worker when none is set: a
   // malformed configuration fails here, before any data is read.
@@ -379,7 +388,8 @@ int run_train(const TrainArgs& a) {
     LS_CHECK(split->images.dim(0) > 0, ValueError, "data set '", a.dataset, "' has no ", files,
              ": training and evaluation need at least one of each");
 
-  distribute::MultiWorkerMirroredStrategy strategy({}, std::move(cluster));
+  distribute::MultiWorkerMirroredStrategy strategy({.gradient_compression = gradient_compression(a.gradient_compression)},
+                                                   std::move(cluster));
   // Outputs are checked before the first step, not found unwritable after the last (only the chief writes).
   if (strategy.is_chief()) {
     if (!a.metrics_out.empty()) check_writable(a.metrics_out, "--metrics-out file");
@@ -490,6 +500,10 @@ std::function<int()> add_train_command(CLI::App& app) {
              "run on this many local workers (lockstep launch); 0: train in this process");
   add_number(cmd, "--max-restarts", a->max_restarts, at_least(0), "an integer from 0 to 2^31-1",
              "with --workers: restarts of the group after a failure");
+  add_gradient_compression_option(cmd, a->gradient_compression);
+  cmd->add_option("--cluster-token-file", a->cluster_token_file,
+                  "file holding the job's secret, which every worker must share (LOCKSTEP_CLUSTER_TOKEN_FILE)")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--backup-dir", a->backup_dir,
                   "back training up to this directory and resume from it after a restart (BackupAndRestore)")
       ->check(non_empty);

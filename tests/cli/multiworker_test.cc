@@ -69,6 +69,50 @@ TEST_F(MultiWorker, FitOnTwoWorkersKeepsWeightsIdentical) {
   EXPECT_NE(r.out.find("[worker 0]"), std::string::npos) << r.out;
 }
 
+// --gradient-compression bfloat16 reaches every launched worker: their weights stay identical to each
+// other and differ from the float32 run's.
+TEST_F(MultiWorker, BFloat16GradientsKeepWorkersIdenticalAndChangeTheWeights) {
+  auto run = [&](const std::string& compression) {
+    const std::string out = (dir_ / (compression + ".json")).string();
+    Result r = run_lockstep("train --workers 2 --epochs 1 --steps-per-epoch 4 --batch-size 32 --optimizer sgd "
+                            "--gradient-compression " + compression + " --metrics-out " + out + data());
+    EXPECT_EQ(r.code, 0) << r.err << r.out;
+    return json::parse(read_all(out))["weights_sha256_per_worker"].get<std::vector<std::string>>();
+  };
+  auto bf16 = run("bfloat16"), f32 = run("none");
+  ASSERT_EQ(bf16.size(), 2u);
+  ASSERT_EQ(f32.size(), 2u);
+  EXPECT_EQ(bf16[0], bf16[1]);
+  EXPECT_EQ(f32[0], f32[1]);
+  EXPECT_NE(bf16[0], f32[0]);
+}
+
+// A process that claims worker 1's place with another cluster token is refused with one line and exit 2,
+// the chief logs the refusal with the caller's address, and the rightful job trains to the end.
+TEST_F(MultiWorker, AWorkerWithTheWrongTokenIsRefusedWhileTheJobTrains) {
+  const std::string args = "train --epochs 1 --steps-per-epoch 5 --batch-size 32" + data();
+  const std::vector<int> ports = {free_port(), free_port()};
+  auto env = [&](const std::string& token, int index) {
+    return "LOCKSTEP_CLUSTER_TOKEN=" + token + " TF_CONFIG='" + tf_config(ports, index) + "'";
+  };
+  Worker impostor(args, env("not-the-job-token", 1), dir_, "impostor");
+  Worker chief(args, env("the-job-token", 0), dir_, "chief");
+  Worker worker(args, env("the-job-token", 1), dir_, "worker");
+  auto refused = impostor.wait(120s);
+  ASSERT_TRUE(refused.has_value()) << "the impostor was not refused";
+  EXPECT_EQ(exit_code(*refused), 2) << impostor.err();
+  const std::string message = impostor.err();
+  EXPECT_NE(message.find("refused this task's cluster token"), std::string::npos) << message;
+  EXPECT_EQ(std::count(message.begin(), message.end(), '\n'), 1) << message;
+  for (Worker* w : {&chief, &worker}) {
+    auto s = w->wait(240s);
+    ASSERT_TRUE(s.has_value()) << "a rightful worker did not finish";
+    EXPECT_EQ(exit_code(*s), 0) << w->err();
+  }
+  EXPECT_NE(chief.err().find("refused a call from ipv4:127.0.0.1:"), std::string::npos) << chief.err();
+  EXPECT_EQ((chief.err() + worker.err()).find("the-job-token"), std::string::npos);
+}
+
 TEST_F(MultiWorker, ChiefAndWorkerEvaluateATestSetSmallerThanTheGlobalBatch) {
   // TF_CONFIG with a chief job (rank 0) and one worker; the 64 test images are fewer than one global test
   // batch, so evaluation must spread them over both replicas instead of skipping them.

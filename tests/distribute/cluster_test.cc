@@ -138,6 +138,15 @@ const std::vector<BadConfig> kBadConfigs = {
     {"Environment",
      R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 0}, "environment": "mars"})",
      "environment is \"mars\", expected \"cloud\""},
+    {"EnvironmentObjectName",
+     R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 0}, "environment": {"name": 3}})",
+     "environment.name is 3, expected \"cloud\""},
+    {"EnvironmentUnknownMember",
+     R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 0}, "environment": {"token": "x"}})",
+     "environment has an unknown member \"token\""},
+    {"EnvironmentFileNotAString",
+     R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 0}, "environment": {"tls_ca_file": ""}})",
+     "environment.tls_ca_file is \"\", expected a file name"},
 };
 
 class TFConfigMalformed : public ::testing::TestWithParam<BadConfig> {};
@@ -216,6 +225,19 @@ TEST(TFConfig, KubeflowTFJobForm) {
   EXPECT_EQ(r.world_size(), 3);
   EXPECT_FALSE(r.is_chief());
   EXPECT_EQ(r.chief().address, "mnist-chief-0.kubeflow.svc:2222");
+}
+
+// lockstep's object form of "environment" names the cluster token and TLS files.
+TEST(TFConfig, EnvironmentObjectNamesTheSecurityFiles) {
+  TFConfigClusterResolver r(R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 0},
+      "environment": {"name": "cloud", "cluster_token_file": "/run/token", "tls_cert_file": "c.pem",
+                      "tls_key_file": "k.pem", "tls_ca_file": "ca.pem"}})");
+  EXPECT_EQ(r.environment(), "cloud");
+  EXPECT_EQ(r.security_files().cluster_token_file, "/run/token");
+  EXPECT_EQ(r.security_files().tls_cert_file, "c.pem");
+  EXPECT_EQ(r.security_files().tls_key_file, "k.pem");
+  EXPECT_EQ(r.security_files().tls_ca_file, "ca.pem");
+  EXPECT_EQ(TFConfigClusterResolver(R"({"environment": {"cluster_token_file": "t"}})").environment(), "");
 }
 
 TEST(TFConfig, IgnoresKeysTFIgnores) {  // AI Platform adds "job" and task "trial"

@@ -15,13 +15,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <grpcpp/grpcpp.h>
+
 #include <climits>
+#include <filesystem>
+#include <fstream>
 #include <condition_variable>
 #include <cstdio>
 #include <future>
 #include <mutex>
 #include <thread>
 
+#include "distribute/coordination/coordination.grpc.pb.h"
 #include "lockstep/core/error.h"
 
 extern char** environ;
@@ -365,8 +370,152 @@ TEST(CoordinationTest, TakenPortIsReported) {
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
   CoordinationOptions o = options_for(0, 1, ntohs(address.sin_port));
   const std::string message = error_of<UnavailableError>([&] { CoordinationClient c(o); });
-  EXPECT_NE(message.find("chief:0 cannot start the coordination service on 0.0.0.0:"), std::string::npos) << message;
+  EXPECT_NE(message.find("chief:0 cannot start the coordination service on 127.0.0.1:"), std::string::npos) << message;
   ::close(fd);
+}
+
+// ---- The cluster token and TLS ----
+
+std::vector<CoordinationOptions> with_token(std::vector<CoordinationOptions> options, const std::string& token) {
+  for (CoordinationOptions& o : options) o.security.token = token;
+  return options;
+}
+
+// A task with another token (or none) is refused with a ValueError naming the token, and the job goes on.
+TEST(CoordinationSecurityTest, AWrongTokenIsRefusedAndTheJobCarriesOn) {
+  const int port = free_port();
+  std::vector<ErrorLog> errors(2);
+  auto options = with_token({options_for(0, 2, port, &errors[0]), options_for(1, 2, port, &errors[1])}, "s3cret-token");
+  auto rightful = start(options);
+  for (const std::string token : {"s3cret-tokeN", "s3cret", "", "s3cret-token-and-more"}) {
+    CoordinationOptions impostor = options[1];
+    impostor.security.token = token;
+    impostor.on_error = nullptr;
+    const std::string message = error_of<ValueError>([&] { CoordinationClient c(impostor); });
+    EXPECT_NE(message.find("refused this task's cluster token"), std::string::npos) << token << ": " << message;
+    EXPECT_EQ(message.find("s3cret"), std::string::npos) << "the message shows a token: " << message;
+  }
+  std::vector<Client> clients;
+  for (auto& c : rightful) clients.push_back(c.get());
+  clients[0]->set("k", "v");
+  EXPECT_EQ(clients[1]->get("k", 1s), "v");
+  shutdown_all(clients);
+  for (ErrorLog& e : errors) EXPECT_EQ(e.count(), 0u);
+}
+
+// A raw gRPC client without the token gets UNAUTHENTICATED and nothing else: no value, no write, no barrier.
+TEST(CoordinationSecurityTest, ACallWithoutTheTokenGetsNothingFromTheStore) {
+  namespace pb = ::lockstep::coordination;
+  const int port = free_port();
+  std::vector<ErrorLog> errors(2);
+  std::vector<Client> clients;
+  for (auto& c : start(with_token({options_for(0, 2, port, &errors[0]), options_for(1, 2, port, &errors[1])}, "tok")))
+    clients.push_back(c.get());
+  clients[0]->set("gloo/secret", "rendezvous");
+  auto stub = pb::Coordination::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  auto call = [](const std::string& token, auto rpc) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+    if (!token.empty()) ctx.AddMetadata("lockstep-cluster-token", token);
+    return rpc(&ctx).error_code();
+  };
+  pb::GetRequest get;
+  get.mutable_task()->set_rank(1);
+  get.set_key("gloo/secret");
+  pb::GetResponse value;
+  for (const std::string token : {"", "tak", "to"}) {
+    EXPECT_EQ(call(token, [&](grpc::ClientContext* c) { return stub->Get(c, get, &value); }), grpc::StatusCode::UNAUTHENTICATED);
+    EXPECT_EQ(value.value(), "");
+  }
+  pb::SetRequest set;
+  set.mutable_task()->set_rank(1);
+  set.set_key("gloo/secret");
+  set.set_value("forged");
+  pb::Empty empty;
+  EXPECT_EQ(call("", [&](grpc::ClientContext* c) { return stub->Set(c, set, &empty); }), grpc::StatusCode::UNAUTHENTICATED);
+  pb::ReportErrorRequest report;
+  report.mutable_task()->set_rank(1);
+  EXPECT_EQ(call("", [&](grpc::ClientContext* c) { return stub->ReportError(c, report, &empty); }),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(clients[1]->get("gloo/secret", 1s), "rendezvous");
+  shutdown_all(clients);
+  for (ErrorLog& e : errors) EXPECT_EQ(e.count(), 0u);
+}
+
+class ClusterSecurityEnvironment : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("lockstep-security-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+    for (const char* name : kVariables) ::unsetenv(name);
+  }
+  void TearDown() override {
+    for (const char* name : kVariables) ::unsetenv(name);
+    std::filesystem::remove_all(dir_);
+  }
+  std::string file(const std::string& name, const std::string& text) {
+    const std::string path = (dir_ / name).string();
+    std::ofstream(path) << text;
+    std::filesystem::permissions(path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    return path;
+  }
+  static constexpr const char* kVariables[] = {"LOCKSTEP_CLUSTER_TOKEN", "LOCKSTEP_CLUSTER_TOKEN_FILE",
+                                               "LOCKSTEP_TLS_CERT_FILE", "LOCKSTEP_TLS_KEY_FILE",
+                                               "LOCKSTEP_TLS_CA_FILE", "LOCKSTEP_BIND_ALL_INTERFACES"};
+  std::filesystem::path dir_;
+};
+
+TEST_F(ClusterSecurityEnvironment, TokenFromTheVariableTheFileOrTfConfig) {
+  EXPECT_EQ(load_cluster_security({}).token, "");
+  const std::string from_config = file("config-token", "from-config\n");
+  EXPECT_EQ(load_cluster_security({.cluster_token_file = from_config}).token, "from-config");
+  ::setenv("LOCKSTEP_CLUSTER_TOKEN_FILE", file("env-token", "from-env-file \n\n").c_str(), 1);
+  EXPECT_EQ(load_cluster_security({.cluster_token_file = from_config}).token, "from-env-file");
+  ::setenv("LOCKSTEP_CLUSTER_TOKEN", "from-variable", 1);
+  EXPECT_EQ(load_cluster_security({.cluster_token_file = from_config}).token, "from-variable");
+  ::setenv("LOCKSTEP_BIND_ALL_INTERFACES", "1", 1);
+  EXPECT_TRUE(load_cluster_security({}).bind_all_interfaces);
+  ::setenv("LOCKSTEP_BIND_ALL_INTERFACES", "yes", 1);
+  EXPECT_THROW(load_cluster_security({}), ValueError);
+}
+
+TEST_F(ClusterSecurityEnvironment, BadTokenFilesAreOneLineErrors) {
+  auto message = [](const std::string& path) {
+    return error_of<ValueError>([&] { load_cluster_security({.cluster_token_file = path}); });
+  };
+  EXPECT_NE(message((dir_ / "missing").string()).find("cannot be read"), std::string::npos);
+  EXPECT_NE(message(file("empty", " \n")).find("is empty"), std::string::npos);
+  EXPECT_NE(message(file("huge", std::string(5000, 'x'))).find("is over 4096 bytes"), std::string::npos);
+  EXPECT_NE(message(dir_.string()).find("the cluster token file"), std::string::npos);
+}
+
+// TLS from a self-signed certificate: tasks that trust it register and use the store; a plaintext task
+// cannot reach the service.
+TEST_F(ClusterSecurityEnvironment, TlsWithASelfSignedCertificate) {
+  const std::string key = (dir_ / "key.pem").string(), cert = (dir_ / "cert.pem").string();
+  const std::string command = "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost -addext "
+                              "subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout " + key + " -out " + cert +
+                              " >/dev/null 2>&1";
+  if (std::system(command.c_str()) != 0) GTEST_SKIP() << "openssl cannot make a test certificate here";
+  const int port = free_port();
+  std::vector<ErrorLog> errors(2);
+  auto options = with_token({options_for(0, 2, port, &errors[0]), options_for(1, 2, port, &errors[1])}, "tls-token");
+  options[0].security.tls_cert_file = cert;
+  options[0].security.tls_key_file = key;
+  options[1].security.tls_ca_file = cert;
+  CoordinationOptions plaintext = options[1];
+  plaintext.security.tls_ca_file.clear();
+  plaintext.startup_timeout = 2s;
+  plaintext.on_error = nullptr;
+  auto rightful = start(options);
+  EXPECT_THROW(CoordinationClient c(plaintext), UnavailableError);
+  std::vector<Client> clients;
+  for (auto& c : rightful) clients.push_back(c.get());
+  clients[1]->set("over", "tls");
+  EXPECT_EQ(clients[0]->get("over", 1s), "tls");
+  shutdown_all(clients);
+  for (ErrorLog& e : errors) EXPECT_EQ(e.count(), 0u);
 }
 
 // ---- Clients in real processes ----

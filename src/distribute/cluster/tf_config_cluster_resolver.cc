@@ -107,12 +107,31 @@ TFConfigClusterResolver::TFConfigClusterResolver(const std::string& tf_config_js
            ", expected \"grpc\" (the only one lockstep speaks): set \"rpc_layer\": \"grpc\" or remove it");
   }
   if (config.contains("environment")) {
+    // TF's string, or lockstep's object: {"name": <the string>, "cluster_token_file": ..., "tls_cert_file": ...,
+    // "tls_key_file": ..., "tls_ca_file": ...}, every member optional.
     const json& env = config["environment"];
-    const std::string value = env.is_string() ? env.get<std::string>() : "";
+    const json name = env.is_object() ? env.value("name", json("local")) : env;
+    const std::string value = name.is_string() ? name.get<std::string>() : "";
     if (value != "cloud" && value != "google" && value != "local")
-      fail("TF_CONFIG: environment is ", show(env),
+      fail("TF_CONFIG: environment", env.is_object() ? ".name" : "", " is ", show(name),
            ", expected \"cloud\", \"google\" or \"local\": use one of them or remove it");
     environment_ = value == "local" ? "" : value;  // TF's default environment is "local"
+    if (env.is_object()) {
+      for (const auto& [key, file] : env.items()) {
+        std::string* field = key == "cluster_token_file" ? &security_files_.cluster_token_file
+                             : key == "tls_cert_file"    ? &security_files_.tls_cert_file
+                             : key == "tls_key_file"     ? &security_files_.tls_key_file
+                             : key == "tls_ca_file"      ? &security_files_.tls_ca_file
+                                                         : nullptr;
+        if (key == "name") continue;
+        if (!field)
+          fail("TF_CONFIG: environment has an unknown member \"", key, "\": the members are name, cluster_token_file, "
+               "tls_cert_file, tls_key_file and tls_ca_file");
+        if (!file.is_string() || file.get<std::string>().empty())
+          fail("TF_CONFIG: environment.", key, " is ", show(file), ", expected a file name (a non-empty string)");
+        *field = file.get<std::string>();
+      }
+    }
   }
 
   const bool has_cluster = config.contains("cluster"), has_task = config.contains("task");

@@ -1,6 +1,8 @@
 // Internals shared by the coordination service and its client: how messages name tasks, the fingerprint
 // comparison, and the service class that rank 0's client owns.
 #pragma once
+#include <grpcpp/grpcpp.h>
+
 #include <chrono>
 #include <memory>
 #include <string>
@@ -39,11 +41,22 @@ std::string format_seconds(std::chrono::milliseconds duration);
 std::string fingerprint_difference(const std::string& chief_fingerprint, const std::string& task_fingerprint,
                                    const std::string& chief_name, const std::string& task_name);
 
+// The metadata key every call carries the cluster token in.
+inline constexpr const char* kTokenMetadata = "lockstep-cluster-token";
+// Adds the token to a call (nothing when the job has none).
+void add_cluster_token(grpc::ClientContext& ctx, const ClusterSecurity& security);
+// Whether a call carries `token` (always, when `token` is empty); constant time in the token's content.
+bool token_matches(const grpc::ServerContext& ctx, const std::string& token);
+// Plaintext, or TLS from the PEM files (ValueError naming a file that cannot be read).
+std::shared_ptr<grpc::ServerCredentials> server_credentials(const ClusterSecurity& security);
+std::shared_ptr<grpc::ChannelCredentials> channel_credentials(const ClusterSecurity& security);
+
 // The gRPC server rank 0 runs in-process. It holds the registrations, the key-value store and the barriers,
 // watches every task (heartbeats and the watch stream), and pushes a failure to every task's watch stream.
 class CoordinationService {
  public:
-  // Listens on 0.0.0.0:<port of options.service_address>; UnavailableError when the port cannot be bound.
+  // Listens on options.service_address (every interface at its port under security.bind_all_interfaces);
+  // UnavailableError when the address cannot be bound.
   explicit CoordinationService(const CoordinationOptions& options);
   // Wakes every waiting call, then stops the server after a short grace period for the answers in flight.
   ~CoordinationService();

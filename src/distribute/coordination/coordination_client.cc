@@ -134,6 +134,7 @@ template <typename Rpc>
 grpc::Status CoordinationClient::Impl::call(milliseconds timeout, Rpc rpc) {
   grpc::ClientContext ctx;
   ctx.set_deadline(deadline_after(timeout));
+  add_cluster_token(ctx, options.security);
   {
     std::lock_guard lock(mu);
     if (failed) return {grpc::StatusCode::ABORTED, failure};
@@ -162,6 +163,7 @@ void CoordinationClient::Impl::raise(const grpc::Status& status, const std::stri
     case grpc::StatusCode::INVALID_ARGUMENT:
     case grpc::StatusCode::FAILED_PRECONDITION:
     case grpc::StatusCode::ALREADY_EXISTS:
+    case grpc::StatusCode::UNAUTHENTICATED:
       throw ValueError(message);
     default:
       throw UnavailableError(lost_service_message());
@@ -180,7 +182,7 @@ void CoordinationClient::Impl::connect() {
   // A connection of its own, so that this client's death closes a socket the service notices.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
-  channel = grpc::CreateCustomChannel(options.service_address, grpc::InsecureChannelCredentials(), args);
+  channel = grpc::CreateCustomChannel(options.service_address, channel_credentials(options.security), args);
   stub = pb::Coordination::NewStub(channel);
   LS_CHECK(channel->WaitForConnected(deadline_after(remaining(deadline))), UnavailableError, labels.name(options.rank),
            " cannot reach the coordination service of ", labels.service_label(), " after ",
@@ -238,6 +240,7 @@ void CoordinationClient::Impl::watch() {
   // No deadline: the stream lives as long as the task; the heartbeats bound how long a silent service goes
   // unnoticed.
   grpc::ClientContext ctx;
+  add_cluster_token(ctx, options.security);
   {
     std::lock_guard lock(mu);
     if (stopping) return;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <map>
+#include <set>
 #include <mutex>
 #include <thread>
 
@@ -29,6 +30,9 @@ constexpr milliseconds kStopGrace{1000};
 // Values in the store may be large (rendezvous blobs); gRPC's default limit is 4 MiB.
 constexpr int kMaxMessageBytes = 64 << 20;
 
+// Refusals logged with their caller's address; further ones from new addresses are counted in one line.
+constexpr size_t kMaxLoggedRefusals = 64;
+
 // Why a wait ended.
 enum class Wake { ready, failed, stopping, timeout, cancelled };
 
@@ -51,13 +55,13 @@ class CoordinationService::Impl final : public pb::Coordination::Service {
   void wait_failure_delivered(milliseconds timeout);
 
   grpc::Status Register(grpc::ServerContext* ctx, const pb::RegisterRequest* req, pb::Empty*) override;
-  grpc::Status Heartbeat(grpc::ServerContext*, const pb::Task* req, pb::Empty*) override;
+  grpc::Status Heartbeat(grpc::ServerContext* ctx, const pb::Task* req, pb::Empty*) override;
   grpc::Status Watch(grpc::ServerContext* ctx, const pb::Task* req, grpc::ServerWriter<pb::Event>* writer) override;
-  grpc::Status Set(grpc::ServerContext*, const pb::SetRequest* req, pb::Empty*) override;
+  grpc::Status Set(grpc::ServerContext* ctx, const pb::SetRequest* req, pb::Empty*) override;
   grpc::Status Get(grpc::ServerContext* ctx, const pb::GetRequest* req, pb::GetResponse* resp) override;
   grpc::Status Barrier(grpc::ServerContext* ctx, const pb::BarrierRequest* req, pb::Empty*) override;
   grpc::Status Shutdown(grpc::ServerContext* ctx, const pb::BarrierRequest* req, pb::Empty*) override;
-  grpc::Status ReportError(grpc::ServerContext*, const pb::ReportErrorRequest* req, pb::Empty*) override;
+  grpc::Status ReportError(grpc::ServerContext* ctx, const pb::ReportErrorRequest* req, pb::Empty*) override;
 
  private:
   struct Task {
@@ -80,6 +84,8 @@ class CoordinationService::Impl final : public pb::Coordination::Service {
   Wake wait(std::unique_lock<std::mutex>& lock, grpc::ServerContext* ctx, Clock::time_point deadline, Ready ready);
   grpc::Status wake_status(Wake wake, const std::string& timeout_message) const;
   grpc::Status check_task(const pb::Task& task) const;
+  // UNAUTHENTICATED, logged once per caller address, for a call without the job's cluster token.
+  grpc::Status authenticate(const grpc::ServerContext& ctx);
   void finish_registration();
   void fail_job(int rank, const std::string& reason);
   grpc::Status pass_barrier(std::unique_lock<std::mutex>& lock, grpc::ServerContext* ctx, BarrierState& barrier,
@@ -104,6 +110,9 @@ class CoordinationService::Impl final : public pb::Coordination::Service {
   BarrierState shutdown_barrier_;
   bool stopping_ = false;
 
+  std::mutex refused_mu_;
+  std::set<std::string> refused_peers_;  // logged ones, at most kMaxLoggedRefusals
+
   std::unique_ptr<grpc::Server> server_;
   std::thread monitor_;
 };
@@ -120,10 +129,10 @@ CoordinationService::Impl::Impl(const CoordinationOptions& options)
   const std::string port = colon == std::string::npos ? "" : address.substr(colon + 1);
   LS_CHECK(!port.empty() && port.find_first_not_of("0123456789") == std::string::npos, ValueError, labels_.name(0),
            "'s address \"", address, "\" has no port: TF_CONFIG addresses are \"host:port\"");
-  const std::string listen = "0.0.0.0:" + port;
+  const std::string listen = options_.security.bind_all_interfaces ? "0.0.0.0:" + port : address;
   int bound_port = 0;
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &bound_port);
+  builder.AddListeningPort(listen, server_credentials(options_.security), &bound_port);
   builder.RegisterService(this);
   // gRPC sets SO_REUSEPORT by default, which would let a second job silently share the port.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
@@ -131,10 +140,18 @@ CoordinationService::Impl::Impl(const CoordinationOptions& options)
   server_ = builder.BuildAndStart();
   LS_CHECK(server_ && bound_port != 0, UnavailableError, labels_.name(0), " cannot start the coordination service on ",
            listen,
-           ": the port is in use (another job or a stale process?); free it or give the chief another port in "
-           "TF_CONFIG");
+           ": the port is in use (another job or a stale process?) or the host is not one of this machine's; free "
+           "the port, give the chief another address in TF_CONFIG, or set LOCKSTEP_BIND_ALL_INTERFACES=1 when the "
+           "address is not the container's own");
   monitor_ = std::thread([this] { monitor_heartbeats(); });
-  log(LogLevel::debug, "coordination service of ", labels_.service_label(), " listening on ", listen);
+  const std::string host = address.substr(0, colon);
+  const bool loopback = !options_.security.bind_all_interfaces &&
+                        (host == "localhost" || host.starts_with("127.") || host == "[::1]");
+  if (options_.security.token.empty() && !loopback)
+    log(LogLevel::warning, "the coordination service on ", listen, " has no cluster token: anyone who reaches it "
+        "can join the job; set LOCKSTEP_CLUSTER_TOKEN (or --cluster-token-file) on every task");
+  log(LogLevel::debug, "coordination service of ", labels_.service_label(), " listening on ", listen,
+      options_.security.tls() ? " (TLS)" : "");
 }
 
 CoordinationService::Impl::~Impl() {
@@ -195,7 +212,25 @@ grpc::Status CoordinationService::Impl::check_task(const pb::Task& task) const {
   return grpc::Status::OK;
 }
 
+grpc::Status CoordinationService::Impl::authenticate(const grpc::ServerContext& ctx) {
+  if (token_matches(ctx, options_.security.token)) return grpc::Status::OK;
+  const std::string peer = ctx.peer();
+  {
+    std::lock_guard lock(refused_mu_);
+    if (refused_peers_.size() < kMaxLoggedRefusals && refused_peers_.insert(peer).second) {
+      log(LogLevel::warning, "coordination service of ", labels_.service_label(), " refused a call from ", peer,
+          ": it did not carry the job's cluster token");
+      if (refused_peers_.size() == kMaxLoggedRefusals) log(LogLevel::warning, "further refused callers are not logged");
+    }
+  }
+  return {grpc::StatusCode::UNAUTHENTICATED,
+          "the coordination service of " + labels_.service_label() +
+              " refused this task's cluster token (missing or different from the chief's): give every task the "
+              "job's token (LOCKSTEP_CLUSTER_TOKEN or --cluster-token-file)"};
+}
+
 grpc::Status CoordinationService::Impl::Register(grpc::ServerContext* ctx, const pb::RegisterRequest* req, pb::Empty*) {
+  if (grpc::Status refused = authenticate(*ctx); !refused.ok()) return refused;
   const int rank = req->task().rank();
   const uint64_t incarnation = req->task().incarnation();
   std::unique_lock lock(mu_);
@@ -276,7 +311,8 @@ void CoordinationService::Impl::fail_job(int rank, const std::string& reason) {
   cv_.notify_all();
 }
 
-grpc::Status CoordinationService::Impl::Heartbeat(grpc::ServerContext*, const pb::Task* req, pb::Empty*) {
+grpc::Status CoordinationService::Impl::Heartbeat(grpc::ServerContext* ctx, const pb::Task* req, pb::Empty*) {
+  if (grpc::Status refused = authenticate(*ctx); !refused.ok()) return refused;
   std::lock_guard lock(mu_);
   if (grpc::Status status = check_task(*req); !status.ok()) return status;
   // A task declared failed (it was stopped, then resumed) learns it here too.
@@ -287,6 +323,7 @@ grpc::Status CoordinationService::Impl::Heartbeat(grpc::ServerContext*, const pb
 
 grpc::Status CoordinationService::Impl::Watch(grpc::ServerContext* ctx, const pb::Task* req,
                                               grpc::ServerWriter<pb::Event>* writer) {
+  if (grpc::Status refused = authenticate(*ctx); !refused.ok()) return refused;
   const int rank = req->rank();
   std::unique_lock lock(mu_);
   if (grpc::Status status = check_task(*req); !status.ok()) return status;
@@ -324,7 +361,8 @@ grpc::Status CoordinationService::Impl::Watch(grpc::ServerContext* ctx, const pb
   return grpc::Status::OK;
 }
 
-grpc::Status CoordinationService::Impl::Set(grpc::ServerContext*, const pb::SetRequest* req, pb::Empty*) {
+grpc::Status CoordinationService::Impl::Set(grpc::ServerContext* ctx, const pb::SetRequest* req, pb::Empty*) {
+  if (grpc::Status refused = authenticate(*ctx); !refused.ok()) return refused;
   std::lock_guard lock(mu_);
   if (grpc::Status status = check_task(req->task()); !status.ok()) return status;
   if (failed_) return {grpc::StatusCode::ABORTED, failure_};
@@ -335,6 +373,7 @@ grpc::Status CoordinationService::Impl::Set(grpc::ServerContext*, const pb::SetR
 
 grpc::Status CoordinationService::Impl::Get(grpc::ServerContext* ctx, const pb::GetRequest* req,
                                             pb::GetResponse* resp) {
+  if (grpc::Status refused = authenticate(*ctx); !refused.ok()) return refused;
   std::unique_lock lock(mu_);
   if (grpc::Status status = check_task(req->task()); !status.ok()) return status;
   if (failed_) return {grpc::StatusCode::ABORTED, failure_};
@@ -385,6 +424,7 @@ grpc::Status CoordinationService::Impl::pass_barrier(std::unique_lock<std::mutex
 }
 
 grpc::Status CoordinationService::Impl::Barrier(grpc::ServerContext* ctx, const pb::BarrierRequest* req, pb::Empty*) {
+  if (grpc::Status refused = authenticate(*ctx); !refused.ok()) return refused;
   std::unique_lock lock(mu_);
   if (grpc::Status status = check_task(req->task()); !status.ok()) return status;
   if (failed_) return {grpc::StatusCode::ABORTED, failure_};
@@ -393,6 +433,7 @@ grpc::Status CoordinationService::Impl::Barrier(grpc::ServerContext* ctx, const 
 }
 
 grpc::Status CoordinationService::Impl::Shutdown(grpc::ServerContext* ctx, const pb::BarrierRequest* req, pb::Empty*) {
+  if (grpc::Status refused = authenticate(*ctx); !refused.ok()) return refused;
   std::unique_lock lock(mu_);
   if (grpc::Status status = check_task(req->task()); !status.ok()) return status;
   // From here on the task may go quiet and hang up: it is done, whatever the barrier's outcome.
@@ -402,8 +443,9 @@ grpc::Status CoordinationService::Impl::Shutdown(grpc::ServerContext* ctx, const
                       "the shutdown barrier");
 }
 
-grpc::Status CoordinationService::Impl::ReportError(grpc::ServerContext*, const pb::ReportErrorRequest* req,
+grpc::Status CoordinationService::Impl::ReportError(grpc::ServerContext* ctx, const pb::ReportErrorRequest* req,
                                                     pb::Empty*) {
+  if (grpc::Status refused = authenticate(*ctx); !refused.ok()) return refused;
   std::lock_guard lock(mu_);
   if (grpc::Status status = check_task(req->task()); !status.ok()) return status;
   fail_job(req->task().rank(), req->message());

@@ -69,6 +69,17 @@ CommunicationImplementation choose_collective(CommunicationImplementation reques
              "it with mpirun -np N, or use AUTO or RING");
   return requested;
 }
+
+// LOCKSTEP_GRADIENT_COMPRESSION=none|bfloat16 applies when the program left the option at NONE.
+GradientCompression choose_compression(GradientCompression requested) {
+  const char* v = std::getenv("LOCKSTEP_GRADIENT_COMPRESSION");
+  if (!v || requested != GradientCompression::NONE) return requested;
+  const std::string value = v;
+  LS_CHECK(value == "none" || value == "bfloat16", ValueError, "LOCKSTEP_GRADIENT_COMPRESSION='",
+           value.size() > 24 ? value.substr(0, 20) + "..." : value,
+           "' is not a gradient compression: set it to none or bfloat16, or unset it");
+  return value == "bfloat16" ? GradientCompression::BFLOAT16 : GradientCompression::NONE;
+}
 }  // namespace
 
 Strategy& get_strategy() { return t_current ? *t_current : default_strategy(); }
@@ -154,6 +165,7 @@ void ReplicaPool::run(const std::function<void(int)>& fn, const std::function<vo
 Strategy::Strategy(int num_local_replicas, std::unique_ptr<ClusterResolver> resolver, CommunicationOptions options)
     : num_local_(num_local_replicas), resolver_(std::move(resolver)), options_(options), impl_(std::make_unique<Impl>()) {
   LS_CHECK(num_local_ >= 1, ValueError, "a strategy needs at least one replica, got ", num_local_);
+  options_.gradient_compression = choose_compression(options_.gradient_compression);
   if (num_local_ > 1) {
     impl_->local = std::make_unique<LocalGroup>(num_local_);
     for (int r = 0; r < num_local_; ++r) impl_->local_comms.push_back(impl_->local->communicator(r));
@@ -207,6 +219,8 @@ void Strategy::connect_workers() {
   c.incarnation = std::random_device{}() * 0x100000001ull + static_cast<uint64_t>(::getpid());
   c.startup_timeout = timeout_from_env("LOCKSTEP_STARTUP_TIMEOUT", c.startup_timeout);
   c.heartbeat_timeout = timeout_from_env("LOCKSTEP_HEARTBEAT_TIMEOUT", c.heartbeat_timeout);
+  const auto* tf_config = dynamic_cast<const TFConfigClusterResolver*>(resolver_.get());
+  c.security = load_cluster_security(tf_config ? tf_config->security_files() : ClusterSecurityFiles{});
   impl_->coordination = std::make_unique<CoordinationClient>(c);
 
   if (backend == CommunicationImplementation::MPI) {

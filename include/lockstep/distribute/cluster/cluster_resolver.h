@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "lockstep/distribute/coordination/coordination.h"
+
 namespace lockstep::distribute {
 
 // tf.train.ClusterSpec: job name ("chief", "worker", "evaluator") -> task addresses ("host:port"), the
@@ -73,6 +75,8 @@ class TFConfigClusterResolver : public ClusterResolver {
   explicit TFConfigClusterResolver(const std::string& tf_config_json);  // validates; throws ValueError
   bool is_configured() const { return !spec_.empty(); }                 // a cluster was given
   std::string environment() const { return environment_; }              // "cloud", "google" or ""
+  // The files an "environment" object names: {"name": "cloud", "cluster_token_file": "/run/secrets/token"}.
+  const ClusterSecurityFiles& security_files() const { return security_files_; }
 
   ClusterSpec cluster_spec() const override { return spec_; }
   std::string task_type() const override { return task_type_; }
@@ -85,6 +89,7 @@ class TFConfigClusterResolver : public ClusterResolver {
   int task_id_ = 0;
   std::string rpc_layer_ = "grpc";
   std::string environment_;
+  ClusterSecurityFiles security_files_;
 };
 
 // tf.distribute.cluster_resolver.SlurmClusterResolver for one task per process launched by srun: every

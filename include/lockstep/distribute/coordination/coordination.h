@@ -14,9 +14,37 @@
 
 namespace lockstep::distribute {
 
+// Who may talk to the coordination service, and how (docs/security.md).
+struct ClusterSecurity {
+  // The job's shared secret. Every call carries it; the service answers any call without it, or with
+  // another, with UNAUTHENTICATED only, and logs the caller's address. Empty: no authentication.
+  std::string token;
+  // PEM files for TLS on the coordination service: the chief serves tls_cert_file with tls_key_file, and
+  // every task verifies the chief against tls_ca_file (or tls_cert_file itself, when it is self-signed).
+  // All empty: plaintext.
+  std::string tls_cert_file, tls_key_file, tls_ca_file;
+  // Listen on every interface rather than on the host of the chief's address (containers whose address in
+  // TF_CONFIG is not one of their own).
+  bool bind_all_interfaces = false;
+  bool tls() const { return !tls_cert_file.empty() || !tls_ca_file.empty(); }
+};
+
+// Where ClusterSecurity comes from: files a TF_CONFIG "environment" object names (a lockstep extension),
+// each overridden by its environment variable.
+struct ClusterSecurityFiles {
+  std::string cluster_token_file{}, tls_cert_file{}, tls_key_file{}, tls_ca_file{};
+};
+
+// LOCKSTEP_CLUSTER_TOKEN (the token itself) or else LOCKSTEP_CLUSTER_TOKEN_FILE, LOCKSTEP_TLS_CERT_FILE,
+// LOCKSTEP_TLS_KEY_FILE, LOCKSTEP_TLS_CA_FILE and LOCKSTEP_BIND_ALL_INTERFACES=1 over `files`. The token
+// file is read here: ValueError, naming it, when it is missing, unreadable, empty or over 4 KiB.
+ClusterSecurity load_cluster_security(ClusterSecurityFiles files);
+
 struct CoordinationOptions {
-  // The chief's "host:port" from TF_CONFIG; rank 0's service listens on 0.0.0.0:port.
+  // The chief's "host:port" from TF_CONFIG; rank 0's service listens on that host (or on every interface,
+  // security.bind_all_interfaces) at that port.
   std::string service_address;
+  ClusterSecurity security;
   int rank = 0;  // rank 0 is the chief and runs the service
   int world_size = 1;
   // Per rank, for messages: names such as "chief:0", "worker:1" and their "host:port". Empty: "task:<rank>".
