@@ -210,7 +210,8 @@ int run_step(const StepArgs& a) {
   LS_CHECK(!a.backup_sync || a.backup_every > 0, ValueError,
            "--backup-sync makes the backups of --backup-every synchronous: add --backup-every N");
   set_num_threads(a.threads);
-  std::unique_ptr<distribute::Strategy> strategy = make_strategy(a.replicas, {.gradient_compression = gradient_compression(a.gradient_compression)});
+  std::unique_ptr<distribute::Strategy> strategy =
+      make_strategy(a.replicas, {.gradient_compression = gradient_compression(a.gradient_compression)});
   const int64_t global = a.batch_size * strategy->num_replicas_in_sync();
   keras::Sequential model = [&] {
     auto scope = strategy->scope();

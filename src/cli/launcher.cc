@@ -231,11 +231,13 @@ std::string random_token() {
 std::vector<std::string> worker_environment(const LaunchOptions& o) {
   std::vector<std::string> env;
   bool has_threads = o.extra_env.count("OMP_NUM_THREADS") > 0;
-  bool has_token = o.extra_env.count("LOCKSTEP_CLUSTER_TOKEN") > 0 || o.extra_env.count("LOCKSTEP_CLUSTER_TOKEN_FILE") > 0;
+  bool has_token = o.extra_env.count("LOCKSTEP_CLUSTER_TOKEN") + o.extra_env.count("LOCKSTEP_CLUSTER_TOKEN_FILE") > 0;
   for (char** e = environ; *e; ++e) {
     const std::string_view entry(*e);
     const std::string name(entry.substr(0, entry.find('=')));
     if (name == "TF_CONFIG" || name == kRestartCountVariable || o.extra_env.count(name)) continue;
+    // A token file given to the launcher wins over a token inherited from its environment.
+    if (name == "LOCKSTEP_CLUSTER_TOKEN" && o.extra_env.count("LOCKSTEP_CLUSTER_TOKEN_FILE")) continue;
     has_threads |= name == "OMP_NUM_THREADS";
     has_token |= name == "LOCKSTEP_CLUSTER_TOKEN" || name == "LOCKSTEP_CLUSTER_TOKEN_FILE";
     env.emplace_back(entry);

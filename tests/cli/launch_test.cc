@@ -94,6 +94,25 @@ TEST(LaunchCli, ThreadsPerWorkerAreCoresOverWorkers) {
   EXPECT_EQ(lines_after(r.out, "[worker 0] "), std::vector<std::string>{"7"});
 }
 
+// Workers share a fresh random token unless one is given; a --cluster-token-file beats an inherited token.
+TEST(LaunchCli, WorkersShareAFreshClusterTokenUnlessOneIsGiven) {
+  const std::string show = " -- /bin/sh -c 'echo \"$LOCKSTEP_CLUSTER_TOKEN|$LOCKSTEP_CLUSTER_TOKEN_FILE\"'";
+  Result r = run_lockstep("launch -n 2" + show, "env -u LOCKSTEP_CLUSTER_TOKEN -u LOCKSTEP_CLUSTER_TOKEN_FILE", 60);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto w0 = lines_after(r.out, "[worker 0] "), w1 = lines_after(r.out, "[worker 1] ");
+  ASSERT_EQ(w0.size(), 1u);
+  EXPECT_EQ(w0, w1);
+  EXPECT_EQ(w0[0].size(), 64u + 1) << w0[0];  // 32 random bytes in hex, and no file
+  EXPECT_EQ(w0[0].find_first_not_of("0123456789abcdef"), 64u) << w0[0];
+  Result again = run_lockstep("launch -n 1" + show, "env -u LOCKSTEP_CLUSTER_TOKEN -u LOCKSTEP_CLUSTER_TOKEN_FILE", 60);
+  EXPECT_NE(lines_after(again.out, "[worker 0] "), w0);  // a new job, a new token
+
+  r = run_lockstep("launch -n 1" + show, "LOCKSTEP_CLUSTER_TOKEN=mine", 60);
+  EXPECT_EQ(lines_after(r.out, "[worker 0] "), std::vector<std::string>{"mine|"});
+  r = run_lockstep("launch -n 1 --cluster-token-file /etc/passwd" + show, "LOCKSTEP_CLUSTER_TOKEN=inherited", 60);
+  EXPECT_EQ(lines_after(r.out, "[worker 0] "), std::vector<std::string>{"|/etc/passwd"}) << r.err;
+}
+
 TEST(LaunchCli, OneFailureStopsTheOthersQuickly) {
   const auto start = Clock::now();
   Result r = run_lockstep("launch -n 3 -- " + worker("if [ $i = 1 ]; then sleep 0.3; exit 3; fi; sleep 30"), "", 60);

@@ -118,12 +118,12 @@ TFConfigClusterResolver::TFConfigClusterResolver(const std::string& tf_config_js
     environment_ = value == "local" ? "" : value;  // TF's default environment is "local"
     if (env.is_object()) {
       for (const auto& [key, file] : env.items()) {
+        if (key == "name") continue;
         std::string* field = key == "cluster_token_file" ? &security_files_.cluster_token_file
                              : key == "tls_cert_file"    ? &security_files_.tls_cert_file
                              : key == "tls_key_file"     ? &security_files_.tls_key_file
                              : key == "tls_ca_file"      ? &security_files_.tls_ca_file
                                                          : nullptr;
-        if (key == "name") continue;
         if (!field)
           fail("TF_CONFIG: environment has an unknown member \"", key, "\": the members are name, cluster_token_file, "
                "tls_cert_file, tls_key_file and tls_ca_file");
