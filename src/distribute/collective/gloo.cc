@@ -633,11 +633,12 @@ class GlooCommunicator final : public Communicator {
       const std::string op = make_message("gloo ", kind, " (tag ", options.tag, ") on ", self(), " of ", size_);
       const std::string detail = strip_location(what);
       if (is_timeout(detail)) {
-        failure_ = Failure{Failure::deadline, make_message(op, " timed out after ", options.timeout.count(),
-                                              " ms: a peer did not take part (", detail,
-                                              "); a worker stopped issuing collectives, issued them in another "
-                                              "order or is stuck: check the other workers' logs, or raise "
-                                              "CollectiveOptions.timeout if a step legitimately takes longer")};
+        failure_ = Failure{Failure::deadline,
+                           make_message(op, " timed out after ", options.timeout.count(),
+                                        " ms: a peer did not take part (", detail,
+                                        "); a worker stopped issuing collectives, issued them in another order or "
+                                        "is stuck: check the other workers' logs, or raise "
+                                        "CollectiveOptions.timeout if a step legitimately takes longer")};
       } else {
         failure_ = Failure{Failure::unavailable, lost_peer_message(op, detail)};
       }
@@ -670,7 +671,8 @@ class GlooCommunicator final : public Communicator {
     std::unique_lock lock(mutex_);
     if (stopping_) return;
     if (!failure_ && !is_timeout(what)) {
-      failure_ = Failure{Failure::unavailable, lost_peer_message(make_message("gloo on ", self(), " of ", size_), what)};
+      failure_ =
+          Failure{Failure::unavailable, lost_peer_message(make_message("gloo on ", self(), " of ", size_), what)};
     }
     const auto wake_at = Clock::now() + kWakeGrace;
     while (!stopping_ && in_flight_ > 0) {
@@ -679,9 +681,10 @@ class GlooCommunicator final : public Communicator {
         continue;
       }
       if (!failure_) {  // the collective that timed out has not recorded it yet
-        failure_ = Failure{Failure::deadline, make_message("gloo on ", self(), " of ", size_, ": a collective timed out (", what,
-                                              ") and closed the connections; raise CollectiveOptions.timeout if a "
-                                              "step legitimately takes longer")};
+        failure_ = Failure{Failure::deadline,
+                           make_message("gloo on ", self(), " of ", size_, ": a collective timed out (", what,
+                                        ") and closed the connections; raise CollectiveOptions.timeout if a step "
+                                        "legitimately takes longer")};
       }
       ++wakes_;
       const bool poison = !broken_;

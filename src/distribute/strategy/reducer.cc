@@ -93,10 +93,8 @@ void GradientReducer::ensure_layout() {
         }
         std::exception_ptr error;
         try {
-          const double s = strategy_.communication_options().timeout_seconds;
-          CollectiveOptions o{static_cast<uint32_t>(bucket + 1),
-                              std::chrono::milliseconds(static_cast<int64_t>((s > 0 ? s : 600.0) * 1000))};
-          all_reduce_bucket(*raw, raw->buffers[bucket], o);
+          all_reduce_bucket(*raw, raw->buffers[bucket],
+                            collective_options(strategy_.communication_options(), static_cast<uint32_t>(bucket + 1)));
         } catch (...) {
           error = std::current_exception();
         }

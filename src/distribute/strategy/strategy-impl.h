@@ -19,6 +19,9 @@ constexpr uint32_t kMetricsTag = 1u << 20;
 constexpr uint32_t kMergeTag = kMetricsTag + 1;
 constexpr uint32_t kInputTag = kMetricsTag + 2;
 
+// A collective's options: `tag`, and CommunicationOptions.timeout_seconds as the timeout (600 s when unset).
+CollectiveOptions collective_options(const CommunicationOptions& o, uint32_t tag);
+
 // Threads for replicas 1..n-1 that live as long as the strategy, so each keeps its per-thread state
 // (oneDNN plans, tapes) from step to step; replica 0 runs on the caller's thread.
 class ReplicaPool {

@@ -30,11 +30,8 @@ DefaultStrategy& default_strategy() {
   return *s;
 }
 
-// The collective timeout: CommunicationOptions.timeout_seconds, else 600 s.
-CollectiveOptions collective_options(const CommunicationOptions& o, uint32_t tag) {
-  const double s = o.timeout_seconds > 0 ? o.timeout_seconds : 600.0;
-  return {tag, std::chrono::milliseconds(static_cast<int64_t>(s * 1000))};
-}
+// Text from the environment, cut short enough to quote in a one-line error.
+std::string shorten(const std::string& text) { return text.size() > 24 ? text.substr(0, 20) + "..." : text; }
 
 // A timeout in seconds from the environment variable `name`, or `fallback` when it is unset. Checked here,
 // where it is read: atof made "abc" 0 s and 1e30 a negative duration.
@@ -45,7 +42,7 @@ std::chrono::milliseconds timeout_from_env(const char* name, std::chrono::millis
   double seconds = 0;
   const char* end = v + std::strlen(v);
   auto [ptr, ec] = std::from_chars(v, end, seconds);
-  const std::string shown = std::strlen(v) > 24 ? std::string(v, 20) + "..." : v;
+  const std::string shown = shorten(v);
   LS_CHECK(ec == std::errc() && ptr == end && seconds >= 0.001 && seconds <= kMaxSeconds, ValueError, name, "='",
            shown, "' is not a number of seconds from 0.001 to ", kMaxSeconds, ": set it to e.g. 120, or unset it");
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
@@ -58,8 +55,7 @@ CommunicationImplementation choose_collective(CommunicationImplementation reques
   if (const char* v = std::getenv("LOCKSTEP_COLLECTIVE")) {
     const std::string value = v;
     LS_CHECK(value == "auto" || value == "ring" || value == "mpi", ValueError, "LOCKSTEP_COLLECTIVE='",
-             value.size() > 24 ? value.substr(0, 20) + "..." : value,
-             "' is not a collective backend: set it to auto, ring (gloo) or mpi, or unset it");
+             shorten(value), "' is not a collective backend: set it to auto, ring (gloo) or mpi, or unset it");
     if (requested == AUTO) requested = value == "mpi" ? MPI : value == "ring" ? RING : AUTO;
   }
   if (requested == AUTO) return launched_by_mpi() ? MPI : RING;
@@ -76,11 +72,15 @@ GradientCompression choose_compression(GradientCompression requested) {
   if (!v || requested != GradientCompression::NONE) return requested;
   const std::string value = v;
   LS_CHECK(value == "none" || value == "bfloat16", ValueError, "LOCKSTEP_GRADIENT_COMPRESSION='",
-           value.size() > 24 ? value.substr(0, 20) + "..." : value,
-           "' is not a gradient compression: set it to none or bfloat16, or unset it");
+           shorten(value), "' is not a gradient compression: set it to none or bfloat16, or unset it");
   return value == "bfloat16" ? GradientCompression::BFLOAT16 : GradientCompression::NONE;
 }
 }  // namespace
+
+CollectiveOptions collective_options(const CommunicationOptions& o, uint32_t tag) {
+  const double s = o.timeout_seconds > 0 ? o.timeout_seconds : 600.0;
+  return {tag, std::chrono::milliseconds(static_cast<int64_t>(s * 1000))};
+}
 
 Strategy& get_strategy() { return t_current ? *t_current : default_strategy(); }
 bool has_strategy() { return t_current != nullptr; }
