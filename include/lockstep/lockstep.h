@@ -16,6 +16,7 @@
 #include "lockstep/keras/layers.h"
 #include "lockstep/keras/losses.h"
 #include "lockstep/keras/metrics.h"
+#include "lockstep/keras/mixed_precision.h"
 #include "lockstep/keras/model.h"
 #include "lockstep/keras/optimizers.h"
 #include "lockstep/tensor/ops.h"

@@ -141,6 +141,7 @@ struct StepArgs {
   int64_t backup_every = 0;
   bool backup_sync = false;
   std::string gradient_compression = "none";
+  std::string dtype_policy = "float32";
 };
 
 // Training FLOPs of one example: forward 2 x the multiply-adds of every Conv2D and Dense, backward twice the
@@ -213,6 +214,7 @@ int run_step(const StepArgs& a) {
   std::unique_ptr<distribute::Strategy> strategy =
       make_strategy(a.replicas, {.gradient_compression = gradient_compression(a.gradient_compression)});
   const int64_t global = a.batch_size * strategy->num_replicas_in_sync();
+  keras::mixed_precision::set_global_policy(a.dtype_policy);
   keras::Sequential model = [&] {
     auto scope = strategy->scope();
     keras::Sequential m = build_model(a.model);
@@ -253,8 +255,8 @@ int run_step(const StepArgs& a) {
     cross->all_reduce(&rss, 1, DType::float64, distribute::ReduceOp::MAX);
   if (!chief) return 0;
   const double s = timer->seconds(), per_step = s / static_cast<double>(a.steps);
-  std::printf("model %s, optimizer %s, %s data, %d worker(s) x %d replica(s), batch %lld per replica (global %lld)%s\n",
-              a.model.c_str(), a.optimizer.c_str(), a.dataset.c_str(), strategy->num_workers(), strategy->num_local_replicas(),
+  std::printf("model %s (%s), optimizer %s, %s data, %d worker(s) x %d replica(s), batch %lld per replica (global %lld)%s\n",
+              a.model.c_str(), a.dtype_policy.c_str(), a.optimizer.c_str(), a.dataset.c_str(), strategy->num_workers(), strategy->num_local_replicas(),
               static_cast<long long>(a.batch_size), static_cast<long long>(global),
               a.backup_every > 0 ? (", backup every " + std::to_string(a.backup_every) + " steps" +
                                     (a.backup_sync ? " (synchronous)" : " (asynchronous)")).c_str()
@@ -298,6 +300,7 @@ std::function<int()> add_bench_command(CLI::App& app) {
              "BackupAndRestore every N steps into a temporary directory (removed at the end)");
   step->add_flag("--backup-sync", st->backup_sync, "with --backup-every: synchronous saves (asynchronous by default)");
   add_gradient_compression_option(step, st->gradient_compression);
+  add_dtype_policy_option(step, st->dtype_policy);
 
   auto ar = std::make_shared<AllreduceArgs>();
   CLI::App* allreduce = bench->add_subcommand(

@@ -50,4 +50,11 @@ inline distribute::GradientCompression gradient_compression(const std::string& v
   return value == "bfloat16" ? distribute::GradientCompression::BFLOAT16 : distribute::GradientCompression::NONE;
 }
 
+// --dtype-policy float32|mixed_bfloat16 into `value`: the Keras policy set before the model is built.
+inline void add_dtype_policy_option(CLI::App* cmd, std::string& value) {
+  cmd->add_option("--dtype-policy", value,
+                  "float32 | mixed_bfloat16: Keras' mixed-precision policy (bfloat16 compute, float32 variables)")
+      ->check(CLI::IsMember({"float32", "mixed_bfloat16"}));
+}
+
 }  // namespace lockstep::cli

@@ -44,6 +44,7 @@ struct TrainArgs {
   std::string backup_dir;   // BackupAndRestore (fit) or a CheckpointManager (ctl) there; empty: none
   int64_t backup_freq = 0;  // save every this many steps; 0: at the end of every epoch
   std::string gradient_compression = "none";  // none | bfloat16 (CommunicationOptions)
+  std::string dtype_policy = "float32";       // float32 | mixed_bfloat16 (keras.mixed_precision)
   std::string cluster_token_file;  // LOCKSTEP_CLUSTER_TOKEN_FILE for this process (and launched workers)
 };
 
@@ -299,7 +300,8 @@ int run_workers(const TrainArgs& a) {
                "--steps-per-epoch", exact_text(a.steps_per_epoch), "--batch-size", exact_text(a.batch_size),
                "--optimizer", a.optimizer, "--learning-rate", exact_text(a.learning_rate), "--seed",
                exact_text(a.seed), "--threads", exact_text(a.threads), "--loop", a.loop, "--verbose",
-               exact_text(a.verbose), "--gradient-compression", a.gradient_compression};
+               exact_text(a.verbose), "--gradient-compression", a.gradient_compression,
+               "--dtype-policy", a.dtype_policy};
   for (auto [flag, value] : {std::pair{"--save-model", a.save_model}, {"--metrics-out", a.metrics_out},
                              {"--backup-dir", a.backup_dir}})
     if (!value.empty()) l.command.insert(l.command.end(), {flag, value});
@@ -396,6 +398,7 @@ int run_train(const TrainArgs& a) {
     if (!a.save_model.empty()) AtomicDirectory::check(a.save_model, "config.json");
   }
   const FaultInjection fault(strategy.worker_rank(), restarts);
+  keras::mixed_precision::set_global_policy(a.dtype_policy);
   keras::Sequential model = [&] {
     auto scope = strategy.scope();  // the model's and optimizer's variables are mirrored
     keras::Sequential m = build_model(a.model);
@@ -501,6 +504,7 @@ std::function<int()> add_train_command(CLI::App& app) {
   add_number(cmd, "--max-restarts", a->max_restarts, at_least(0), "an integer from 0 to 2^31-1",
              "with --workers: restarts of the group after a failure");
   add_gradient_compression_option(cmd, a->gradient_compression);
+  add_dtype_policy_option(cmd, a->dtype_policy);
   cmd->add_option("--cluster-token-file", a->cluster_token_file,
                   "file holding the job's secret, which every worker must share (LOCKSTEP_CLUSTER_TOKEN_FILE)")
       ->check(CLI::ExistingFile);

@@ -76,10 +76,19 @@ Tensor Layer::operator()(const Tensor& x, CallOptions options) {
   LS_CHECK(x.rank() >= 1, ValueError, "layer \"", name_, "\" needs a batch of inputs (rank >= 1), got a scalar");
   ensure_built(without_batch(x.shape()));
   check_input(x);
-  return call(x, options.training);
+  const DType compute = compute_dtype();
+  const bool castable = x.dtype() == DType::float32 || x.dtype() == DType::bfloat16;
+  return call(castable && x.dtype() != compute ? cast(x, compute) : x, options.training);
 }
 
-nlohmann::json Layer::get_config() const { return {{"name", name_}, {"trainable", true}, {"dtype", "float32"}}; }
+Tensor Layer::autocast(const Variable& v) const {
+  const DType compute = compute_dtype();
+  return v.dtype() == compute || v.dtype() != DType::float32 ? v.read() : cast(v.read(), compute);
+}
+
+nlohmann::json Layer::get_config() const {
+  return {{"name", name_}, {"trainable", true}, {"dtype", dtype_policy_.name()}};
+}
 
 std::vector<Variable> Layer::trainable_weights() const {
   std::vector<Variable> out;
@@ -197,7 +206,7 @@ Shape Conv2D::compute_output_shape(const Shape& s) const {
 }
 
 Tensor Conv2D::call(const Tensor& x, bool) {
-  return activation_(nn::conv2d(x, kernel_, opt_.use_bias ? bias_.read() : Tensor(), conv_));
+  return activation_(nn::conv2d(x, autocast(kernel_), opt_.use_bias ? autocast(bias_) : Tensor(), conv_));
 }
 
 nlohmann::json Conv2D::get_config() const {
@@ -263,16 +272,17 @@ Shape Dense::compute_output_shape(const Shape& s) const {
 }
 
 Tensor Dense::call(const Tensor& x, bool) {
+  const Tensor kernel = autocast(kernel_);
   Tensor y;
   if (x.rank() == 2) {
-    y = matmul(x, kernel_);
+    y = matmul(x, kernel);
   } else {  // applied over the last axis, as Keras does for rank > 2
     std::vector<int64_t> dims = x.shape().dims();
-    y = matmul(reshape(x, {-1, dims.back()}), kernel_);
+    y = matmul(reshape(x, {-1, dims.back()}), kernel);
     dims.back() = units_;
     y = reshape(y, Shape(dims));
   }
-  if (opt_.use_bias) y = y + bias_;
+  if (opt_.use_bias) y = y + autocast(bias_);
   return activation_(y);
 }
 
@@ -358,7 +368,9 @@ void BatchNormalization::build(const Shape& s) {
   moving_variance_ = add_weight("moving_variance", c, "ones", false);
 }
 
-Tensor BatchNormalization::call(const Tensor& x, bool training) {
+Tensor BatchNormalization::call(const Tensor& x_in, bool training) {
+  // As Keras does, the statistics of bfloat16 inputs are taken in float32 and only the result is rounded.
+  const Tensor x = x_in.dtype() == DType::bfloat16 ? cast(x_in, DType::float32) : x_in;
   std::vector<int64_t> axes;
   for (int64_t d = 0; d + 1 < x.rank(); ++d) axes.push_back(d);
   Tensor mean, variance;
@@ -390,7 +402,8 @@ Tensor BatchNormalization::call(const Tensor& x, bool training) {
     mean = moving_mean_.value();
     variance = moving_variance_.value();
   }
-  return (x - mean) * rsqrt(variance + opt_.epsilon) * gamma_ + beta_;
+  const Tensor y = (x - mean) * rsqrt(variance + opt_.epsilon) * gamma_ + beta_;
+  return y.dtype() == x_in.dtype() ? y : cast(y, x_in.dtype());
 }
 
 nlohmann::json BatchNormalization::get_config() const {
@@ -417,9 +430,14 @@ nlohmann::json Activation::get_config() const {
 
 // ---- from_config ----
 
-LayerPtr from_config(const nlohmann::json& j) {
-  const std::string cls = j.at("class_name");
-  const nlohmann::json& c = j.at("config");
+namespace {
+// A layer config's "dtype": a policy name, or Keras 3's serialised DTypePolicy object.
+mixed_precision::DTypePolicy policy_from_config(const nlohmann::json& dtype) {
+  if (dtype.is_object()) return dtype.at("config").at("name").get<std::string>();
+  return dtype.get<std::string>();
+}
+
+LayerPtr layer_from_config(const std::string& cls, const nlohmann::json& c) {
   const std::string name = c.value("name", "");
   auto dims = [](const nlohmann::json& a) { return a.get<std::vector<int64_t>>(); };
   if (cls == "InputLayer") {
@@ -463,6 +481,16 @@ LayerPtr from_config(const nlohmann::json& j) {
         BatchNormalizationOptions{.momentum = c.value("momentum", 0.99), .epsilon = c.value("epsilon", 1e-3), .name = name});
   if (cls == "Activation") return std::make_shared<Activation>(c.at("activation").get<std::string>(), name);
   throw ValueError(make_message("unknown layer class '", cls, "' in model config"));
+}
+}  // namespace
+
+LayerPtr from_config(const nlohmann::json& j) {
+  const std::string cls = j.at("class_name");
+  const nlohmann::json& c = j.at("config");
+  LayerPtr layer = layer_from_config(cls, c);
+  // An InputLayer's dtype is its input's, not a policy.
+  if (cls != "InputLayer" && c.contains("dtype")) layer->set_dtype_policy(policy_from_config(c["dtype"]));
+  return layer;
 }
 
 }  // namespace layers

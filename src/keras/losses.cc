@@ -164,7 +164,9 @@ Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred, const Tensor
            ValueError, "Please use Reduction::SUM or Reduction::NONE for loss reduction when losses are used with a "
            "distribution strategy outside compile()/fit() (loss '", name_, "' uses ", reduction_name(reduction_),
            "); with NONE, average with nn::compute_average_loss(per_example_loss, {.global_batch_size = ...})");
-  Tensor values = apply_sample_weight(call(y_true, y_pred), sample_weight);
+  // Keras computes losses in float32: a mixed_bfloat16 model's bfloat16 output is widened first.
+  const Tensor pred = y_pred.dtype() == DType::bfloat16 ? cast(y_pred, DType::float32) : y_pred;
+  Tensor values = apply_sample_weight(call(y_true, pred), sample_weight);
   if (reduction_ == Reduction::NONE || values.rank() == 0) return values;
   Tensor total = reduce_sum(values);
   if (reduction_ == Reduction::SUM) return total;

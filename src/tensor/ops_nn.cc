@@ -55,6 +55,11 @@ cpu::Pool2dShape pool_shape(const Shape& x, const Pool2dOptions& o, cpu::PoolKin
   return s;
 }
 
+// bfloat16 is computed in float32 and rounded back, as the elementwise ops do (oneDNN 2.6 has no bfloat16
+// kernels for AVX2). widen: a bfloat16 tensor as float32, anything else as it is.
+Tensor widen(const Tensor& t) { return t.defined() && t.dtype() == DType::bfloat16 ? cast(t, DType::float32) : t; }
+Tensor narrow(const Tensor& t) { return cast(t, DType::bfloat16); }
+
 // Calls f(T{}) with float or double for x's dtype.
 template <typename F> decltype(auto) visit_float(const char* op, const Tensor& x, F&& f) {
   check_float(op, x);
@@ -86,7 +91,7 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, bool ta, bool tb) {
            a_in.shape().str(), " and ", b_in.shape().str());
   detail::check_same_dtype("matmul", a_in, b_in);
   if (a_in.dtype() == DType::bfloat16)
-    return cast(matmul(cast(a_in, DType::float32), cast(b_in, DType::float32), ta, tb), DType::bfloat16);
+    return narrow(matmul(widen(a_in), widen(b_in), ta, tb));
   check_float("matmul", a_in);
   const int64_t m = ta ? a_in.dim(-1) : a_in.dim(-2), k = ta ? a_in.dim(-2) : a_in.dim(-1);
   const int64_t kb = tb ? b_in.dim(-1) : b_in.dim(-2), n = tb ? b_in.dim(-2) : b_in.dim(-1);
@@ -135,6 +140,7 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, bool ta, bool tb) {
 
 Tensor conv2d(const Tensor& x, const Tensor& filters, const Tensor& bias, const Conv2dOptions& opt) {
   detail::check_same_dtype("conv2d", x, filters);
+  if (x.dtype() == DType::bfloat16) return narrow(conv2d(widen(x), widen(filters), widen(bias), opt));
   cpu::Conv2dShape s = conv_shape(x.shape(), filters.shape(), opt);
   if (bias.defined())
     LS_CHECK(bias.rank() == 1 && bias.dim(0) == s.o && bias.dtype() == x.dtype(), InvalidArgumentError,
@@ -151,6 +157,7 @@ Tensor conv2d(const Tensor& x, const Tensor& filters, const Tensor& bias, const 
 }
 
 Tensor conv2d_backward_data(const Tensor& dy, const Tensor& filters, const Shape& x_shape, const Conv2dOptions& opt) {
+  if (dy.dtype() == DType::bfloat16) return narrow(conv2d_backward_data(widen(dy), widen(filters), x_shape, opt));
   cpu::Conv2dShape s = conv_shape(x_shape, filters.shape(), opt);
   Tensor g = dy.contiguous(), wc = filters.contiguous();
   Tensor dx = Tensor::empty(x_shape, dy.dtype());
@@ -164,6 +171,10 @@ Tensor conv2d_backward_data(const Tensor& dy, const Tensor& filters, const Shape
 
 std::pair<Tensor, Tensor> conv2d_backward_weights(const Tensor& x, const Tensor& dy, const Shape& filter_shape,
                                                   bool with_bias, const Conv2dOptions& opt) {
+  if (x.dtype() == DType::bfloat16) {
+    auto [dw, db] = conv2d_backward_weights(widen(x), widen(dy), filter_shape, with_bias, opt);
+    return {narrow(dw), with_bias ? narrow(db) : db};
+  }
   cpu::Conv2dShape s = conv_shape(x.shape(), filter_shape, opt);
   Tensor xc = x.contiguous(), g = dy.contiguous();
   Tensor dw = Tensor::empty(filter_shape, x.dtype());
@@ -179,6 +190,7 @@ std::pair<Tensor, Tensor> conv2d_backward_weights(const Tensor& x, const Tensor&
 
 namespace {
 Tensor pool_forward(const Tensor& x, const Pool2dOptions& opt, cpu::PoolKind kind, Tensor* workspace) {
+  if (x.dtype() == DType::bfloat16) return narrow(pool_forward(widen(x), opt, kind, workspace));
   cpu::Pool2dShape s = pool_shape(x.shape(), opt, kind);
   Tensor xc = x.contiguous();
   Tensor y = Tensor::empty(Shape{s.n, s.out_h(), s.out_w(), s.c}, x.dtype());
@@ -197,6 +209,7 @@ Tensor pool_forward(const Tensor& x, const Pool2dOptions& opt, cpu::PoolKind kin
 
 Tensor pool_backward(const Tensor& dy, const Shape& x_shape, const Tensor& x, const Tensor& workspace,
                      const Pool2dOptions& opt, cpu::PoolKind kind) {
+  if (dy.dtype() == DType::bfloat16) return narrow(pool_backward(widen(dy), x_shape, widen(x), workspace, opt, kind));
   cpu::Pool2dShape s = pool_shape(x_shape, opt, kind);
   Tensor g = dy.contiguous();
   Tensor dx = Tensor::empty(x_shape, dy.dtype());
@@ -228,6 +241,7 @@ Tensor avg_pool2d_backward(const Tensor& dy, const Shape& x_shape, const Pool2dO
 
 namespace {
 Tensor softmax_impl(const Tensor& x, int64_t axis, bool log) {
+  if (x.dtype() == DType::bfloat16) return narrow(softmax_impl(widen(x), axis, log));
   axis = x.shape().normalize_axis(axis);
   auto [xl, back] = axis_last(x, axis);
   Tensor y = Tensor::empty(xl.shape(), x.dtype());
@@ -245,6 +259,7 @@ Tensor softmax(const Tensor& x, int64_t axis) { return softmax_impl(x, axis, fal
 Tensor log_softmax(const Tensor& x, int64_t axis) { return softmax_impl(x, axis, true); }
 
 Tensor softmax_backward(const Tensor& y, const Tensor& dy, int64_t axis, bool log) {
+  if (y.dtype() == DType::bfloat16) return narrow(softmax_backward(widen(y), widen(dy), axis, log));
   axis = y.shape().normalize_axis(axis);
   auto [yl, back] = axis_last(y, axis);
   Tensor gl = axis_last(dy, axis).first;

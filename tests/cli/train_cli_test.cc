@@ -69,6 +69,17 @@ TEST_F(TrainCli, SavedModelLoadsBack) {
   EXPECT_EQ(model.count_params(), 2770634);
 }
 
+TEST_F(TrainCli, MixedBfloat16LearnsAndSavesItsPolicy) {
+  const fs::path dir = data_ / "mixed";
+  const std::string args = "--epochs 4 --optimizer adam --learning-rate 0.003";
+  json mixed = train(args + " --dtype-policy mixed_bfloat16 --save-model " + dir.string(), "mixed");
+  json f32 = train(args, "f32");
+  EXPECT_GE(mixed["test_accuracy"].get<double>(), 0.9);
+  EXPECT_NE(mixed["weights_sha256"], f32["weights_sha256"]);  // the policy changed the arithmetic
+  keras::Sequential model = keras::Sequential::load_model(dir.string());
+  for (const keras::LayerPtr& layer : model.layers()) EXPECT_EQ(layer->dtype_policy().name(), "mixed_bfloat16");
+}
+
 // Every user mistake: exit code 2 and one line on stderr that names the problem.
 struct BadInput {
   std::string name, args, must_mention;
@@ -114,7 +125,8 @@ INSTANTIATE_TEST_SUITE_P(
                       BadInput{"unknown_optimizer", "--dataset DATA --optimizer adagrad", "adagrad"},
                       BadInput{"unknown_model", "--dataset DATA --model resnet", "resnet"},
                       BadInput{"zero_batch", "--dataset DATA --batch-size 0", "batch-size"},
-                      BadInput{"unknown_flag", "--dataset DATA --epoch 3", "--epoch"}),
+                      BadInput{"unknown_flag", "--dataset DATA --epoch 3", "--epoch"},
+                      BadInput{"float16_policy", "--dataset DATA --dtype-policy mixed_float16", "--dtype-policy"}),
     [](const auto& info) { return info.param.name; });
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "lockstep/autograd/variable.h"
 #include "lockstep/keras/activations.h"
 #include "lockstep/keras/initializers.h"
+#include "lockstep/keras/mixed_precision.h"
 #include "lockstep/keras/regularizers.h"
 
 namespace lockstep::keras {
@@ -39,6 +40,12 @@ class Layer {
   virtual Shape compute_output_shape(const Shape& input_shape) const { return input_shape; }
   virtual nlohmann::json get_config() const;
 
+  // The global policy when the layer was made, unless set (Keras' dtype= argument): float32 or bfloat16 inputs
+  // are cast to its compute dtype before call(), weights are read in it, and outputs come in it.
+  const mixed_precision::DTypePolicy& dtype_policy() const { return dtype_policy_; }
+  DType compute_dtype() const { return dtype_policy_.compute_dtype(); }
+  void set_dtype_policy(mixed_precision::DTypePolicy policy) { dtype_policy_ = std::move(policy); }
+
   const std::vector<Variable>& weights() const { return weights_; }
   std::vector<Variable> trainable_weights() const;
   std::vector<Variable> non_trainable_weights() const;
@@ -53,9 +60,12 @@ class Layer {
                       bool trainable = true, regularizers::RegularizerPtr regularizer = nullptr);
   // Checks that a built layer is called with the feature shape it was built for.
   void check_input(const Tensor& x) const;
+  // A weight's value in the compute dtype (Keras' autocasting), recorded so its gradient reaches the variable.
+  Tensor autocast(const Variable& v) const;
 
  private:
   std::string class_name_, name_;
+  mixed_precision::DTypePolicy dtype_policy_ = mixed_precision::global_policy();
   bool built_ = false;
   Shape built_shape_;
   std::vector<Variable> weights_;
