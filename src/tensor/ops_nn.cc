@@ -90,9 +90,7 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, bool ta, bool tb) {
   LS_CHECK(a_in.rank() >= 2 && b_in.rank() >= 2, InvalidArgumentError, "matmul needs tensors of rank >= 2, got ",
            a_in.shape().str(), " and ", b_in.shape().str());
   detail::check_same_dtype("matmul", a_in, b_in);
-  if (a_in.dtype() == DType::bfloat16)
-    return narrow(matmul(widen(a_in), widen(b_in), ta, tb));
-  check_float("matmul", a_in);
+  if (a_in.dtype() != DType::bfloat16) check_float("matmul", a_in);
   const int64_t m = ta ? a_in.dim(-1) : a_in.dim(-2), k = ta ? a_in.dim(-2) : a_in.dim(-1);
   const int64_t kb = tb ? b_in.dim(-1) : b_in.dim(-2), n = tb ? b_in.dim(-2) : b_in.dim(-1);
   LS_CHECK(k == kb, InvalidArgumentError, "matmul: inner dimensions differ: ", a_in.shape().str(),
@@ -131,8 +129,13 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, bool ta, bool tb) {
   std::vector<int64_t> out_dims = batch.dims();
   out_dims.push_back(m);
   out_dims.push_back(n);
-  Tensor out = Tensor::empty(Shape(out_dims), a.dtype());
   cpu::MatmulShape s{batch.numel(), m, n, k, ta, tb, sa, sb};
+  if (a.dtype() == DType::bfloat16) {  // accumulated in float32, rounded once
+    Tensor out = Tensor::empty(Shape(out_dims), DType::float32);
+    cpu::matmul(s, a.data<bfloat16>(), b.data<bfloat16>(), out.data<float>());
+    return narrow(out);
+  }
+  Tensor out = Tensor::empty(Shape(out_dims), a.dtype());
   if (a.dtype() == DType::float32) cpu::matmul(s, a.data<float>(), b.data<float>(), out.data<float>());
   else ref::matmul(s, a.data<double>(), b.data<double>(), out.data<double>());
   return out;

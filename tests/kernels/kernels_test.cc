@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <ostream>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -221,7 +223,42 @@ TEST_P(MatmulTest, MatchesReference) {
   EXPECT_LT(relative_error(c, want), kTolerance);
 }
 
+// bfloat16 operands (oneDNN's bfloat16 kernels where the CPU has them, widened to float32 elsewhere) against the
+// float64 product of the same rounded values: products of bfloat16 numbers are exact, only the sums round.
+TEST_P(MatmulTest, Bfloat16OperandsMatchTheReference) {
+  RandomFloats random_floats;
+  const MatmulShape& s = GetParam();
+  auto rounded = [](const Floats& x) {
+    std::vector<bfloat16> r(x.size());
+    std::transform(x.begin(), x.end(), r.begin(), [](float v) { return bfloat16(v); });
+    return r;
+  };
+  auto widened = [](const std::vector<bfloat16>& x) {
+    Doubles r(x.size());
+    std::transform(x.begin(), x.end(), r.begin(), [](bfloat16 v) { return static_cast<double>(static_cast<float>(v)); });
+    return r;
+  };
+  const std::vector<bfloat16> a = rounded(random_floats((s.a_batch_stride == 0 ? 1 : s.batch) * s.m * s.k));
+  const std::vector<bfloat16> b = rounded(random_floats((s.b_batch_stride == 0 ? 1 : s.batch) * s.k * s.n));
+  Floats c(s.batch * s.m * s.n, 42.0f);
+  Doubles want(c.size());
+  matmul(s, a.data(), b.data(), c.data());
+  ref::matmul(s, widened(a).data(), widened(b).data(), want.data());
+  EXPECT_LT(relative_error(c, want), kTolerance) << (has_bfloat16_matmul() ? "oneDNN bf16" : "widened");
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, MatmulTest, testing::ValuesIn(matmul_shapes()));
+
+// oneDNN's bfloat16 kernels run exactly where the CPU has AVX-512 BF16 and oneDNN may use it (ctest also runs the
+// bfloat16 tests with oneDNN held to AVX2, the path of CPUs without it).
+TEST(MatmulBfloat16, OneDnnKernelsWhereTheCpuHasThem) {
+  const char* isa = std::getenv("ONEDNN_MAX_CPU_ISA");
+  if (isa && std::string(isa) == "AVX2") {
+    EXPECT_FALSE(has_bfloat16_matmul());
+  } else if (__builtin_cpu_supports("avx512bf16")) {
+    EXPECT_TRUE(has_bfloat16_matmul());
+  }
+}
 
 // The transpose of a large A runs on the OpenMP threads: they must write the caller's buffer.
 TEST(MatmulThreads, LargeTransposedAOnTwoThreadsMatchesTheReference) {

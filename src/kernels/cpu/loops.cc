@@ -239,6 +239,16 @@ void cast(DType from, DType to, const Iteration& it, const void* x, void* out) {
       auto* px = static_cast<const F*>(x);
       auto* po = static_cast<T*>(out);
       for_each_row<1>(it, [&](int64_t o, const auto& off, int64_t n, const auto& s) {
+        // Contiguous float32 <-> bfloat16, the casts of the mixed_bfloat16 policy: a plain loop that vectorises.
+        if constexpr (std::is_same_v<F, bfloat16> != std::is_same_v<T, bfloat16> &&
+                      (std::is_same_v<F, float> || std::is_same_v<T, float>)) {
+          if (s[0] == 1) {
+            const F* __restrict src = px + off[0];
+            T* __restrict dst = po + o;
+            for (int64_t i = 0; i < n; ++i) dst[i] = T(static_cast<float>(src[i]));
+            return;
+          }
+        }
         for (int64_t i = 0; i < n; ++i) {
           const F v = px[off[0] + i * s[0]];
           if constexpr (std::is_same_v<T, bool>) {

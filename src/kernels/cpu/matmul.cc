@@ -2,6 +2,7 @@
 // stride of 0 as a batch dimension of 1, which oneDNN broadcasts, so operands are not copied, with one
 // exception: a large transposed A, which is read faster once made contiguous (below).
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "lockstep/kernels/cpu/kernels.h"
@@ -12,39 +13,47 @@ namespace {
 
 using namespace onednn;
 
+using DataType = dnnl::memory::data_type;
+
 // A rows x cols operand (after the optional transpose) of `batch` matrices `batch_stride` apart.
-dnnl::memory::desc operand_desc(int64_t batch, int64_t batch_stride, int64_t rows, int64_t cols, bool transposed) {
+dnnl::memory::desc operand_desc(int64_t batch, int64_t batch_stride, int64_t rows, int64_t cols, bool transposed,
+                                DataType type) {
   const int64_t b = batch_stride == 0 ? 1 : batch;
   // A batch of one never uses its stride, but a stride of 0 sends oneDNN to its slow reference matmul.
   const int64_t bs = batch_stride == 0 ? rows * cols : batch_stride;
   const Dims strides = transposed ? Dims{bs, 1, rows} : Dims{bs, cols, 1};
-  return dnnl::memory::desc({b, rows, cols}, dnnl::memory::data_type::f32, strides);
+  return dnnl::memory::desc({b, rows, cols}, type, strides);
 }
 
-}  // namespace
-
-void matmul(const MatmulShape& s, const float* a, const float* b, float* c) {
-  if (s.batch == 0 || s.m == 0 || s.n == 0) return;
-  // A large transposed A (a Dense layer's Xᵀ in dW = Xᵀ·dY) is read by oneDNN 86 KB apart from one element to the
-  // next, and how fast that goes depends on where its pages happen to lie: the tutorial CNN's backward-weights
-  // GEMM took 8-10 ms with one of the blocks the allocator handed X and 18-23 ms with the others. Transposing it
-  // into a contiguous buffer first costs a millisecond and makes the GEMM the fast one every time.
-  if (s.transpose_a && s.batch == 1 && s.m * s.k >= (int64_t{1} << 20)) {
-    thread_local std::vector<float> at;
-    at.resize(static_cast<size_t>(s.m * s.k));
-    float* const out = at.data();  // OpenMP threads see their own thread_locals: they get this one by pointer
-    constexpr int64_t kTile = 32;
+// The m x k matrix A stored transposed (k x m), copied row-major into this thread's buffer.
+template <typename T> const T* transposed_copy(const MatmulShape& s, const T* a) {
+  thread_local std::vector<T> at;
+  at.resize(static_cast<size_t>(s.m * s.k));
+  T* const out = at.data();  // OpenMP threads see their own thread_locals: they get this one by pointer
+  constexpr int64_t kTile = 32;
 #pragma omp parallel for schedule(static)
-    for (int64_t i0 = 0; i0 < s.m; i0 += kTile) {
-      for (int64_t j0 = 0; j0 < s.k; j0 += kTile) {
-        const int64_t i1 = std::min(i0 + kTile, s.m), j1 = std::min(j0 + kTile, s.k);
-        for (int64_t j = j0; j < j1; ++j)
-          for (int64_t i = i0; i < i1; ++i) out[i * s.k + j] = a[j * s.m + i];
-      }
+  for (int64_t i0 = 0; i0 < s.m; i0 += kTile) {
+    for (int64_t j0 = 0; j0 < s.k; j0 += kTile) {
+      const int64_t i1 = std::min(i0 + kTile, s.m), j1 = std::min(j0 + kTile, s.k);
+      for (int64_t j = j0; j < j1; ++j)
+        for (int64_t i = i0; i < i1; ++i) out[i * s.k + j] = a[j * s.m + i];
     }
+  }
+  return out;
+}
+
+// A large transposed A (a Dense layer's Xᵀ in dW = Xᵀ·dY) is read by oneDNN 86 KB apart from one element to the
+// next, and how fast that goes depends on where its pages happen to lie: the tutorial CNN's backward-weights
+// GEMM took 8-10 ms with one of the blocks the allocator handed X and 18-23 ms with the others. Transposing it
+// into a contiguous buffer first costs a millisecond and makes the GEMM the fast one every time.
+bool worth_transposing(const MatmulShape& s) { return s.transpose_a && s.batch == 1 && s.m * s.k >= (int64_t{1} << 20); }
+
+template <typename T> void onednn_matmul(const MatmulShape& s, const T* a, const T* b, float* c) {
+  // Not for bfloat16: there the copy cost more than the GEMM saved (11% of a mixed_bfloat16 step, under perf).
+  if (std::is_same_v<T, float> && worth_transposing(s)) {
     MatmulShape plain = s;
     plain.transpose_a = false;
-    return matmul(plain, out, b, c);
+    return onednn_matmul(plain, transposed_copy(s, a), b, c);
   }
   // When both operands are shared every product is the same: compute one and copy it.
   const bool shared = s.a_batch_stride == 0 && s.b_batch_stride == 0;
@@ -53,11 +62,12 @@ void matmul(const MatmulShape& s, const float* a, const float* b, float* c) {
     std::fill(c, c + s.batch * s.m * s.n, 0.0f);
     return;
   }
-  const Key key =
-      make_key(Op::matmul, {s.batch, s.m, s.n, s.k, s.transpose_a, s.transpose_b, s.a_batch_stride, s.b_batch_stride});
+  const DataType type = std::is_same_v<T, float> ? DataType::f32 : DataType::bf16;
+  const Key key = make_key(Op::matmul, {s.batch, s.m, s.n, s.k, s.transpose_a, s.transpose_b, s.a_batch_stride,
+                                        s.b_batch_stride, static_cast<int64_t>(type)});
   Plan& plan = cached_plan(key, [&](Plan& p) {
-    const auto a_md = operand_desc(s.batch, s.a_batch_stride, s.m, s.k, s.transpose_a);
-    const auto b_md = operand_desc(s.batch, s.b_batch_stride, s.k, s.n, s.transpose_b);
+    const auto a_md = operand_desc(s.batch, s.a_batch_stride, s.m, s.k, s.transpose_a, type);
+    const auto b_md = operand_desc(s.batch, s.b_batch_stride, s.k, s.n, s.transpose_b, type);
     const auto c_md = f32_desc({c_batch, s.m, s.n}, Tag::abc);
     const dnnl::matmul::primitive_desc pd({a_md, b_md, c_md}, engine());
     p.set_main(pd,
@@ -65,6 +75,44 @@ void matmul(const MatmulShape& s, const float* a, const float* b, float* c) {
   });
   plan.run({a, b, c});
   for (int64_t i = c_batch; i < s.batch; ++i) std::copy(c, c + s.m * s.n, c + i * s.m * s.n);
+}
+
+// `count` bfloat16 values as float32 in this thread's buffer number `slot`.
+const float* widened(const bfloat16* x, int64_t count, int slot) {
+  thread_local std::vector<float> buffers[2];
+  std::vector<float>& out = buffers[slot];
+  out.resize(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) out[static_cast<size_t>(i)] = static_cast<float>(x[i]);
+  return out.data();
+}
+
+}  // namespace
+
+bool has_bfloat16_matmul() {
+  static const bool has = [] {
+    try {
+      const auto md = dnnl::memory::desc({1, 16, 16}, DataType::bf16, Tag::abc);
+      dnnl::matmul::primitive_desc({md, md, f32_desc({1, 16, 16}, Tag::abc)}, engine());
+      return true;
+    } catch (const dnnl::error&) {
+      return false;  // oneDNN 2.6 has no bfloat16 matmul without AVX-512
+    }
+  }();
+  return has;
+}
+
+void matmul(const MatmulShape& s, const bfloat16* a, const bfloat16* b, float* c) {
+  if (s.batch == 0 || s.m == 0 || s.n == 0) return;
+  if (has_bfloat16_matmul()) return onednn_matmul(s, a, b, c);
+  // Operands are packed: one matrix, or one per batch entry.
+  const int64_t a_count = (s.a_batch_stride == 0 ? 1 : s.batch) * s.m * s.k;
+  const int64_t b_count = (s.b_batch_stride == 0 ? 1 : s.batch) * s.k * s.n;
+  matmul(s, widened(a, a_count, 0), widened(b, b_count, 1), c);
+}
+
+void matmul(const MatmulShape& s, const float* a, const float* b, float* c) {
+  if (s.batch == 0 || s.m == 0 || s.n == 0) return;
+  onednn_matmul(s, a, b, c);
 }
 
 }  // namespace lockstep::kernels::cpu
