@@ -130,13 +130,9 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, bool ta, bool tb) {
   out_dims.push_back(m);
   out_dims.push_back(n);
   cpu::MatmulShape s{batch.numel(), m, n, k, ta, tb, sa, sb};
-  if (a.dtype() == DType::bfloat16) {  // accumulated in float32, rounded once
-    Tensor out = Tensor::empty(Shape(out_dims), DType::float32);
-    cpu::matmul(s, a.data<bfloat16>(), b.data<bfloat16>(), out.data<float>());
-    return narrow(out);
-  }
   Tensor out = Tensor::empty(Shape(out_dims), a.dtype());
-  if (a.dtype() == DType::float32) cpu::matmul(s, a.data<float>(), b.data<float>(), out.data<float>());
+  if (a.dtype() == DType::bfloat16) cpu::matmul(s, a.data<bfloat16>(), b.data<bfloat16>(), out.data<bfloat16>());
+  else if (a.dtype() == DType::float32) cpu::matmul(s, a.data<float>(), b.data<float>(), out.data<float>());
   else ref::matmul(s, a.data<double>(), b.data<double>(), out.data<double>());
   return out;
 }

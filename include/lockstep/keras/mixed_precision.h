@@ -6,8 +6,9 @@
 //   keras::mixed_precision::set_global_policy("mixed_bfloat16");
 //   auto model = keras::Sequential({...});
 //
-// On this engine bfloat16 tensors are computed by widening to float32 and rounding the result (oneDNN 2.6 has no
-// bfloat16 kernels for CPUs without AVX-512), so the policy gives Keras' numerics, not speed: see BENCHMARKS.md.
+// Matmuls (Dense) run on oneDNN's bfloat16 kernels where the CPU has AVX-512 BF16; every other op, and every op on
+// CPUs without it, widens bfloat16 to float32 and rounds its result, which gives Keras' numerics but costs a pass
+// over memory each way (BENCHMARKS.md has the speed on both kinds of CPU).
 #pragma once
 #include <string>
 
