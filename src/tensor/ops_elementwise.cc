@@ -35,10 +35,6 @@ namespace raw_ops {
 
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   detail::check_same_dtype("an elementwise op", a, b);
-  if (a.dtype() == DType::bfloat16) {
-    Tensor r = binary(op, cast(a, DType::float32), cast(b, DType::float32));
-    return r.dtype() == DType::bool_ ? r : cast(r, DType::bfloat16);
-  }
   Shape out_shape = broadcast_shapes(a.shape(), b.shape());
   Tensor out = Tensor::empty(out_shape, cpu::is_comparison(op) ? DType::bool_ : a.dtype());
   cpu::binary(op, a.dtype(), detail::broadcast_iteration(out_shape, {&a, &b}), a.raw_data(), b.raw_data(),
@@ -47,7 +43,6 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
 }
 
 Tensor unary(UnaryOp op, const Tensor& x) {
-  if (x.dtype() == DType::bfloat16) return cast(unary(op, cast(x, DType::float32)), DType::bfloat16);
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   // oneDNN's vectorised transcendental functions pay off on long contiguous float32 arrays.
   static constexpr std::pair<UnaryOp, cpu::Eltwise> kOneDnn[] = {

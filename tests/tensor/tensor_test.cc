@@ -3,8 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
+#include <string>
 
+#include "lockstep/core/philox.h"
 #include "lockstep/tensor/ops.h"
 
 namespace lockstep {
@@ -127,6 +130,45 @@ TEST(Ops, Bfloat16ComputesThroughFloat32) {
   EXPECT_EQ(s.dtype(), DType::bfloat16);
   EXPECT_EQ(s.to_vector<float>(), (std::vector<float>{3.0f, 4.0f}));
   EXPECT_EQ(raw_ops::matmul(raw_ops::reshape(a, {1, 2}), raw_ops::reshape(a, {2, 1})).to_vector<float>()[0], 6.25f);
+}
+
+// Every elementwise op on bfloat16 gives the float32 op on the widened values, rounded once: over broadcast and
+// strided (transposed) operands, with the comparisons giving bool.
+TEST(Ops, Bfloat16ElementwiseOpsRoundTheFloat32Result) {
+  using raw_ops::BinaryOp;
+  using raw_ops::UnaryOp;
+  Philox rng(9);
+  const Tensor a32 = raw_ops::cast(raw_ops::cast(random_normal({4, 33}, rng), DType::bfloat16), DType::float32);
+  const Tensor b32 = raw_ops::cast(raw_ops::cast(random_uniform({33, 4}, rng, 0.5, 2), DType::bfloat16), DType::float32);
+  const Tensor a = raw_ops::cast(a32, DType::bfloat16), b = raw_ops::cast(b32, DType::bfloat16);
+  const Tensor bt = raw_ops::transpose(b, {1, 0}), bt32 = raw_ops::transpose(b32, {1, 0});  // strided views [4, 33]
+  auto expect_rounded = [](const Tensor& got, const Tensor& want32, const std::string& what) {
+    if (want32.dtype() == DType::bool_) {
+      ASSERT_EQ(got.dtype(), DType::bool_) << what;
+      EXPECT_EQ(got.to_vector<int>(), want32.to_vector<int>()) << what;
+      return;
+    }
+    ASSERT_EQ(got.dtype(), DType::bfloat16) << what;
+    const std::vector<float> g = got.to_vector<float>(), w = raw_ops::cast(want32, DType::bfloat16).to_vector<float>();
+    ASSERT_EQ(g.size(), w.size()) << what;
+    for (size_t i = 0; i < g.size(); ++i) {
+      if (!(std::isnan(g[i]) && std::isnan(w[i]))) EXPECT_EQ(g[i], w[i]) << what << " at " << i;
+    }
+  };
+  for (int op = 0; op <= static_cast<int>(BinaryOp::logical_or); ++op) {
+    const auto o = static_cast<BinaryOp>(op);
+    const std::string name = "binary op " + std::to_string(op);
+    expect_rounded(raw_ops::binary(o, a, bt), raw_ops::binary(o, a32, bt32), name);
+    expect_rounded(raw_ops::binary(o, a, raw_ops::slice(bt, {0, 0}, {1, 33})),
+                   raw_ops::binary(o, a32, raw_ops::slice(bt32, {0, 0}, {1, 33})), name + " broadcast");
+  }
+  for (int op = 0; op < static_cast<int>(UnaryOp::logical_not); ++op) {
+    const auto o = static_cast<UnaryOp>(op);
+    const Tensor x = op == static_cast<int>(UnaryOp::log) || op == static_cast<int>(UnaryOp::sqrt) ||
+                             op == static_cast<int>(UnaryOp::rsqrt) ? bt : a;
+    expect_rounded(raw_ops::unary(o, x), raw_ops::unary(o, raw_ops::cast(x, DType::float32)),
+                   "unary op " + std::to_string(op));
+  }
 }
 
 }  // namespace

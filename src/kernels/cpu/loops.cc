@@ -92,10 +92,13 @@ void binary_typed(const Iteration& it, const void* a, const void* b, void* out, 
   });
 }
 
-template <typename T> void binary_dispatch(Binary op, const Iteration& it, const void* a, const void* b, void* out) {
+// Computes in T over buffers of S: S is T, or bfloat16 computed in float and rounded as each element is stored (one
+// pass over memory, where widening whole tensors first took three).
+template <typename T, typename S = T>
+void binary_dispatch(Binary op, const Iteration& it, const void* a, const void* b, void* out) {
   constexpr bool kFloat = std::is_floating_point_v<T>;
-  auto arith = [&](auto f) { binary_typed<T, T>(it, a, b, out, f); };
-  auto compare = [&](auto f) { binary_typed<T, bool>(it, a, b, out, f); };
+  auto arith = [&](auto f) { binary_typed<S, S>(it, a, b, out, [f](S x, S y) { return S(f(T(x), T(y))); }); };
+  auto compare = [&](auto f) { binary_typed<S, bool>(it, a, b, out, [f](S x, S y) { return f(T(x), T(y)); }); };
   switch (op) {
     case Binary::add: return arith([](T x, T y) { return T(x + y); });
     case Binary::sub: return arith([](T x, T y) { return T(x - y); });
@@ -128,21 +131,22 @@ template <typename T> inline T sigmoid(T x) {
   return e / (T(1) + e);
 }
 
-template <typename T, typename F> void unary_typed(const Iteration& it, const void* x, void* out, F f) {
-  auto* px = static_cast<const T*>(x);
-  auto* po = static_cast<T*>(out);
+// f over buffers of S, computing in T (as binary_dispatch).
+template <typename T, typename S, typename F> void unary_typed(const Iteration& it, const void* x, void* out, F f) {
+  auto* px = static_cast<const S*>(x);
+  auto* po = static_cast<S*>(out);
   for_each_row<1>(it, [&](int64_t o, const auto& off, int64_t n, const auto& s) {
-    const T* xr = px + off[0];
-    T* orow = po + o;
+    const S* xr = px + off[0];
+    S* orow = po + o;
     if (s[0] == 1)
-      for (int64_t i = 0; i < n; ++i) orow[i] = f(xr[i]);
+      for (int64_t i = 0; i < n; ++i) orow[i] = S(f(T(xr[i])));
     else
-      for (int64_t i = 0; i < n; ++i) orow[i] = f(xr[i * s[0]]);
+      for (int64_t i = 0; i < n; ++i) orow[i] = S(f(T(xr[i * s[0]])));
   });
 }
 
-template <typename T> void unary_dispatch(Unary op, const Iteration& it, const void* x, void* out) {
-  auto run = [&](auto f) { unary_typed<T>(it, x, out, f); };
+template <typename T, typename S = T> void unary_dispatch(Unary op, const Iteration& it, const void* x, void* out) {
+  auto run = [&](auto f) { unary_typed<T, S>(it, x, out, f); };
   if constexpr (std::is_same_v<T, bool>) {
     if (op == Unary::logical_not) return run([](bool v) { return !v; });
   } else {
@@ -184,10 +188,12 @@ template <typename F> void visit_compute_dtype(DType t, F&& f) {
 bool is_comparison(Binary op) { return op >= Binary::equal; }
 
 void binary(Binary op, DType dtype, const Iteration& it, const void* a, const void* b, void* out) {
+  if (dtype == DType::bfloat16) return binary_dispatch<float, bfloat16>(op, it, a, b, out);
   visit_compute_dtype(dtype, [&](auto v) { binary_dispatch<decltype(v)>(op, it, a, b, out); });
 }
 
 void unary(Unary op, DType dtype, const Iteration& it, const void* x, void* out) {
+  if (dtype == DType::bfloat16) return unary_dispatch<float, bfloat16>(op, it, x, out);
   visit_compute_dtype(dtype, [&](auto v) { unary_dispatch<decltype(v)>(op, it, x, out); });
 }
 

@@ -24,7 +24,8 @@ struct Iteration {
   std::vector<std::vector<int64_t>> strides;  // one list per operand, output excluded (it is contiguous)
 };
 
-// out (contiguous, dims) = a op b. dtype is that of a and b; out is bool for comparisons. No bfloat16.
+// out (contiguous, dims) = a op b. dtype is that of a and b; out is bool for comparisons. bfloat16 is computed in
+// float32 and rounded as each element is stored.
 void binary(Binary op, DType dtype, const Iteration& it, const void* a, const void* b, void* out);
 void unary(Unary op, DType dtype, const Iteration& it, const void* x, void* out);
 // out = cond ? a : b; cond is bool, three operands in `it`.
