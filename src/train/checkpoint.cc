@@ -631,7 +631,18 @@ CheckpointManager::CheckpointManager(Checkpoint& checkpoint, std::string directo
       if (fs::exists(file_of(absolute_prefix(impl_->directory, e.prefix)), ec)) found.all.push_back(e);
     found.last_preserved = index->last_preserved;
   }
-  if (found.all.empty()) found.all = scan_directory(impl_->directory, impl_->options.checkpoint_name);
+  if (found.all.empty()) {
+    found.all = scan_directory(impl_->directory, impl_->options.checkpoint_name);
+  } else if (!impl_->options.keep_checkpoint_every_n_hours) {
+    // Numbered files the index does not list were left by a crash (after a file's rename but before its
+    // indexing, or after indexing but before pruning an old one): never restored nor pruned, they would
+    // outlive the run and keep delete_checkpoints from removing the directory. Files kept every n hours are
+    // unlisted too, hence the condition.
+    const auto path = [&](const IndexEntry& e) { return absolute_prefix(impl_->directory, e.prefix); };
+    for (const IndexEntry& e : scan_directory(impl_->directory, impl_->options.checkpoint_name))
+      if (std::none_of(found.all.begin(), found.all.end(), [&](const IndexEntry& f) { return path(f) == path(e); }))
+        fs::remove(file_of(path(e)), ec);
+  }
   if (found.last_preserved == 0) found.last_preserved = now_seconds();  // TF: the manager's creation
   impl_->index = std::move(found);
 }

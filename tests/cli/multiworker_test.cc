@@ -24,13 +24,7 @@ class MultiWorker : public ::testing::Test {
   std::string data() const { return " --dataset " + dir_.string() + " --threads 1 --verbose 0"; }
   // Starts one process per worker on fresh ports, each with its own TF_CONFIG and arguments.
   std::vector<std::unique_ptr<Worker>> start(const std::vector<std::string>& args, const std::string& env = "") {
-    std::vector<int> ports;
-    for (size_t i = 0; i < args.size(); ++i) ports.push_back(free_port());
-    std::vector<std::unique_ptr<Worker>> ws;
-    for (size_t i = 0; i < args.size(); ++i)
-      ws.push_back(std::make_unique<Worker>(args[i], env + " TF_CONFIG='" + tf_config(ports, static_cast<int>(i)) + "'",
-                                            dir_, std::string("w").append(std::to_string(i))));
-    return ws;
+    return start_workers(args, env, dir_, "w");
   }
   fs::path dir_;
 };
@@ -147,7 +141,7 @@ TEST_P(KillWorker, OthersExitWithinSecondsNamingIt) {
     std::this_thread::sleep_for(100ms);
   }
   std::this_thread::sleep_for(2s);
-  ws[static_cast<size_t>(victim)]->kill9();
+  ws[static_cast<size_t>(victim)]->signal(SIGKILL);
   const auto killed = std::chrono::steady_clock::now();
   const std::string lost = "worker:" + std::to_string(victim);
   for (int i = 0; i < 3; ++i) {

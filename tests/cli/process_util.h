@@ -2,11 +2,13 @@
 #pragma once
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -52,6 +54,7 @@ class Worker {
                             " >" + out_.string() + " 2>" + err_.string();
     pid_ = ::fork();
     if (pid_ == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a test that dies leaves no worker behind
       ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
       ::_exit(127);
     }
@@ -62,7 +65,7 @@ class Worker {
       ::waitpid(pid_, nullptr, 0);
     }
   }
-  void kill9() { ::kill(pid_, SIGKILL); }
+  void signal(int sig) { ::kill(pid_, sig); }
   // The exit status once the process ended within `timeout`, else nullopt.
   std::optional<int> wait(std::chrono::milliseconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -82,6 +85,19 @@ class Worker {
   std::filesystem::path out_, err_;
   std::optional<int> status_;
 };
+
+// One process per worker, on fresh ports, worker i running `lockstep <args[i]>` with its TF_CONFIG and `env`;
+// output in dir/<name><i>.out and .err.
+inline std::vector<std::unique_ptr<Worker>> start_workers(const std::vector<std::string>& args, const std::string& env,
+                                                          const std::filesystem::path& dir, const std::string& name) {
+  std::vector<int> ports;
+  for (size_t i = 0; i < args.size(); ++i) ports.push_back(free_port());
+  std::vector<std::unique_ptr<Worker>> ws;
+  for (size_t i = 0; i < args.size(); ++i)
+    ws.push_back(std::make_unique<Worker>(args[i], env + " TF_CONFIG='" + tf_config(ports, static_cast<int>(i)) + "'",
+                                          dir, name + std::to_string(i)));
+  return ws;
+}
 
 inline int exit_code(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
 

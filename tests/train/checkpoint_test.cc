@@ -170,6 +170,28 @@ TEST_F(CheckpointTest, ManagerKeepsTheNewestWritesTFsIndexAndInitializes) {
   EXPECT_EQ(rescanned.latest_checkpoint(), path("run/ckpt-10"));
 }
 
+TEST_F(CheckpointTest, ManagerRemovesCheckpointsACrashLeftOutsideItsIndex) {
+  Variable w = vector_var({0}, "w");
+  for (const std::optional<double> hours : {std::optional<double>(), std::optional<double>(1000.0)}) {
+    const std::string dir = path(hours ? "hours" : "plain");
+    {
+      Checkpoint ckpt({{"w", w}});
+      CheckpointManager manager(ckpt, dir, {.max_to_keep = 2, .keep_checkpoint_every_n_hours = hours});
+      for (int i = 0; i < 3; ++i) manager.save();
+    }
+    // What a kill between indexing ckpt-3 and pruning ckpt-1 leaves: ckpt-1 on disk, outside the index.
+    fs::copy_file(dir + "/ckpt-2.safetensors", dir + "/ckpt-1.safetensors");
+    Checkpoint ckpt({{"w", w}});
+    CheckpointManager manager(ckpt, dir, {.max_to_keep = 2, .keep_checkpoint_every_n_hours = hours});
+    EXPECT_EQ(manager.restore_or_initialize(), dir + "/ckpt-3");
+    // Removed as a crash's leftover, so that the completed run leaves no directory behind; with
+    // keep_checkpoint_every_n_hours it may be a file kept on purpose, and stays.
+    EXPECT_EQ(fs::exists(dir + "/ckpt-1.safetensors"), hours.has_value());
+    manager.delete_checkpoints();
+    EXPECT_EQ(fs::exists(dir), hours.has_value());
+  }
+}
+
 TEST_F(CheckpointTest, ManagerKeepsOneCheckpointEveryNHours) {
   Variable w = vector_var({0}, "w");
   for (const auto& [hours, kept] : {std::pair{1e-9, true}, {1000.0, false}}) {
