@@ -131,8 +131,19 @@ class FitStateTrackable final : public train::Trackable {
     return {{}, std::move(v)};
   }
   train::RestoreMatch restore(const train::TrackableState& state) override {
+    const nlohmann::json& v = state.values;
     for (const char* key : {"epoch", "step_in_epoch", "total_steps", "input", "metrics", "finished"})
-      LS_CHECK(state.values.contains(key), DataLossError, "saved fit() position lacks '", key, "'");
+      LS_CHECK(v.contains(key), DataLossError, "saved fit() position lacks '", key, "'");
+    // Checked here, before fit() resumes from them: a damaged position is refused, not trained from.
+    for (const char* key : {"epoch", "step_in_epoch", "total_steps"})
+      LS_CHECK(v[key].is_number_integer() && v[key].get<int64_t>() >= 0, DataLossError, "saved fit() position has ",
+               key, " ", v[key].dump(), ", not a count (an integer >= 0)");
+    LS_CHECK(v["metrics"].is_array() && v["finished"].is_array() && v["input"].is_object() &&
+                 v.value("loss_total", nlohmann::json()).is_number() && v.value("loss_count", nlohmann::json()).is_number(),
+             DataLossError, "saved fit() position is malformed (metrics, finished, input, loss_total or loss_count)");
+    for (const nlohmann::json& e : v["finished"])
+      LS_CHECK(e.is_object() && e.value("epoch", nlohmann::json()).is_number_integer() && e.value("logs", nlohmann::json()).is_object(),
+               DataLossError, "saved fit() position has a malformed finished epoch: ", e.dump().substr(0, 60));
     LS_CHECK(state.values["metrics"].size() == s_->metrics.size(), ValueError, "saved fit() position has ",
              state.values["metrics"].size(), " metrics but the model is compiled with ", s_->metrics.size(),
              "; compile it with the same metrics as the run that saved it");

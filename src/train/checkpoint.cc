@@ -4,12 +4,14 @@
 // index file, pruning, and restore with fallback past corrupted files.
 #include "lockstep/train/checkpoint.h"
 
+#include <charconv>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -215,8 +217,9 @@ struct Checkpoint::Impl {
   void persist(const std::string& prefix, Snapshot snap, std::function<void()> after_durable);
   std::string write(const std::string& prefix, std::function<void()> after_durable);
   // Restores from the first candidate whose file is valid (the chief reads, warns about bad ones and
-  // broadcasts the bytes); returns its prefix, or "" when no candidate is valid and allow_none.
-  std::string restore(const std::vector<std::string>& candidates, bool set_counter, bool allow_none,
+  // broadcasts the bytes); returns its prefix, or "" when there is no candidate. When every candidate is
+  // damaged it throws the last one's error: starting afresh would silently discard the job's progress.
+  std::string restore(const std::vector<std::string>& candidates, bool set_counter,
                       std::shared_ptr<LoadStatus::Detail>& detail);
   void apply(const SafetensorsFile& file, const std::string& path, bool set_counter, LoadStatus::Detail& detail);
   LoadStatus restore_path(const std::string& save_path, bool set_counter);
@@ -349,10 +352,16 @@ void Checkpoint::Impl::apply(const SafetensorsFile& file, const std::string& pat
   int64_t counter = 0;
   try {
     values = nlohmann::json::parse(meta("objects"));
-    counter = std::stoll(meta("save_counter"));
-  } catch (const std::exception& e) {
+  } catch (const nlohmann::json::exception& e) {
     throw DataLossError(make_message("checkpoint file ", path, " has unreadable metadata (", e.what(), ")"));
   }
+  LS_CHECK(values.is_object(), DataLossError, "checkpoint file ", path,
+           " has unreadable metadata (its \"objects\" are not a JSON object)");
+  const std::string& counter_text = meta("save_counter");
+  auto [end, ec] = std::from_chars(counter_text.data(), counter_text.data() + counter_text.size(), counter);
+  LS_CHECK(ec == std::errc() && end == counter_text.data() + counter_text.size() && counter >= 0, DataLossError,
+           "checkpoint file ", path, " has unreadable metadata (save_counter '", counter_text,
+           "' is not a count of saves)");
 
   std::set<std::string> used_tensors;
   for (const auto& [name, object] : objects) {
@@ -371,16 +380,22 @@ void Checkpoint::Impl::apply(const SafetensorsFile& file, const std::string& pat
     }
     if (saved) state.values = values.at(name);
     RestoreMatch match;
-    if (object->per_worker()) {
-      LS_CHECK(state.values.contains("per_worker") && state.values["per_worker"].is_array(), DataLossError,
-               "checkpoint file ", path, ": object '", name, "' has no per-worker values");
-      std::vector<nlohmann::json> all(state.values["per_worker"].begin(), state.values["per_worker"].end());
-      if (static_cast<int64_t>(all.size()) == world_size())
-        match = object->restore({{}, all[static_cast<size_t>(rank())]});
-      else
-        object->restore_resharded(all, world_size(), rank());
-    } else {
-      match = object->restore(state);
+    // An object reads its own saved values; a missing key or a wrong type there is damage, not a bug.
+    try {
+      if (object->per_worker()) {
+        LS_CHECK(state.values.is_object() && state.values.contains("per_worker") && state.values["per_worker"].is_array(),
+                 DataLossError, "checkpoint file ", path, ": object '", name, "' has no per-worker values");
+        std::vector<nlohmann::json> all(state.values["per_worker"].begin(), state.values["per_worker"].end());
+        if (static_cast<int64_t>(all.size()) == world_size())
+          match = object->restore({{}, all[static_cast<size_t>(rank())]});
+        else
+          object->restore_resharded(all, world_size(), rank());
+      } else {
+        match = object->restore(state);
+      }
+    } catch (const nlohmann::json::exception& e) {
+      throw DataLossError(make_message("checkpoint file ", path, ": the saved state of '", name, "' is malformed (",
+                                       e.what(), "); restore from an earlier checkpoint"));
     }
     for (const std::string& m : match.missing) detail.missing.push_back(name + "/" + m);
     for (const std::string& u : match.unused) detail.unused.push_back(name + "/" + u);
@@ -395,7 +410,7 @@ void Checkpoint::Impl::apply(const SafetensorsFile& file, const std::string& pat
   metadata = file.metadata;
 }
 
-std::string Checkpoint::Impl::restore(const std::vector<std::string>& candidates, bool set_counter, bool allow_none,
+std::string Checkpoint::Impl::restore(const std::vector<std::string>& candidates, bool set_counter,
                                       std::shared_ptr<LoadStatus::Detail>& detail) {
   finish_write();
   // The chief finds the first candidate that reads and parses; the others learn which and get its bytes.
@@ -415,10 +430,8 @@ std::string Checkpoint::Impl::restore(const std::vector<std::string>& candidates
       if (i + 1 < candidates.size())
         log(LogLevel::warning, error.substr(1), "; falling back to ", file_of(candidates[i + 1]));
     }
-    if (chosen.empty() && allow_none) {
-      if (!error.empty()) log(LogLevel::warning, error.substr(1), "; no earlier checkpoint is left");
-      error.clear();
-    }
+    if (chosen.empty() && candidates.size() > 1)
+      error += make_message(" (none of the ", candidates.size(), " checkpoints listed is readable)");
   }
   raise_shared_error(comm(), error);
   broadcast_string(comm(), chosen);
@@ -453,7 +466,7 @@ LoadStatus Checkpoint::Impl::restore_path(const std::string& save_path, bool set
   if (save_path.empty() && !comm()) return LoadStatus(detail);
   std::vector<std::string> candidates;
   if (!save_path.empty()) candidates.push_back(prefix_of(save_path));
-  restore(candidates, set_counter, save_path.empty(), detail);
+  restore(candidates, set_counter, detail);
   return LoadStatus(detail);
 }
 
@@ -665,7 +678,7 @@ std::optional<std::string> CheckpointManager::restore_or_initialize() {
       candidates.push_back(absolute_prefix(impl_->directory, it->prefix));
   }
   std::shared_ptr<LoadStatus::Detail> detail;
-  const std::string chosen = impl_->checkpoint.impl_->restore(candidates, true, true, detail);
+  const std::string chosen = impl_->checkpoint.impl_->restore(candidates, true, detail);
   if (chosen.empty()) {
     if (impl_->options.init_fn) impl_->options.init_fn();
     return std::nullopt;
