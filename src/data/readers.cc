@@ -176,14 +176,15 @@ std::vector<uint8_t> read_file(const std::string& path, uint64_t max_bytes) {
 
 namespace {
 // The size an IDX file's header promises (header included, saturating), read from its first bytes; what a
-// short header promises does not matter, as reading it whole then reports the truncation.
-uint64_t idx_promised_size(const std::string& path) {
+// short header or a bad magic number promises does not matter, as reading the file then reports them.
+uint64_t idx_promised_size(const std::string& path, int expected_rank) {
   gzFile f = gzopen(path.c_str(), "rb");
   if (!f) return 0;
   uint8_t head[4 + 4 * 255];
   const int got = std::max(gzread(f, head, sizeof head), 0);
   gzclose(f);
-  if (got < 4) return 4;
+  if (got < 4 || head[0] != 0 || head[1] != 0 || head[2] != 0x08 || (expected_rank >= 0 && head[3] != expected_rank))
+    return 4;
   const uint64_t rank = head[3], header = 4 + 4 * rank;
   if (static_cast<uint64_t>(got) < header) return header;
   uint64_t size = 1;
@@ -197,7 +198,7 @@ Tensor read_idx(const std::string& path, int expected_rank) {
   // A promise that no file of this size can keep, even deflated, is refused before anything is read; and
   // nothing is read past what the header promises (but one byte, to tell trailing data), so a small gzip
   // file that inflates to gigabytes behind a modest header is refused after those bytes, not held whole.
-  const uint64_t promised = idx_promised_size(path);
+  const uint64_t promised = idx_promised_size(path, expected_rank);
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && promised / kMaxDeflateRatio > static_cast<uint64_t>(st.st_size))
     corrupt(path, make_message("header promises ", promised, " bytes, more than its ", st.st_size,
