@@ -489,26 +489,41 @@ std::string quoted(const std::string& s) {
   return nlohmann::json(s).dump();  // TF's text format quotes like JSON for plain paths
 }
 
+// An index larger than this is not one a CheckpointManager wrote (that would be some 100000 checkpoints).
+constexpr uintmax_t kMaxIndexBytes = 16 << 20;
+
+// TF's CheckpointState text: "key: value" lines. Parsed by hand: std::regex recurses per character and
+// overflowed the stack on a damaged index with a long line.
 std::optional<Index> read_index(const std::string& directory) {
-  std::ifstream in(fs::path(directory) / kIndexName);
+  const fs::path file = fs::path(directory) / kIndexName;
+  std::error_code ec;
+  if (const uintmax_t size = fs::file_size(file, ec); !ec && size > kMaxIndexBytes) {
+    log(LogLevel::warning, "ignoring ", file.string(), ": ", size, " bytes is no checkpoint index; scanning the directory");
+    return std::nullopt;
+  }
+  std::ifstream in(file);
   if (!in) return std::nullopt;
   Index index;
   std::string latest;
   std::vector<std::string> paths;
   std::vector<double> stamps;
-  static const std::regex line_re(R"(^\s*(\w+)\s*:\s*(.*?)\s*$)");
+  auto trim = [](const std::string& text) {
+    const size_t begin = text.find_first_not_of(" \t\r"), end = text.find_last_not_of(" \t\r");
+    return begin == std::string::npos ? std::string() : text.substr(begin, end - begin + 1);
+  };
   std::string line;
   while (std::getline(in, line)) {
-    std::smatch m;
-    if (!std::regex_match(line, m, line_re)) continue;
-    const std::string key = m[1], value = m[2];
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string key = trim(line.substr(0, colon)), value = trim(line.substr(colon + 1));
     try {
       if (key == "model_checkpoint_path") latest = nlohmann::json::parse(value).get<std::string>();
       if (key == "all_model_checkpoint_paths") paths.push_back(nlohmann::json::parse(value).get<std::string>());
       if (key == "all_model_checkpoint_timestamps") stamps.push_back(std::stod(value));
       if (key == "last_preserved_timestamp") index.last_preserved = std::stod(value);
     } catch (const std::exception&) {
-      log(LogLevel::warning, "ignoring a malformed line of ", (fs::path(directory) / kIndexName).string(), ": ", line);
+      log(LogLevel::warning, "ignoring a malformed line of ", file.string(), ": ", line.substr(0, 80),
+          line.size() > 80 ? "..." : "");
     }
   }
   if (paths.empty() && !latest.empty()) paths.push_back(latest);
@@ -546,7 +561,9 @@ std::vector<IndexEntry> scan_directory(const std::string& directory, const std::
   for (const auto& entry : fs::directory_iterator(directory, ec)) {
     std::smatch m;
     const std::string file = entry.path().filename().string();
-    if (std::regex_match(file, m, re)) found.emplace_back(std::stoll(m[1]), prefix_of(file));
+    int64_t n = 0;  // a number past int64 is no file a manager wrote
+    if (std::regex_match(file, m, re) && std::from_chars(&*m[1].first, &*m[1].first + m[1].length(), n).ec == std::errc())
+      found.emplace_back(n, prefix_of(file));
   }
   std::sort(found.begin(), found.end());
   std::vector<IndexEntry> out;

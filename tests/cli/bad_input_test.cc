@@ -554,6 +554,8 @@ const std::vector<Case> kCases = {
      saved_model(config([](Json& c) { c["config"].erase("layers"); }))},
     {"model_unknown_optimizer", "evaluate --model @/model --dataset DATA", "compile_config", "",
      saved_model(config([](Json& c) { c["compile_config"]["optimizer"] = "adagrad-plus"; }))},
+    {"model_unknown_optimizer_class", "evaluate --model @/model --dataset DATA", "Adagrad", "",
+     saved_model(config([](Json& c) { c["compile_config"]["optimizer"]["class_name"] = "Adagrad"; }))},
     {"model_unknown_activation", "evaluate --model @/model --dataset DATA", "swishy", "",
      saved_model(config([](Json& c) { layer(c, 2)["activation"] = "swishy"; }))},
     {"model_weights_truncated", "evaluate --model @/model --dataset DATA", "truncated", "",
@@ -642,6 +644,19 @@ TEST_F(BadInput, UndamagedFixturesWork) {
   r = run_lockstep(substitute(kCtlBackup, dir, f_), "", 60);
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("continuing at step"), std::string::npos) << r.err;
+  fs::remove_all(dir);
+}
+
+// A backup whose index is mangled (a 2 MB line, which once overflowed the stack of the regex reading it) and
+// which holds a file numbered past 2^63: both are passed over, and training resumes from the checkpoint there.
+TEST_F(BadInput, AMangledBackupIndexIsPassedOver) {
+  const fs::path dir = temp_dir("bad_input_index");
+  fs::copy(f_.backup_ctl(), dir / "backup");
+  write_bytes(dir / "backup/checkpoint", "model_checkpoint_path: \"" + std::string(2000000, 'a') + "\"\n");
+  write_bytes(dir / "backup/ckpt-99999999999999999999999.safetensors", "x");
+  const Result r = run_lockstep(substitute(kCtlBackup, dir, f_) + " --verbose 0", "", 60);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("continuing at step 2"), std::string::npos) << r.err;
   fs::remove_all(dir);
 }
 
