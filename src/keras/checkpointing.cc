@@ -1,5 +1,6 @@
 // Keras objects in checkpoints: a Sequential model (variables in order, Dropout streams, input shape), an
 // optimizer (iterations and slots) and fit()'s position (for BackupAndRestore).
+#include <charconv>
 #include <optional>
 #include <set>
 
@@ -69,7 +70,8 @@ class ModelTrackable final : public train::Trackable {
     for (size_t i = vars.size(); i < saved.size(); ++i) match.unused.push_back(names[i]);
     if (state.values.contains("dropout"))
       for (const auto& [index, stream] : state.values["dropout"].items()) {
-        const size_t i = std::stoul(index);
+        size_t i = SIZE_MAX;  // a key that is not a layer index matches no layer
+        std::from_chars(index.data(), index.data() + index.size(), i);
         auto* d = i < s_->layers.size() ? dynamic_cast<layers::Dropout*>(s_->layers[i].get()) : nullptr;
         if (d)
           d->set_rng_state(stream);
