@@ -311,18 +311,6 @@ int run_workers(const TrainArgs& a) {
   return launch(l);
 }
 
-// Memory the system can give this process without swapping (MemAvailable), if the kernel says.
-std::optional<double> available_memory_bytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  double kib = 0;
-  while (in >> key >> kib) {
-    if (key == "MemAvailable:") return kib * 1024;
-    in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
-  }
-  return std::nullopt;
-}
-
 // Refuses a batch that cannot fit before any of it is allocated: more examples than the data set (one step
 // would then hold the whole set), or layer outputs alone larger than the memory available. The outputs are
 // a lower bound of one step's memory (gradients and optimizer slots come on top), so no batch that fits is
@@ -482,6 +470,17 @@ int run_train(const TrainArgs& a) {
 }
 
 }  // namespace
+
+std::optional<double> available_memory_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double kib = 0;
+  while (in >> key >> kib) {
+    if (key == "MemAvailable:") return kib * 1024;
+    in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return std::nullopt;
+}
 
 std::function<int()> add_train_command(CLI::App& app) {
   auto a = std::make_shared<TrainArgs>();

@@ -322,6 +322,8 @@ const std::vector<Case> kCases = {
     {"bench_negative_threads", "bench step --threads -1", "--threads"},
     {"bench_too_many_replicas", "bench step --replicas 65", "--replicas"},
     {"bench_zero_backup_every", "bench step --backup-every 0", "--backup-every"},
+    {"bench_batch_past_memory", "bench step --steps 1 --batch-size 9223372036854775807", "--batch-size"},
+    {"bench_warmup_overflows", "bench step --steps 2 --warmup 9223372036854775807", "--warmup"},
     {"bench_nan_size", "bench allreduce --sizes-mib nan", "--sizes-mib"},
     {"bench_negative_size", "bench allreduce --sizes-mib -4", "--sizes-mib"},
     {"bench_absurd_size", "bench allreduce --sizes-mib 1e30", "--sizes-mib"},
