@@ -218,10 +218,10 @@ int run_step(const StepArgs& a) {
   const double batch_bytes = static_cast<double>(a.batch_size) * strategy->num_replicas_in_sync() *
                              (28 * 28 * sizeof(float) + sizeof(int64_t));
   const std::optional<double> available = available_memory_bytes();
-  LS_CHECK(!available || batch_bytes <= *available, ValueError, "--batch-size ",
-           a.batch_size, " x ", strategy->num_replicas_in_sync(), " replicas needs ",
-           static_cast<int64_t>(batch_bytes / (1 << 20)), " MiB for one batch of input alone, but ",
-           static_cast<int64_t>(*available / (1 << 20)), " MiB are available: use a smaller --batch-size");
+  LS_CHECK(!available || batch_bytes <= *available, ValueError, "--batch-size ", a.batch_size, " x ",
+           strategy->num_replicas_in_sync(), " replicas needs ", static_cast<int64_t>(batch_bytes / (1 << 20)),
+           " MiB for one batch of input alone, but ", static_cast<int64_t>(*available / (1 << 20)),
+           " MiB are available: use a smaller --batch-size");
   const int64_t global = a.batch_size * strategy->num_replicas_in_sync();
   keras::Sequential model = [&] {
     auto scope = strategy->scope();

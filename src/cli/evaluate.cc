@@ -183,10 +183,12 @@ std::function<int()> add_evaluate_command(CLI::App& app) {
   auto at_least = [](auto lo) { return [lo](auto v) { return v >= lo; }; };
   add_number(cmd, "--batch-size", a->batch_size, at_least(int64_t{1}), "an integer from 1 to 2^63-1",
              "evaluation batch size");
-  add_number(cmd, "--threads", a->threads, at_least(0), "an integer from 0 to 2^31-1", "intra-op threads; 0: all cores");
+  add_number(cmd, "--threads", a->threads, at_least(0), "an integer from 0 to 2^31-1",
+             "intra-op threads; 0: all cores");
   cmd->add_option("--metrics-out", a->metrics_out, "JSON file for test_loss and test_accuracy")->check(non_empty);
-  add_number(cmd, "--idle-timeout", a->idle_timeout, [](double v) { return v >= 0 && v <= 1e9; },
-             "a number of seconds from 0 to 1e9", "with --watch: stop after this many seconds without a new checkpoint");
+  add_number(
+      cmd, "--idle-timeout", a->idle_timeout, [](double v) { return v >= 0 && v <= 1e9; },
+      "a number of seconds from 0 to 1e9", "with --watch: stop after this many seconds without a new checkpoint");
   add_number(cmd, "--max-checkpoints", a->max_checkpoints, at_least(int64_t{0}), "an integer from 0 to 2^63-1",
              "with --watch: stop after this many; 0: no limit");
   add_number(cmd, "--steps", a->steps, at_least(int64_t{0}), "an integer from 0 to 2^63-1",

@@ -221,9 +221,11 @@ Tensor read_idx(const std::string& path, int expected_rank) {
   }
   const uint64_t header = 4 + 4 * uint64_t(rank), present = bytes.size() - header;
   if (present != expected)
-    corrupt(path, make_message("header promises ", Shape(dims).str(), " = ", expected > bytes.size() ? std::string("more") : std::to_string(expected),
-                               " bytes of data but the file holds ", present < expected ? std::to_string(present) + " (truncated)"
-                                                                                        : std::string("more (trailing bytes)")));
+    corrupt(path, make_message("header promises ", Shape(dims).str(), " = ",
+                               expected > bytes.size() ? std::string("more") : std::to_string(expected),
+                               " bytes of data but the file holds ",
+                               present < expected ? std::to_string(present) + " (truncated)"
+                                                  : std::string("more (trailing bytes)")));
   return from_data(bytes.data() + header, Shape(std::move(dims)), DType::uint8);
 }
 

@@ -51,7 +51,8 @@ class BackupAndRestoreCallback : public Callback {
       const auto& meta = checkpoint_->metadata();
       auto get = [&](const char* key) -> long long {  // for the log line only: a damaged entry shows as -1
         long long v = -1;
-        if (auto it = meta.find(key); it != meta.end()) std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
+        if (auto it = meta.find(key); it != meta.end())
+          std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
         return v;
       };
       std::fprintf(stderr, "BackupAndRestore: restored epoch %lld step %lld from %s\n",

@@ -141,10 +141,12 @@ class FitStateTrackable final : public train::Trackable {
       LS_CHECK(v[key].is_number_integer() && v[key].get<int64_t>() >= 0, DataLossError, "saved fit() position has ",
                key, " ", v[key].dump(), ", not a count (an integer >= 0)");
     LS_CHECK(v["metrics"].is_array() && v["finished"].is_array() && v["input"].is_object() &&
-                 v.value("loss_total", nlohmann::json()).is_number() && v.value("loss_count", nlohmann::json()).is_number(),
+                 v.value("loss_total", nlohmann::json()).is_number() &&
+                 v.value("loss_count", nlohmann::json()).is_number(),
              DataLossError, "saved fit() position is malformed (metrics, finished, input, loss_total or loss_count)");
     for (const nlohmann::json& e : v["finished"])
-      LS_CHECK(e.is_object() && e.value("epoch", nlohmann::json()).is_number_integer() && e.value("logs", nlohmann::json()).is_object(),
+      LS_CHECK(e.is_object() && e.value("epoch", nlohmann::json()).is_number_integer() &&
+                   e.value("logs", nlohmann::json()).is_object(),
                DataLossError, "saved fit() position has a malformed finished epoch: ", e.dump().substr(0, 60));
     LS_CHECK(state.values["metrics"].size() == s_->metrics.size(), ValueError, "saved fit() position has ",
              state.values["metrics"].size(), " metrics but the model is compiled with ", s_->metrics.size(),

@@ -114,7 +114,8 @@ Variable Layer::add_weight(const std::string& name, const Shape& shape, const In
     for (int64_t d : shape.dims())
       if (d < 0 || __builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes)) bytes = UINT64_MAX;
     LS_CHECK(bytes <= *detail::weight_budget, DataLossError, "layer ", name_, " needs a ", name, " of shape ",
-             shape.str(), ", more than its saved weights file holds: the model's config and weights do not match; "
+             shape.str(),
+             ", more than its saved weights file holds: the model's config and weights do not match; "
              "save the model again");
     *detail::weight_budget -= bytes;
   }
@@ -455,23 +456,25 @@ LayerPtr from_config(const nlohmann::json& j) {
     return a == "linear" ? std::string() : a;
   };
   if (cls == "Conv2D")
-    return std::make_shared<Conv2D>(integer("filters"), integer("kernel_size", true),
-                                    Conv2DOptions{.strides = integer("strides", true),
-                                                  .padding = c.value("padding", "valid"),
-                                                  .activation = activation(),
-                                                  .use_bias = c.value("use_bias", true),
-                                                  .kernel_initializer = initializers::from_config(c.at("kernel_initializer")),
-                                                  .bias_initializer = initializers::from_config(c.at("bias_initializer")),
-                                                  .kernel_regularizer = regularizers::from_config(c.value("kernel_regularizer", nlohmann::json())),
-                                                  .name = name});
+    return std::make_shared<Conv2D>(
+        integer("filters"), integer("kernel_size", true),
+        Conv2DOptions{.strides = integer("strides", true),
+                      .padding = c.value("padding", "valid"),
+                      .activation = activation(),
+                      .use_bias = c.value("use_bias", true),
+                      .kernel_initializer = initializers::from_config(c.at("kernel_initializer")),
+                      .bias_initializer = initializers::from_config(c.at("bias_initializer")),
+                      .kernel_regularizer = regularizers::from_config(c.value("kernel_regularizer", nlohmann::json())),
+                      .name = name});
   if (cls == "Dense")
-    return std::make_shared<Dense>(integer("units"),
-                                   DenseOptions{.activation = activation(),
-                                                .use_bias = c.value("use_bias", true),
-                                                .kernel_initializer = initializers::from_config(c.at("kernel_initializer")),
-                                                .bias_initializer = initializers::from_config(c.at("bias_initializer")),
-                                                .kernel_regularizer = regularizers::from_config(c.value("kernel_regularizer", nlohmann::json())),
-                                                .name = name});
+    return std::make_shared<Dense>(
+        integer("units"),
+        DenseOptions{.activation = activation(),
+                     .use_bias = c.value("use_bias", true),
+                     .kernel_initializer = initializers::from_config(c.at("kernel_initializer")),
+                     .bias_initializer = initializers::from_config(c.at("bias_initializer")),
+                     .kernel_regularizer = regularizers::from_config(c.value("kernel_regularizer", nlohmann::json())),
+                     .name = name});
   if (cls == "MaxPooling2D" || cls == "AveragePooling2D") {
     Pooling2DOptions o{.strides = integer("strides", true), .padding = c.value("padding", "valid"), .name = name};
     const int64_t size = integer("pool_size", true);

@@ -4,7 +4,6 @@
 // index file, pruning, and restore with fallback past corrupted files.
 #include "lockstep/train/checkpoint.h"
 
-#include <charconv>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -383,8 +382,9 @@ void Checkpoint::Impl::apply(const SafetensorsFile& file, const std::string& pat
     // An object reads its own saved values; a missing key or a wrong type there is damage, not a bug.
     try {
       if (object->per_worker()) {
-        LS_CHECK(state.values.is_object() && state.values.contains("per_worker") && state.values["per_worker"].is_array(),
-                 DataLossError, "checkpoint file ", path, ": object '", name, "' has no per-worker values");
+        LS_CHECK(
+            state.values.is_object() && state.values.contains("per_worker") && state.values["per_worker"].is_array(),
+            DataLossError, "checkpoint file ", path, ": object '", name, "' has no per-worker values");
         std::vector<nlohmann::json> all(state.values["per_worker"].begin(), state.values["per_worker"].end());
         if (static_cast<int64_t>(all.size()) == world_size())
           match = object->restore({{}, all[static_cast<size_t>(rank())]});
@@ -498,7 +498,8 @@ std::optional<Index> read_index(const std::string& directory) {
   const fs::path file = fs::path(directory) / kIndexName;
   std::error_code ec;
   if (const uintmax_t size = fs::file_size(file, ec); !ec && size > kMaxIndexBytes) {
-    log(LogLevel::warning, "ignoring ", file.string(), ": ", size, " bytes is no checkpoint index; scanning the directory");
+    log(LogLevel::warning, "ignoring ", file.string(), ": ", size,
+        " bytes is no checkpoint index; scanning the directory");
     return std::nullopt;
   }
   std::ifstream in(file);
@@ -562,7 +563,8 @@ std::vector<IndexEntry> scan_directory(const std::string& directory, const std::
     std::smatch m;
     const std::string file = entry.path().filename().string();
     int64_t n = 0;  // a number past int64 is no file a manager wrote
-    if (std::regex_match(file, m, re) && std::from_chars(&*m[1].first, &*m[1].first + m[1].length(), n).ec == std::errc())
+    if (std::regex_match(file, m, re) &&
+        std::from_chars(&*m[1].first, &*m[1].first + m[1].length(), n).ec == std::errc())
       found.emplace_back(n, prefix_of(file));
   }
   std::sort(found.begin(), found.end());
