@@ -6,12 +6,11 @@
 // once per suite, then damaged a copy at a time.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cstring>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "cli_util.h"
 
@@ -36,7 +35,8 @@ const std::string kOneGigabyte = "ulimit -v 1000000;";
 // ---- writing bad files ----
 
 void write_bytes(const fs::path& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 std::string be32(uint32_t v) {
@@ -87,8 +87,8 @@ std::string zip_archive(const std::vector<std::pair<std::string, std::string>>& 
     const uint32_t crc = crc_of ? crc_of(name, data) : crc32(data);
     const std::string common = le(20, 2) + le(0, 2) + le(0, 2) + le(0, 2) + le(0x21, 2) + le(crc, 4) +
                                le(data.size(), 4) + le(data.size(), 4) + le(name.size(), 2) + le(0, 2);
-    central += le(0x02014b50, 4) + le(20, 2) + common + le(0, 2) + le(0, 2) + le(0, 2) + le(0, 4) +
-               le(local.size(), 4) + name;
+    central +=
+        le(0x02014b50, 4) + le(20, 2) + common + le(0, 2) + le(0, 2) + le(0, 2) + le(0, 4) + le(local.size(), 4) + name;
     local += le(0x04034b50, 4) + common + name + data;
   }
   return local + central + le(0x06054b50, 4) + le(0, 2) + le(0, 2) + le(members.size(), 2) + le(members.size(), 2) +
@@ -108,8 +108,8 @@ std::string npy(const std::string& descr, const std::string& shape, const std::s
 void write_npz(const fs::path& dir, const std::map<std::string, std::string>& replace = {},
                const std::function<uint32_t(const std::string&, const std::string&)>& crc_of = nullptr) {
   std::vector<std::pair<std::string, std::string>> members;
-  for (const auto& [name, n, image] : {std::tuple{"x_train", 8, true}, {"y_train", 8, false}, {"x_test", 4, true},
-                                       {"y_test", 4, false}}) {
+  for (const auto& [name, n, image] :
+       {std::tuple{"x_train", 8, true}, {"y_train", 8, false}, {"x_test", 4, true}, {"y_test", 4, false}}) {
     std::string body = image ? npy("|u1", "(" + std::to_string(n) + ", 28, 28)", std::string(size_t(n) * 784, '\1'))
                              : npy("|u1", "(" + std::to_string(n) + ",)", std::string(size_t(n), '\3'));
     if (auto it = replace.find(name); it != replace.end()) body = it->second;
@@ -150,8 +150,12 @@ void edit_objects(const fs::path& dir, const std::function<void(Json&)>& edit) {
 
 // The custom loop's saved input position (a DistributedDataset iterator over batch(repeat(shuffle(source)))),
 // and the state of its shuffle stage.
-Json& input_position(Json& objects) { return objects["iterator"]["per_worker"][0]["position"]; }
-Json& source_state(Json& objects) { return input_position(objects)["replicas"][0]["state"]["input"]["input"]; }
+Json& input_position(Json& objects) {
+  return objects["iterator"]["per_worker"][0]["position"];
+}
+Json& source_state(Json& objects) {
+  return input_position(objects)["replicas"][0]["state"]["input"]["input"];
+}
 
 // ---- the rows ----
 
@@ -169,12 +173,14 @@ struct Fixtures {
 
 struct Case {
   std::string name;
-  std::string args;                   // after `lockstep`; @ is the case's directory, DATA the good data set
-  std::string keyword;                // the error names the problem with this
-  std::string env = "";               // VAR=value ... for the command
+  std::string args;      // after `lockstep`; @ is the case's directory, DATA the good data set
+  std::string keyword;   // the error names the problem with this
+  std::string env = "";  // VAR=value ... for the command
   std::function<void(const fs::path& dir, const Fixtures& f)> setup = nullptr;
 };
-void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.name;
+}
 
 // Verbose, so that a step taken before the refusal would show as fit's "Epoch 1/1".
 const std::string kTrain = "train --epochs 1 --batch-size 8 --threads 1 ";
@@ -191,8 +197,9 @@ fs::path Fixtures::data() const {
 fs::path Fixtures::model() const {
   const fs::path dir = root / "model";
   if (!fs::exists(dir)) {
-    const Result r = run_lockstep(kTrain + "--verbose 0 --steps-per-epoch 2 --dataset " + data().string() +
-                                      " --save-model " + dir.string(), "", 120);
+    const Result r = run_lockstep(
+        kTrain + "--verbose 0 --steps-per-epoch 2 --dataset " + data().string() + " --save-model " + dir.string(), "",
+        120);
     EXPECT_EQ(r.code, 0) << r.err;
   }
   return dir;
@@ -203,16 +210,23 @@ fs::path Fixtures::backup(const std::string& name, const std::string& flags) con
   const fs::path dir = root / name;
   if (!fs::exists(dir)) {
     run_lockstep(kTrain + "--verbose 0 --epochs 3 --steps-per-epoch 3 --backup-freq 2 --dataset " + data().string() +
-                     " --backup-dir " + dir.string() + flags, "LOCKSTEP_FAULT_INJECT=kill:0:5", 120);
+                     " --backup-dir " + dir.string() + flags,
+                 "LOCKSTEP_FAULT_INJECT=kill:0:5", 120);
     EXPECT_TRUE(fs::exists(dir / "ckpt-1.safetensors")) << dir;
     for (const fs::path& file : checkpoints_in(dir))
       if (file.filename() != "ckpt-1.safetensors") fs::remove(file);
   }
   return dir;
 }
-fs::path Fixtures::backup_fit() const { return backup("backup_fit", ""); }
-fs::path Fixtures::backup_ctl() const { return backup("backup_ctl", " --loop ctl"); }
-fs::path Fixtures::backup_fashion() const { return backup("backup_fashion", " --model fashion_cnn"); }
+fs::path Fixtures::backup_fit() const {
+  return backup("backup_fit", "");
+}
+fs::path Fixtures::backup_ctl() const {
+  return backup("backup_ctl", " --loop ctl");
+}
+fs::path Fixtures::backup_fashion() const {
+  return backup("backup_fashion", " --model fashion_cnn");
+}
 
 // Copies the good data set into the case directory, then applies `damage` to it.
 std::function<void(const fs::path&, const Fixtures&)> data_with(std::function<void(const fs::path&)> damage) {
@@ -222,16 +236,23 @@ std::function<void(const fs::path&, const Fixtures&)> data_with(std::function<vo
   };
 }
 // A copy of a fixture directory as @/<name>, then `damage` on the copy.
-std::function<void(const fs::path&, const Fixtures&)> copy_of(fs::path (Fixtures::*which)() const, const std::string& name,
+std::function<void(const fs::path&, const Fixtures&)> copy_of(fs::path (Fixtures::*which)() const,
+                                                              const std::string& name,
                                                               std::function<void(const fs::path&)> damage) {
   return [which, name, damage](const fs::path& dir, const Fixtures& f) {
     fs::copy((f.*which)(), dir / name, fs::copy_options::recursive);
     damage(dir / name);
   };
 }
-auto backup_fit(std::function<void(const fs::path&)> d) { return copy_of(&Fixtures::backup_fit, "backup", std::move(d)); }
-auto backup_ctl(std::function<void(const fs::path&)> d) { return copy_of(&Fixtures::backup_ctl, "backup", std::move(d)); }
-auto saved_model(std::function<void(const fs::path&)> d) { return copy_of(&Fixtures::model, "model", std::move(d)); }
+auto backup_fit(std::function<void(const fs::path&)> d) {
+  return copy_of(&Fixtures::backup_fit, "backup", std::move(d));
+}
+auto backup_ctl(std::function<void(const fs::path&)> d) {
+  return copy_of(&Fixtures::backup_ctl, "backup", std::move(d));
+}
+auto saved_model(std::function<void(const fs::path&)> d) {
+  return copy_of(&Fixtures::model, "model", std::move(d));
+}
 // Applies `damage` to every checkpoint file of a backup directory (so no earlier one is left to fall back to).
 std::function<void(const fs::path&)> each_checkpoint(std::function<void(const fs::path&)> damage) {
   return [damage](const fs::path& dir) {
@@ -247,13 +268,17 @@ std::function<void(const fs::path&)> config(std::function<void(Json&)> edit) {
   };
 }
 // The config of the saved model's layer `i` (0: InputLayer, 1: Reshape, 2: Conv2D, 4: Dense).
-Json& layer(Json& c, size_t i) { return c["config"]["layers"][i]["config"]; }
+Json& layer(Json& c, size_t i) {
+  return c["config"]["layers"][i]["config"];
+}
 
 const std::string kFitBackup = kTrain + "--dataset DATA --steps-per-epoch 3 --backup-dir @/backup ";
 const std::string kCtlBackup = kFitBackup + "--loop ctl ";
 // A TF_CONFIG and a command that must fail on it before reading any data (the data set does not exist).
 const std::string kTrainNoData = kTrain + "--dataset /nonexistent/data";
-std::string tf(const std::string& json) { return "TF_CONFIG='" + json + "'"; }
+std::string tf(const std::string& json) {
+  return "TF_CONFIG='" + json + "'";
+}
 // SLURM variables of a 2-node, 4-task job; `over` replaces some of them.
 std::string slurm(const std::map<std::string, std::string>& over) {
   std::map<std::string, std::string> v = {{"SLURM_PROCID", "0"},
@@ -289,16 +314,16 @@ const std::vector<Case> kCases = {
     {"train_negative_backup_freq", kTrainHere + "--backup-dir @/b --backup-freq -5", "--backup-freq"},
     {"train_missing_token_file", kTrainHere + "--cluster-token-file @/no-token", "--cluster-token-file"},
     {"train_missing_dataset", kTrain + "--dataset @/nowhere", "nowhere"},
-    {"train_dataset_is_a_file", kTrain + "--dataset @/file", "file",
-     "", [](const fs::path& d, const Fixtures&) { write_bytes(d / "file", "x"); }},
+    {"train_dataset_is_a_file", kTrain + "--dataset @/file", "file", "",
+     [](const fs::path& d, const Fixtures&) { write_bytes(d / "file", "x"); }},
     // -- outputs refused before the first step --
     {"train_metrics_out_is_a_directory", kTrain + "--dataset DATA --metrics-out @", "--metrics-out"},
-    {"train_save_model_is_a_file", kTrain + "--dataset DATA --save-model @/file", "not a directory",
-     "", [](const fs::path& d, const Fixtures&) { write_bytes(d / "file", "x"); }},
-    {"train_save_model_over_other_files", kTrain + "--dataset DATA --save-model @", "other files",
-     "", [](const fs::path& d, const Fixtures&) { write_bytes(d / "notes.txt", "mine"); }},
-    {"train_backup_dir_is_a_file", kTrain + "--dataset DATA --backup-dir @/file", "--backup-dir",
-     "", [](const fs::path& d, const Fixtures&) { write_bytes(d / "file", "x"); }},
+    {"train_save_model_is_a_file", kTrain + "--dataset DATA --save-model @/file", "not a directory", "",
+     [](const fs::path& d, const Fixtures&) { write_bytes(d / "file", "x"); }},
+    {"train_save_model_over_other_files", kTrain + "--dataset DATA --save-model @", "other files", "",
+     [](const fs::path& d, const Fixtures&) { write_bytes(d / "notes.txt", "mine"); }},
+    {"train_backup_dir_is_a_file", kTrain + "--dataset DATA --backup-dir @/file", "--backup-dir", "",
+     [](const fs::path& d, const Fixtures&) { write_bytes(d / "file", "x"); }},
     {"train_backup_dir_unwritable", kTrain + "--dataset DATA --backup-dir /proc/lockstep-backup", "--backup-dir"},
     {"train_save_model_unwritable", kTrain + "--dataset DATA --save-model /proc/self/model", "/proc/self/model"},
     // -- lockstep evaluate, launch and bench --
@@ -333,12 +358,15 @@ const std::vector<Case> kCases = {
      tf(R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 0.5}})")},
     {"tf_config_huge_index", "tf-config", "index",
      tf(R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 100000000000000000000}})")},
-    {"tf_config_numeric_type", "tf-config", "type", tf(R"({"cluster": {"worker": ["a:1"]}, "task": {"type": 5, "index": 0}})")},
+    {"tf_config_numeric_type", "tf-config", "type",
+     tf(R"({"cluster": {"worker": ["a:1"]}, "task": {"type": 5, "index": 0}})")},
     {"tf_config_numeric_addresses", "tf-config", "worker",
      tf(R"({"cluster": {"worker": [1, 2]}, "task": {"type": "worker", "index": 0}})")},
-    {"tf_config_null_cluster", "tf-config", "cluster", tf(R"({"cluster": null, "task": {"type": "worker", "index": 0}})")},
+    {"tf_config_null_cluster", "tf-config", "cluster",
+     tf(R"({"cluster": null, "task": {"type": "worker", "index": 0}})")},
     {"tf_config_deeply_nested", "tf-config", "TF_CONFIG", tf(std::string(20000, '[') + std::string(20000, ']'))},
-    {"tf_config_port_zero", "tf-config", "1..65535", tf(R"({"cluster": {"worker": ["a:0"]}, "task": {"type": "worker", "index": 0}})")},
+    {"tf_config_port_zero", "tf-config", "1..65535",
+     tf(R"({"cluster": {"worker": ["a:0"]}, "task": {"type": "worker", "index": 0}})")},
     {"tf_config_space_in_host", "tf-config", "a b",
      tf(R"({"cluster": {"worker": ["a b:1"]}, "task": {"type": "worker", "index": 0}})")},
     {"tf_config_evaluator_out_of_range", "tf-config", "out of range",
@@ -351,7 +379,8 @@ const std::vector<Case> kCases = {
      tf("{\"cluster\": {\"worker\": [\"\xff\xfe:1\"]}, \"task\": {\"type\": \"worker\", \"index\": 0}}")},
     {"tf_config_escape_sequence", "tf-config", "TF_CONFIG",
      tf(R"({"cluster": {"worker": ["\u001b[2J\u001b[31mred:1"]}, "task": {"type": "worker", "index": 0}})")},
-    {"tf_config_refused_before_data", kTrainNoData, "TF_CONFIG", tf(R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 9}})")},
+    {"tf_config_refused_before_data", kTrainNoData, "TF_CONFIG",
+     tf(R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 9}})")},
     {"tf_config_token_file_missing", kTrain + "--dataset DATA", "token",
      "LOCKSTEP_CLUSTER_TOKEN_FILE=/nonexistent/token " +
          tf(R"({"cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]}, "task": {"type": "worker", "index": 1}})")},
@@ -370,33 +399,39 @@ const std::vector<Case> kCases = {
     {"slurm_ports_past_65535", "tf-config", "LOCKSTEP_PORT", slurm({{"LOCKSTEP_PORT", "65535"}})},
     {"slurm_refused_before_data", kTrainNoData, "SLURM", slurm({{"SLURM_PROCID", "-1"}})},
     // -- other LOCKSTEP_* variables --
-    {"fault_inject_malformed", kTrainHere, "LOCKSTEP_FAULT_INJECT", "LOCKSTEP_FAULT_INJECT=kill:first", data_with([](auto) {})},
-    {"collective_unknown", kTrainHere, "LOCKSTEP_COLLECTIVE", "LOCKSTEP_COLLECTIVE=carrier-pigeon", data_with([](auto) {})},
+    {"fault_inject_malformed", kTrainHere, "LOCKSTEP_FAULT_INJECT", "LOCKSTEP_FAULT_INJECT=kill:first",
+     data_with([](auto) {})},
+    {"collective_unknown", kTrainHere, "LOCKSTEP_COLLECTIVE", "LOCKSTEP_COLLECTIVE=carrier-pigeon",
+     data_with([](auto) {})},
     {"gradient_compression_unknown", kTrainHere, "LOCKSTEP_GRADIENT_COMPRESSION", "LOCKSTEP_GRADIENT_COMPRESSION=zip",
      data_with([](auto) {})},
     // -- IDX data files --
     {"idx_missing_labels", kTrainHere, "train-labels-idx1-ubyte", "",
      data_with([](const fs::path& d) { fs::remove(d / "train-labels-idx1-ubyte"); })},
-    {"idx_truncated_images", kTrainHere, "truncated", "", data_with([](const fs::path& d) { cut(d / "train-images-idx3-ubyte", 0.5); })},
-    {"idx_trailing_bytes", kTrainHere, "trailing", "", data_with([](const fs::path& d) {
-       std::ofstream(d / "t10k-labels-idx1-ubyte", std::ios::app) << "extra";
+    {"idx_truncated_images", kTrainHere, "truncated", "",
+     data_with([](const fs::path& d) { cut(d / "train-images-idx3-ubyte", 0.5); })},
+    {"idx_trailing_bytes", kTrainHere, "trailing", "",
+     data_with([](const fs::path& d) { std::ofstream(d / "t10k-labels-idx1-ubyte", std::ios::app) << "extra"; })},
+    {"idx_wrong_magic", kTrainHere, "magic", "", data_with([](const fs::path& d) {
+       write_idx(d / "train-images-idx3-ubyte", 0x00000803 ^ 0x1000, {64, 28, 28}, 64 * 784);
      })},
-    {"idx_wrong_magic", kTrainHere, "magic", "",
-     data_with([](const fs::path& d) { write_idx(d / "train-images-idx3-ubyte", 0x00000803 ^ 0x1000, {64, 28, 28}, 64 * 784); })},
-    {"idx_float_images", kTrainHere, "magic", "",
-     data_with([](const fs::path& d) { write_idx(d / "train-images-idx3-ubyte", 0x00000d03, {64, 28, 28}, 64 * 784 * 4); })},
+    {"idx_float_images", kTrainHere, "magic", "", data_with([](const fs::path& d) {
+       write_idx(d / "train-images-idx3-ubyte", 0x00000d03, {64, 28, 28}, 64 * 784 * 4);
+     })},
     {"idx_empty_file", kTrainHere, "t10k-images-idx3-ubyte", "",
      data_with([](const fs::path& d) { write_bytes(d / "t10k-images-idx3-ubyte", ""); })},
-    {"idx_2_to_the_40_elements", kTrainHere, "train-images-idx3-ubyte", "",
-     data_with([](const fs::path& d) { write_idx(d / "train-images-idx3-ubyte", 0x803, {1u << 16, 1u << 12, 1u << 12}, 4096); })},
+    {"idx_2_to_the_40_elements", kTrainHere, "train-images-idx3-ubyte", "", data_with([](const fs::path& d) {
+       write_idx(d / "train-images-idx3-ubyte", 0x803, {1u << 16, 1u << 12, 1u << 12}, 4096);
+     })},
     {"idx_max_dims", kTrainHere, "train-images-idx3-ubyte", "", data_with([](const fs::path& d) {
        write_idx(d / "train-images-idx3-ubyte", 0x803, {0xffffffffu, 0xffffffffu, 0xffffffffu}, 16);
      })},
     {"idx_image_size_32", kTrainHere, "28", "", data_with([](const fs::path& d) {
        write_idx(d / "train-images-idx3-ubyte", 0x803, {64, 32, 32}, 64 * 32 * 32);
      })},
-    {"idx_zero_width", kTrainHere, "28", "",
-     data_with([](const fs::path& d) { write_idx(d / "train-images-idx3-ubyte", 0x803, {64, 0, 28}, 0); })},
+    {"idx_zero_width", kTrainHere, "28", "", data_with([](const fs::path& d) {
+       write_idx(d / "train-images-idx3-ubyte", 0x803, {64, 0, 28}, 0);
+     })},
     {"idx_label_count_differs", kTrainHere, "labels", "",
      data_with([](const fs::path& d) { write_idx(d / "train-labels-idx1-ubyte", 0x801, {50}, 50, 1); })},
     {"idx_label_out_of_range", kTrainHere, "label 200", "",
@@ -423,43 +458,60 @@ const std::vector<Case> kCases = {
     {"idx_gzip_bomb", kTrainHere, "trailing bytes", kOneGigabyte, data_with([](const fs::path& d) {
        const std::string images = (d / "train-images-idx3-ubyte").string();
        const std::string zeros = (d / "zeros.gz").string();
-       ASSERT_EQ(std::system(("gzip -c " + images + " > " + images + ".gz && head -c 10000000 /dev/zero | gzip -9 > " + zeros +
-                              " && for i in $(seq 150); do cat " + zeros + "; done >> " + images + ".gz && rm " + images + " " + zeros)
+       ASSERT_EQ(std::system(("gzip -c " + images + " > " + images + ".gz && head -c 10000000 /dev/zero | gzip -9 > " +
+                              zeros + " && for i in $(seq 150); do cat " + zeros + "; done >> " + images +
+                              ".gz && rm " + images + " " + zeros)
                                  .c_str()),
                  0);
      })},
     // -- .npz data files (mnist.npz in the data set directory) --
-    {"npz_garbage", kTrainHere, "mnist.npz", "", [](const fs::path& d, const Fixtures&) { write_bytes(d / "mnist.npz", "PK\3\4 not really"); }},
-    {"npz_truncated", kTrainHere, "mnist.npz", "", [](const fs::path& d, const Fixtures&) {
+    {"npz_garbage", kTrainHere, "mnist.npz", "",
+     [](const fs::path& d, const Fixtures&) { write_bytes(d / "mnist.npz", "PK\3\4 not really"); }},
+    {"npz_truncated", kTrainHere, "mnist.npz", "",
+     [](const fs::path& d, const Fixtures&) {
        write_npz(d);
        cut(d / "mnist.npz", 0.7);
      }},
-    {"npz_missing_member", kTrainHere, "x_test", "", [](const fs::path& d, const Fixtures&) { write_npz(d, {{"x_test", ""}}); }},
-    {"npz_float_array", kTrainHere, "dtype", "", [](const fs::path& d, const Fixtures&) {
+    {"npz_missing_member", kTrainHere, "x_test", "",
+     [](const fs::path& d, const Fixtures&) {
+       write_npz(d, {{"x_test", ""}});
+     }},
+    {"npz_float_array", kTrainHere, "dtype", "",
+     [](const fs::path& d, const Fixtures&) {
        write_npz(d, {{"y_train", npy("<f4", "(8,)", std::string(32, '\0'))}});
      }},
-    {"npz_2_to_the_40_elements", kTrainHere, "x_train", "", [](const fs::path& d, const Fixtures&) {
+    {"npz_2_to_the_40_elements", kTrainHere, "x_train", "",
+     [](const fs::path& d, const Fixtures&) {
        write_npz(d, {{"x_train", npy("|u1", "(1099511627776, 28, 28)", std::string(784, '\1'))}});
      }},
-    {"npz_negative_dimension", kTrainHere, "shape", "", [](const fs::path& d, const Fixtures&) {
+    {"npz_negative_dimension", kTrainHere, "shape", "",
+     [](const fs::path& d, const Fixtures&) {
        write_npz(d, {{"y_test", npy("|u1", "(-4,)", "")}});
      }},
-    {"npz_fortran_order", kTrainHere, "Fortran", "", [](const fs::path& d, const Fixtures&) {
+    {"npz_fortran_order", kTrainHere, "Fortran", "",
+     [](const fs::path& d, const Fixtures&) {
        write_npz(d, {{"x_test", npy("|u1", "(4, 28, 28)", std::string(4 * 784, '\1'), "True")}});
      }},
-    {"npz_bad_npy_magic", kTrainHere, "magic", "", [](const fs::path& d, const Fixtures&) {
+    {"npz_bad_npy_magic", kTrainHere, "magic", "",
+     [](const fs::path& d, const Fixtures&) {
        write_npz(d, {{"y_test", npy("|u1", "(4,)", "abcd", "False", "\x93PICKL")}});
      }},
-    {"npz_npy_header_past_end", kTrainHere, "header", "", [](const fs::path& d, const Fixtures&) {
+    {"npz_npy_header_past_end", kTrainHere, "header", "",
+     [](const fs::path& d, const Fixtures&) {
        write_npz(d, {{"y_test", std::string("\x93NUMPY\x01\x00\xff\xff{'descr'", 18)}});
      }},
-    {"npz_crc_mismatch", kTrainHere, "CRC", "", [](const fs::path& d, const Fixtures&) {
-       write_npz(d, {}, [](const std::string& name, const std::string& data) { return crc32(data) ^ (name == "x_test.npy"); });
+    {"npz_crc_mismatch", kTrainHere, "CRC", "",
+     [](const fs::path& d, const Fixtures&) {
+       write_npz(d, {},
+                 [](const std::string& name, const std::string& data) { return crc32(data) ^ (name == "x_test.npy"); });
      }},
     // -- backups (--backup-dir) whose every checkpoint is damaged --
-    {"backup_truncated", kFitBackup, "truncated", "", backup_fit(each_checkpoint([](const fs::path& f) { cut(f, 0.9); }))},
-    {"backup_empty_file", kFitBackup, "ckpt-", "", backup_fit(each_checkpoint([](const fs::path& f) { fs::resize_file(f, 0); }))},
-    {"backup_crc_mismatch", kFitBackup, "CRC32C", "", backup_fit(each_checkpoint([](const fs::path& f) { flip_near_end(f); }))},
+    {"backup_truncated", kFitBackup, "truncated", "",
+     backup_fit(each_checkpoint([](const fs::path& f) { cut(f, 0.9); }))},
+    {"backup_empty_file", kFitBackup, "ckpt-", "",
+     backup_fit(each_checkpoint([](const fs::path& f) { fs::resize_file(f, 0); }))},
+    {"backup_crc_mismatch", kFitBackup, "CRC32C", "",
+     backup_fit(each_checkpoint([](const fs::path& f) { flip_near_end(f); }))},
     {"backup_absurd_header_length", kFitBackup, "header length", "", backup_fit(each_checkpoint([](const fs::path& f) {
        std::fstream(f, std::ios::in | std::ios::out | std::ios::binary).write("\0\0\0\0\0\0\0\x10", 8);
      }))},
@@ -488,17 +540,21 @@ const std::vector<Case> kCases = {
     {"backup_save_counter_text", kFitBackup, "save_counter", "", backup_fit(each_checkpoint([](const fs::path& f) {
        edit_header(f, [](Json& h) { h["__metadata__"]["save_counter"] = "many"; });
      }))},
-    {"backup_fit_position_missing", kFitBackup, "total_steps", "",
-     backup_fit([](const fs::path& d) { edit_objects(d, [](Json& o) { o["fit"]["per_worker"][0].erase("total_steps"); }); })},
+    {"backup_fit_position_missing", kFitBackup, "total_steps", "", backup_fit([](const fs::path& d) {
+       edit_objects(d, [](Json& o) { o["fit"]["per_worker"][0].erase("total_steps"); });
+     })},
     {"backup_fit_negative_epoch", kFitBackup, "epoch -5", "",
      backup_fit([](const fs::path& d) { edit_objects(d, [](Json& o) { o["fit"]["per_worker"][0]["epoch"] = -5; }); })},
-    {"backup_ctl_loop_state_missing", kCtlBackup, "step_in_epoch", "",
-     backup_ctl([](const fs::path& d) { edit_objects(d, [](Json& o) { o["loop"]["per_worker"][0].erase("step_in_epoch"); }); })},
-    {"backup_ctl_loop_state_wrong_type", kCtlBackup, "loop", "",
-     backup_ctl([](const fs::path& d) { edit_objects(d, [](Json& o) { o["loop"]["per_worker"][0]["steps"] = "three"; }); })},
+    {"backup_ctl_loop_state_missing", kCtlBackup, "step_in_epoch", "", backup_ctl([](const fs::path& d) {
+       edit_objects(d, [](Json& o) { o["loop"]["per_worker"][0].erase("step_in_epoch"); });
+     })},
+    {"backup_ctl_loop_state_wrong_type", kCtlBackup, "loop", "", backup_ctl([](const fs::path& d) {
+       edit_objects(d, [](Json& o) { o["loop"]["per_worker"][0]["steps"] = "three"; });
+     })},
     // -- data set iterator states inside a backup --
-    {"backup_fit_metrics_not_a_list", kFitBackup, "malformed", "",
-     backup_fit([](const fs::path& d) { edit_objects(d, [](Json& o) { o["fit"]["per_worker"][0]["metrics"] = "x"; }); })},
+    {"backup_fit_metrics_not_a_list", kFitBackup, "malformed", "", backup_fit([](const fs::path& d) {
+       edit_objects(d, [](Json& o) { o["fit"]["per_worker"][0]["metrics"] = "x"; });
+     })},
     {"backup_ctl_negative_epoch", kCtlBackup, "epoch -5", "",
      backup_ctl([](const fs::path& d) { edit_objects(d, [](Json& o) { o["loop"]["per_worker"][0]["epoch"] = -5; }); })},
     {"backup_random_seed_text", kCtlBackup, "random", "",
@@ -526,8 +582,9 @@ const std::vector<Case> kCases = {
      backup_ctl([](const fs::path& d) { edit_objects(d, [](Json& o) { input_position(o)["skip"] = -1; }); })},
     {"iterator_zero_replicas", kCtlBackup, "0 replicas", "",
      backup_ctl([](const fs::path& d) { edit_objects(d, [](Json& o) { input_position(o)["num_replicas"] = 0; }); })},
-    {"iterator_no_replica_pipelines", kCtlBackup, "replica pipelines", "",
-     backup_ctl([](const fs::path& d) { edit_objects(d, [](Json& o) { input_position(o)["replicas"] = Json::array(); }); })},
+    {"iterator_no_replica_pipelines", kCtlBackup, "replica pipelines", "", backup_ctl([](const fs::path& d) {
+       edit_objects(d, [](Json& o) { input_position(o)["replicas"] = Json::array(); });
+     })},
     {"iterator_negative_repeat_epoch", kCtlBackup, "epoch -2", "", backup_ctl([](const fs::path& d) {
        edit_objects(d, [](Json& o) { input_position(o)["replicas"][0]["state"]["input"]["epoch"] = -2; });
      })},
@@ -585,7 +642,9 @@ const std::vector<Case> kCases = {
     {"model_is_a_file", "evaluate --model @/file --dataset DATA", "file", "",
      [](const fs::path& d, const Fixtures&) { write_bytes(d / "file", "x"); }},
     {"model_negative_input_shape", "evaluate --model @/model --dataset DATA", "shape", "",
-     saved_model(config([](Json& c) { layer(c, 0)["batch_input_shape"] = {nullptr, 28, -28}; }))},
+     saved_model(config([](Json& c) {
+       layer(c, 0)["batch_input_shape"] = {nullptr, 28, -28};
+     }))},
 };
 
 // ---- running them ----
@@ -635,7 +694,8 @@ TEST_P(BadInput, ExitCode2AndOneLineNamingTheProblem) {
     EXPECT_EQ(r.out.find(sign), std::string::npos) << "output before the refusal: " << r.out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Corpus, BadInput, ::testing::ValuesIn(kCases), [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Corpus, BadInput, ::testing::ValuesIn(kCases),
+                         [](const auto& info) { return info.param.name; });
 
 // The fixtures the corpus damages are sound: untouched, each one works.
 TEST_F(BadInput, UndamagedFixturesWork) {
@@ -694,17 +754,19 @@ TEST_F(BadInput, FailedSaveLeavesNoPartialModelAndTheOldOneIntact) {
 TEST_F(BadInput, LastBatchSmallerThanTheReplicasIsOneWarning) {
   const fs::path dir = temp_dir("bad_input_warning");
   write_idx_dataset(dir, 33, 8);  // 33 = 2 * 16 + 1: the last batch holds 1 image for 2 replicas
-  const Result r = run_lockstep("train --dataset " + dir.string() + " --epochs 1 --batch-size 16 --threads 1 "
-                                "--verbose 0 --workers 2", "", 120);
+  const Result r = run_lockstep("train --dataset " + dir.string() +
+                                    " --epochs 1 --batch-size 16 --threads 1 "
+                                    "--verbose 0 --workers 2",
+                                "", 120);
   EXPECT_EQ(r.code, 0) << r.err;
   const auto warnings = lines_after(r.err, "[worker 0] ");
   const auto said = std::count_if(warnings.begin(), warnings.end(),
                                   [](const std::string& l) { return l.find("last batch") != std::string::npos; });
   EXPECT_EQ(said, 1) << r.err;
   const auto others = lines_after(r.err, "[worker 1] ");
-  EXPECT_TRUE(std::none_of(others.begin(), others.end(),
-                           [](const std::string& l) { return l.find("last batch") != std::string::npos; }))
-      << r.err;
+  EXPECT_TRUE(std::none_of(others.begin(), others.end(), [](const std::string& l) {
+    return l.find("last batch") != std::string::npos;
+  })) << r.err;
   fs::remove_all(dir);
 }
 
