@@ -210,9 +210,19 @@ std::shared_ptr<keras::optimizers::Optimizer> make_optimizer(const std::string& 
 int run_step(const StepArgs& a) {
   LS_CHECK(!a.backup_sync || a.backup_every > 0, ValueError,
            "--backup-sync makes the backups of --backup-every synchronous: add --backup-every N");
+  LS_CHECK(a.warmup <= INT64_MAX - a.steps, ValueError, "--warmup ", a.warmup, " plus --steps ", a.steps,
+           " is more steps than fit() can count: ask for fewer");
   set_num_threads(a.threads);
   std::unique_ptr<distribute::Strategy> strategy =
       make_strategy(a.replicas, {.gradient_compression = gradient_compression(a.gradient_compression)});
+  // Each step gathers one global batch (the synthetic data is one): one that cannot fit is refused up front.
+  const double batch_bytes = static_cast<double>(a.batch_size) * strategy->num_replicas_in_sync() *
+                             (28 * 28 * sizeof(float) + sizeof(int64_t));
+  const std::optional<double> available = available_memory_bytes();
+  LS_CHECK(!available || batch_bytes <= *available, ValueError, "--batch-size ", a.batch_size, " x ",
+           strategy->num_replicas_in_sync(), " replicas needs ", static_cast<int64_t>(batch_bytes / (1 << 20)),
+           " MiB for one batch of input alone, but ", static_cast<int64_t>(*available / (1 << 20)),
+           " MiB are available: use a smaller --batch-size");
   const int64_t global = a.batch_size * strategy->num_replicas_in_sync();
   keras::mixed_precision::set_global_policy(a.dtype_policy);
   keras::Sequential model = [&] {

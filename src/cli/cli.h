@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -44,6 +45,9 @@ int run_sidecar_evaluator(const SidecarOptions& options);
 
 // "tutorial_cnn" (the multi-worker tutorial model) or "fashion_cnn" (the custom-training tutorial model).
 keras::Sequential build_model(const std::string& name);
+
+// Memory the system can give this process without swapping (MemAvailable), if the kernel says.
+std::optional<double> available_memory_bytes();
 
 // SHA-256 over every variable's raw little-endian bytes, in order, as lowercase hex.
 std::string weights_sha256(const keras::Sequential& model);

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "cli.h"
+#include "flags.h"
 #include "lockstep/core/files.h"
 #include "lockstep/core/logging.h"
 #include "lockstep/core/threads.h"
@@ -140,7 +141,8 @@ int run_sidecar_evaluator(const SidecarOptions& o) {
       std::fflush(stdout);
       if (o.max_checkpoints > 0 && evaluated >= o.max_checkpoints)
         reason = make_message("evaluated --max-checkpoints ", o.max_checkpoints);
-      else if (const std::string step = metadata_value(meta, "step"); o.steps > 0 && step != "?" && std::stoll(step) >= o.steps)
+      else if (const auto step = parse_number<int64_t>(metadata_value(meta, "step"), [](int64_t) { return true; });
+               o.steps > 0 && step && *step >= o.steps)
         reason = make_message("reached step ", o.steps);
       continue;
     }
@@ -177,17 +179,20 @@ std::function<int()> add_evaluate_command(CLI::App& app) {
                   "job) until training ends")
       ->check(non_empty);
   cmd->add_option("--dataset", a->dataset, "fashion_mnist | mnist | a directory of IDX files");
-  cmd->add_option("--batch-size", a->batch_size, "evaluation batch size")->check(CLI::Range(int64_t{1}, INT64_MAX));
-  cmd->add_option("--threads", a->threads, "intra-op threads; 0: all cores")->check(CLI::Range(0, INT32_MAX));
+  // Read and checked as lockstep train reads its numbers (CLI11's Range lets NaN through).
+  auto at_least = [](auto lo) { return [lo](auto v) { return v >= lo; }; };
+  add_number(cmd, "--batch-size", a->batch_size, at_least(int64_t{1}), "an integer from 1 to 2^63-1",
+             "evaluation batch size");
+  add_number(cmd, "--threads", a->threads, at_least(0), "an integer from 0 to 2^31-1",
+             "intra-op threads; 0: all cores");
   cmd->add_option("--metrics-out", a->metrics_out, "JSON file for test_loss and test_accuracy")->check(non_empty);
-  cmd->add_option("--idle-timeout", a->idle_timeout,
-                  "with --watch: stop after this many seconds without a new checkpoint")
-      ->check(CLI::Range(0.0, 1e9));
-  cmd->add_option("--max-checkpoints", a->max_checkpoints, "with --watch: stop after this many; 0: no limit")
-      ->check(CLI::Range(int64_t{0}, INT64_MAX));
-  cmd->add_option("--steps", a->steps,
-                  "with --watch: stop after a checkpoint at this training step or later; 0: no target")
-      ->check(CLI::Range(int64_t{0}, INT64_MAX));
+  add_number(
+      cmd, "--idle-timeout", a->idle_timeout, [](double v) { return v >= 0 && v <= 1e9; },
+      "a number of seconds from 0 to 1e9", "with --watch: stop after this many seconds without a new checkpoint");
+  add_number(cmd, "--max-checkpoints", a->max_checkpoints, at_least(int64_t{0}), "an integer from 0 to 2^63-1",
+             "with --watch: stop after this many; 0: no limit");
+  add_number(cmd, "--steps", a->steps, at_least(int64_t{0}), "an integer from 0 to 2^63-1",
+             "with --watch: stop after a checkpoint at this training step or later; 0: no target");
   return [a] { return run_evaluate(*a); };
 }
 

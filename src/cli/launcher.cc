@@ -50,11 +50,13 @@ constexpr auto kSettleTimeout = std::chrono::seconds(1);
 constexpr int kInputErrorCode = 2;  // lockstep's "the input is wrong": running the group again cannot help
 constexpr const char* kRestartCountVariable = "LOCKSTEP_RESTART_COUNT";
 constexpr auto kPreemptionBackoff = std::chrono::milliseconds(500);  // before restarting a preempted group
+constexpr int kMaxWorkers = 4096;  // each holds a port, pipes and a process: more would exhaust the host first
 
-// Anything that stops the launcher before or while starting workers: one line, exit code 2.
-class LaunchError : public std::runtime_error {
+// Anything that stops the launcher before or while starting workers: a user error, which main() prints as
+// the one line "lockstep: error: ..." with exit code 2, like every other subcommand's.
+class LaunchError : public ValueError {
  public:
-  using std::runtime_error::runtime_error;
+  using ValueError::ValueError;
 };
 
 std::string errno_text(int err) {
@@ -774,6 +776,9 @@ class Group {
 void check_options(const LaunchOptions& o) {
   if (o.num_workers < 1)
     throw LaunchError(make_message("-n (the number of workers) must be at least 1, got ", o.num_workers));
+  if (o.num_workers > kMaxWorkers)
+    throw LaunchError(make_message("-n (the number of workers) must be at most ", kMaxWorkers, " on one host, got ",
+                                   o.num_workers, ": spread larger jobs over several hosts"));
   if (o.max_restarts < 0) throw LaunchError(make_message("--max-restarts must be >= 0, got ", o.max_restarts));
   if (o.start_port < 0 || o.start_port > 65535)
     throw LaunchError(make_message("--start-port must be in 0..65535, got ", o.start_port));
@@ -785,50 +790,45 @@ void check_options(const LaunchOptions& o) {
 }  // namespace
 
 int launch(const LaunchOptions& o) {
-  try {
-    check_options(o);
-    const Program program{find_executable(o.command[0]), o.command, worker_environment(o)};
-    LogFiles logs(o.log_dir, o.num_workers);
-    SignalHandlers handlers;
-    std::fflush(nullptr);  // nothing buffered in the launcher may be written twice by a child
-    int attempt = 0, failures = 0;
-    int code = 0;
-    for (;; ++attempt) {
-      if (g_stop_signal) {
-        code = 128 + g_stop_signal;
-        break;
-      }
-      const bool restarts_left = failures < o.max_restarts;
-      const Outcome r =
-          Group(o, program, logs, attempt, restarts_left).run(pick_ports(o.host, o.num_workers, o.start_port));
-      code = r.code;
-      if (r.code == 0 || !r.restartable || g_stop_signal) break;
-      std::string line;
-      if (r.preempted) {
-        // Not a failure: the job saved where it stopped. A short pause lets the ports and the machine settle.
-        line = "lockstep launch: restarting the group after a preemption";
-        const auto until = Clock::now() + kPreemptionBackoff;
-        while (Clock::now() < until && !g_stop_signal) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      } else {
-        if (!restarts_left) break;
-        ++failures;
-        line = make_message("lockstep launch: restarting the group (attempt ", failures, " of ", o.max_restarts, ")");
-      }
-      write_all(STDERR_FILENO, line + "\n");
-      logs.write_all_workers(line);
+  check_options(o);
+  const Program program{find_executable(o.command[0]), o.command, worker_environment(o)};
+  LogFiles logs(o.log_dir, o.num_workers);
+  SignalHandlers handlers;
+  std::fflush(nullptr);  // nothing buffered in the launcher may be written twice by a child
+  int attempt = 0, failures = 0;
+  int code = 0;
+  for (;; ++attempt) {
+    if (g_stop_signal) {
+      code = 128 + g_stop_signal;
+      break;
     }
-    if (attempt > 0) {
-      std::string how = code == 0 ? "finished" : "failed";
-      if (g_stop_signal) how = "stopped";
-      say(make_message(how, " after ", attempt, attempt == 1 ? " restart" : " restarts"));
+    const bool restarts_left = failures < o.max_restarts;
+    const Outcome r =
+        Group(o, program, logs, attempt, restarts_left).run(pick_ports(o.host, o.num_workers, o.start_port));
+    code = r.code;
+    if (r.code == 0 || !r.restartable || g_stop_signal) break;
+    std::string line;
+    if (r.preempted) {
+      // Not a failure: the job saved where it stopped. A short pause lets the ports and the machine settle.
+      line = "lockstep launch: restarting the group after a preemption";
+      const auto until = Clock::now() + kPreemptionBackoff;
+      while (Clock::now() < until && !g_stop_signal) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    } else {
+      if (!restarts_left) break;
+      ++failures;
+      line = make_message("lockstep launch: restarting the group (attempt ", failures, " of ", o.max_restarts, ")");
     }
-    // A log that could not be written fails the launcher, but never hides a worker's own failure.
-    if (!logs.close() && code == 0) code = 1;
-    return code;
-  } catch (const std::exception& e) {
-    say(e.what());
-    return 2;
+    write_all(STDERR_FILENO, line + "\n");
+    logs.write_all_workers(line);
   }
+  if (attempt > 0) {
+    std::string how = code == 0 ? "finished" : "failed";
+    if (g_stop_signal) how = "stopped";
+    say(make_message(how, " after ", attempt, attempt == 1 ? " restart" : " restarts"));
+  }
+  // A log that could not be written fails the launcher, but never hides a worker's own failure.
+  if (!logs.close() && code == 0) code = 1;
+  return code;
 }
 
 }  // namespace lockstep::cli

@@ -17,10 +17,13 @@ namespace {
 
 constexpr int kUserError = 2, kInternalError = 1;
 
-// `message` on stderr as one line, even when a library put line breaks in it.
+// `message` on stderr as one line, even when a library put line breaks in it; other control characters
+// (an escape sequence quoted from a hostile TF_CONFIG or file name) are shown as '?', not sent to the terminal.
 void print_error(const char* prefix, std::string message) {
-  for (char& c : message)
+  for (char& c : message) {
     if (c == '\n' || c == '\r') c = ' ';
+    if ((c >= 0 && c < 0x20) || c == 0x7f) c = '?';
+  }
   std::fprintf(stderr, "lockstep: error: %s%s\n", prefix, message.c_str());
 }
 

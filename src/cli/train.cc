@@ -148,6 +148,8 @@ struct LoopState final : train::Trackable {
     epoch = v.at("epoch");
     step_in_epoch = v.at("step_in_epoch");
     steps = v.at("steps");
+    LS_CHECK(epoch >= 0 && step_in_epoch >= 0 && steps >= 0, DataLossError, "the custom loop's saved position (epoch ",
+             epoch, ", step_in_epoch ", step_in_epoch, ", steps ", steps, ") is not made of counts (integers >= 0)");
     total = v.at("total");
     accuracy->set_state(v.at("accuracy").get<std::vector<double>>());
     *step_losses = v.at("step_losses").get<std::vector<double>>();
@@ -311,18 +313,6 @@ int run_workers(const TrainArgs& a) {
   return launch(l);
 }
 
-// Memory the system can give this process without swapping (MemAvailable), if the kernel says.
-std::optional<double> available_memory_bytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  double kib = 0;
-  while (in >> key >> kib) {
-    if (key == "MemAvailable:") return kib * 1024;
-    in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
-  }
-  return std::nullopt;
-}
-
 // Refuses a batch that cannot fit before any of it is allocated: more examples than the data set (one step
 // would then hold the whole set), or layer outputs alone larger than the memory available. The outputs are
 // a lower bound of one step's memory (gradients and optimizer slots come on top), so no batch that fits is
@@ -377,6 +367,13 @@ int run_train(const TrainArgs& a) {
                                                ? a.epochs * a.steps_per_epoch
                                                : 0});
   }
+  // Outputs are checked before the data is read and any step is taken, not found unwritable after the last
+  // (only the chief writes them).
+  if (cluster->is_chief()) {
+    if (!a.metrics_out.empty()) check_writable(a.metrics_out, "--metrics-out file");
+    if (!a.save_model.empty()) AtomicDirectory::check(a.save_model, "config.json");
+    if (!a.backup_dir.empty()) check_directory_writable(a.backup_dir, "--backup-dir");
+  }
   keras::utils::set_random_seed(a.seed);
   auto [train_split, test_split] = load(a.dataset);
   const int64_t n_train = train_split.images.dim(0);
@@ -392,11 +389,6 @@ int run_train(const TrainArgs& a) {
 
   distribute::MultiWorkerMirroredStrategy strategy({.gradient_compression = gradient_compression(a.gradient_compression)},
                                                    std::move(cluster));
-  // Outputs are checked before the first step, not found unwritable after the last (only the chief writes).
-  if (strategy.is_chief()) {
-    if (!a.metrics_out.empty()) check_writable(a.metrics_out, "--metrics-out file");
-    if (!a.save_model.empty()) AtomicDirectory::check(a.save_model, "config.json");
-  }
   const FaultInjection fault(strategy.worker_rank(), restarts);
   keras::mixed_precision::set_global_policy(a.dtype_policy);
   keras::Sequential model = [&] {
@@ -409,6 +401,14 @@ int run_train(const TrainArgs& a) {
   }();
   check_batch_fits(a, model, n_train, strategy);
   const int64_t global_batch = a.batch_size * strategy.num_replicas_in_sync();
+  // A pass over the data ends with a smaller batch, split across the replicas like the others: with fewer
+  // images than replicas, some of them have nothing to train on in that step. Said once, before training.
+  const int64_t last_batch = n_train % global_batch, replicas = strategy.num_replicas_in_sync();
+  if (a.steps_per_epoch < 0 && last_batch > 0 && last_batch < replicas && strategy.is_chief())
+    log(LogLevel::warning, "the last batch of each epoch holds ", last_batch, " of the ", n_train,
+        " training images for ", replicas, " replicas, so ", replicas - last_batch,
+        " of them get none in that step: choose a --batch-size that leaves at least ", replicas,
+        " images for the last batch, or set --steps-per-epoch");
   if (a.verbose && strategy.is_chief()) model.summary();
 
   // Batched with the global batch size: the strategy splits each batch across the replicas.
@@ -473,6 +473,17 @@ int run_train(const TrainArgs& a) {
 }
 
 }  // namespace
+
+std::optional<double> available_memory_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double kib = 0;
+  while (in >> key >> kib) {
+    if (key == "MemAvailable:") return kib * 1024;
+    in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return std::nullopt;
+}
 
 std::function<int()> add_train_command(CLI::App& app) {
   auto a = std::make_shared<TrainArgs>();

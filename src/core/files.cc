@@ -119,6 +119,16 @@ void check_writable(const std::string& path, const std::string& what) {
   probe_directory_of(path, what);
 }
 
+void check_directory_writable(const std::string& dir, const std::string& what) {
+  std::error_code ec;
+  LS_CHECK(!dir.empty(), ValueError, what, " is empty; give a directory path");
+  LS_CHECK(!fs::exists(dir, ec) || fs::is_directory(dir, ec), ValueError, what, " ", dir,
+           " exists and is not a directory; give a directory path");
+  fs::create_directories(dir, ec);
+  LS_CHECK(!ec, Error, "cannot create ", what, " ", dir, ": ", ec.message());
+  probe_directory_of((fs::path(dir) / "probe").string(), what);
+}
+
 void AtomicDirectory::check(const std::string& dir_in, const std::string& marker) {
   std::string dir = dir_in;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();

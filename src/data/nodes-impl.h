@@ -39,6 +39,8 @@ class UnaryIterator : public ItemIterator {
   nlohmann::json save_state() const override { return {{"count", count_}, {"input", input_->save_state()}}; }
   void restore_state(const nlohmann::json& state) override {
     count_ = state.at("count").get<int64_t>();
+    LS_CHECK(count_ >= 0, ValueError, "restore_state: the saved element count ", count_,
+             " is negative; pass the state save_state() returned");
     input_->restore_state(state.at("input"));
   }
 

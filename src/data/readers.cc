@@ -2,6 +2,7 @@
 // Every length read from a file is checked against the bytes present before it is used or allocated.
 #include "lockstep/data/readers.h"
 
+#include <sys/stat.h>
 #include <zip.h>
 #include <zlib.h>
 
@@ -151,18 +152,19 @@ std::vector<uint8_t> read_member(zip_t* archive, const std::string& path, const 
 
 }  // namespace
 
-std::vector<uint8_t> read_file(const std::string& path) {
+std::vector<uint8_t> read_file(const std::string& path, uint64_t max_bytes) {
   gzFile f = gzopen(path.c_str(), "rb");
   if (!f) throw NotFoundError(make_message(path, ": cannot open (", std::strerror(errno), "); check the path"));
   gzbuffer(f, 1 << 18);
   std::vector<uint8_t> out;
-  constexpr size_t kChunk = 1 << 22;
+  constexpr uint64_t kChunk = 1 << 22;
   for (;;) {
-    size_t have = out.size();
-    out.resize(have + kChunk);
-    int got = gzread(f, out.data() + have, static_cast<unsigned>(kChunk));
+    const size_t have = out.size();
+    const uint64_t want = std::min(kChunk, max_bytes - have);
+    out.resize(have + want);
+    int got = want ? gzread(f, out.data() + have, static_cast<unsigned>(want)) : 0;
     out.resize(have + static_cast<size_t>(std::max(got, 0)));
-    if (got < static_cast<int>(kChunk)) break;
+    if (got < static_cast<int>(want) || out.size() == max_bytes) break;
   }
   int err = Z_OK;
   std::string message = gzerror(f, &err);
@@ -172,8 +174,36 @@ std::vector<uint8_t> read_file(const std::string& path) {
   return out;
 }
 
+namespace {
+// The size an IDX file's header promises (header included, saturating), read from its first bytes; what a
+// short header or a bad magic number promises does not matter, as reading the file then reports them.
+uint64_t idx_promised_size(const std::string& path, int expected_rank) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (!f) return 0;
+  uint8_t head[4 + 4 * 255];
+  const int got = std::max(gzread(f, head, sizeof head), 0);
+  gzclose(f);
+  if (got < 4 || head[0] != 0 || head[1] != 0 || head[2] != 0x08 || (expected_rank >= 0 && head[3] != expected_rank))
+    return 4;
+  const uint64_t rank = head[3], header = 4 + 4 * rank;
+  if (static_cast<uint64_t>(got) < header) return header;
+  uint64_t size = 1;
+  for (uint64_t i = 0; i < rank; ++i)
+    if (__builtin_mul_overflow(size, uint64_t{big_endian32(head + 4 + 4 * i)}, &size)) return UINT64_MAX - 1;
+  return size > UINT64_MAX - 1 - header ? UINT64_MAX - 1 : header + size;
+}
+}  // namespace
+
 Tensor read_idx(const std::string& path, int expected_rank) {
-  std::vector<uint8_t> bytes = read_file(path);
+  // A promise that no file of this size can keep, even deflated, is refused before anything is read; and
+  // nothing is read past what the header promises (but one byte, to tell trailing data), so a small gzip
+  // file that inflates to gigabytes behind a modest header is refused after those bytes, not held whole.
+  const uint64_t promised = idx_promised_size(path, expected_rank);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && promised / kMaxDeflateRatio > static_cast<uint64_t>(st.st_size))
+    corrupt(path, make_message("header promises ", promised, " bytes, more than its ", st.st_size,
+                               " bytes could hold even compressed (truncated)"));
+  std::vector<uint8_t> bytes = read_file(path, promised + 1);
   Bytes file{bytes, path};
   uint32_t magic = big_endian32(file.at(0, 4, "the IDX magic number"));
   int rank = magic & 0xff;
@@ -191,8 +221,11 @@ Tensor read_idx(const std::string& path, int expected_rank) {
   }
   const uint64_t header = 4 + 4 * uint64_t(rank), present = bytes.size() - header;
   if (present != expected)
-    corrupt(path, make_message("header promises ", Shape(dims).str(), " = ", expected > bytes.size() ? std::string("more") : std::to_string(expected),
-                               " bytes of data but the file holds ", present, present < expected ? " (truncated)" : " (trailing bytes)"));
+    corrupt(path, make_message("header promises ", Shape(dims).str(), " = ",
+                               expected > bytes.size() ? std::string("more") : std::to_string(expected),
+                               " bytes of data but the file holds ",
+                               present < expected ? std::to_string(present) + " (truncated)"
+                                                  : std::string("more (trailing bytes)")));
   return from_data(bytes.data() + header, Shape(std::move(dims)), DType::uint8);
 }
 

@@ -53,8 +53,11 @@ class RepeatIterator final : public ItemIterator {
 
   void restore_state(const json& state) override {
     salt_ = state.at("salt").get<uint64_t>();
-    start_epoch(state.at("epoch").get<int64_t>());
-    produced_in_epoch_ = state.at("produced_in_epoch").get<int64_t>();
+    const int64_t epoch = state.at("epoch").get<int64_t>(), produced = state.at("produced_in_epoch").get<int64_t>();
+    LS_CHECK(epoch >= 0 && produced >= 0, ValueError, "restore_state: the saved ", node_.str(), " is in epoch ", epoch,
+             " having produced ", produced, " elements; these are counts: pass the state save_state() returned");
+    start_epoch(epoch);
+    produced_in_epoch_ = produced;
     if (state.at("input").is_null()) {
       input_.reset();
     } else {

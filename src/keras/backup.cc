@@ -1,5 +1,6 @@
 // BackupAndRestore: fit() backed up through a CheckpointManager (model, optimizer, global random stream and
 // fit's position) and resumed from it exactly; saves before exiting on a preemption signal.
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -48,7 +49,12 @@ class BackupAndRestoreCallback : public Callback {
     restored_at_ = start;
     if (checkpoint_->is_chief()) {
       const auto& meta = checkpoint_->metadata();
-      auto get = [&](const char* key) { return meta.count(key) ? std::stoll(meta.at(key)) : -1; };
+      auto get = [&](const char* key) -> long long {  // for the log line only: a damaged entry shows as -1
+        long long v = -1;
+        if (auto it = meta.find(key); it != meta.end())
+          std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
+        return v;
+      };
       std::fprintf(stderr, "BackupAndRestore: restored epoch %lld step %lld from %s\n",
                    static_cast<long long>(get("epoch") + 1), static_cast<long long>(get("step_in_epoch")),
                    restored->c_str());

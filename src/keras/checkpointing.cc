@@ -1,5 +1,6 @@
 // Keras objects in checkpoints: a Sequential model (variables in order, Dropout streams, input shape), an
 // optimizer (iterations and slots) and fit()'s position (for BackupAndRestore).
+#include <charconv>
 #include <optional>
 #include <set>
 
@@ -69,7 +70,8 @@ class ModelTrackable final : public train::Trackable {
     for (size_t i = vars.size(); i < saved.size(); ++i) match.unused.push_back(names[i]);
     if (state.values.contains("dropout"))
       for (const auto& [index, stream] : state.values["dropout"].items()) {
-        const size_t i = std::stoul(index);
+        size_t i = SIZE_MAX;  // a key that is not a layer index matches no layer
+        std::from_chars(index.data(), index.data() + index.size(), i);
         auto* d = i < s_->layers.size() ? dynamic_cast<layers::Dropout*>(s_->layers[i].get()) : nullptr;
         if (d)
           d->set_rng_state(stream);
@@ -131,8 +133,21 @@ class FitStateTrackable final : public train::Trackable {
     return {{}, std::move(v)};
   }
   train::RestoreMatch restore(const train::TrackableState& state) override {
+    const nlohmann::json& v = state.values;
     for (const char* key : {"epoch", "step_in_epoch", "total_steps", "input", "metrics", "finished"})
-      LS_CHECK(state.values.contains(key), DataLossError, "saved fit() position lacks '", key, "'");
+      LS_CHECK(v.contains(key), DataLossError, "saved fit() position lacks '", key, "'");
+    // Checked here, before fit() resumes from them: a damaged position is refused, not trained from.
+    for (const char* key : {"epoch", "step_in_epoch", "total_steps"})
+      LS_CHECK(v[key].is_number_integer() && v[key].get<int64_t>() >= 0, DataLossError, "saved fit() position has ",
+               key, " ", v[key].dump(), ", not a count (an integer >= 0)");
+    LS_CHECK(v["metrics"].is_array() && v["finished"].is_array() && v["input"].is_object() &&
+                 v.value("loss_total", nlohmann::json()).is_number() &&
+                 v.value("loss_count", nlohmann::json()).is_number(),
+             DataLossError, "saved fit() position is malformed (metrics, finished, input, loss_total or loss_count)");
+    for (const nlohmann::json& e : v["finished"])
+      LS_CHECK(e.is_object() && e.value("epoch", nlohmann::json()).is_number_integer() &&
+                   e.value("logs", nlohmann::json()).is_object(),
+               DataLossError, "saved fit() position has a malformed finished epoch: ", e.dump().substr(0, 60));
     LS_CHECK(state.values["metrics"].size() == s_->metrics.size(), ValueError, "saved fit() position has ",
              state.values["metrics"].size(), " metrics but the model is compiled with ", s_->metrics.size(),
              "; compile it with the same metrics as the run that saved it");

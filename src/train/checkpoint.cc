@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -215,8 +216,9 @@ struct Checkpoint::Impl {
   void persist(const std::string& prefix, Snapshot snap, std::function<void()> after_durable);
   std::string write(const std::string& prefix, std::function<void()> after_durable);
   // Restores from the first candidate whose file is valid (the chief reads, warns about bad ones and
-  // broadcasts the bytes); returns its prefix, or "" when no candidate is valid and allow_none.
-  std::string restore(const std::vector<std::string>& candidates, bool set_counter, bool allow_none,
+  // broadcasts the bytes); returns its prefix, or "" when there is no candidate. When every candidate is
+  // damaged it throws the last one's error: starting afresh would silently discard the job's progress.
+  std::string restore(const std::vector<std::string>& candidates, bool set_counter,
                       std::shared_ptr<LoadStatus::Detail>& detail);
   void apply(const SafetensorsFile& file, const std::string& path, bool set_counter, LoadStatus::Detail& detail);
   LoadStatus restore_path(const std::string& save_path, bool set_counter);
@@ -349,10 +351,16 @@ void Checkpoint::Impl::apply(const SafetensorsFile& file, const std::string& pat
   int64_t counter = 0;
   try {
     values = nlohmann::json::parse(meta("objects"));
-    counter = std::stoll(meta("save_counter"));
-  } catch (const std::exception& e) {
+  } catch (const nlohmann::json::exception& e) {
     throw DataLossError(make_message("checkpoint file ", path, " has unreadable metadata (", e.what(), ")"));
   }
+  LS_CHECK(values.is_object(), DataLossError, "checkpoint file ", path,
+           " has unreadable metadata (its \"objects\" are not a JSON object)");
+  const std::string& counter_text = meta("save_counter");
+  auto [end, ec] = std::from_chars(counter_text.data(), counter_text.data() + counter_text.size(), counter);
+  LS_CHECK(ec == std::errc() && end == counter_text.data() + counter_text.size() && counter >= 0, DataLossError,
+           "checkpoint file ", path, " has unreadable metadata (save_counter '", counter_text,
+           "' is not a count of saves)");
 
   std::set<std::string> used_tensors;
   for (const auto& [name, object] : objects) {
@@ -371,16 +379,23 @@ void Checkpoint::Impl::apply(const SafetensorsFile& file, const std::string& pat
     }
     if (saved) state.values = values.at(name);
     RestoreMatch match;
-    if (object->per_worker()) {
-      LS_CHECK(state.values.contains("per_worker") && state.values["per_worker"].is_array(), DataLossError,
-               "checkpoint file ", path, ": object '", name, "' has no per-worker values");
-      std::vector<nlohmann::json> all(state.values["per_worker"].begin(), state.values["per_worker"].end());
-      if (static_cast<int64_t>(all.size()) == world_size())
-        match = object->restore({{}, all[static_cast<size_t>(rank())]});
-      else
-        object->restore_resharded(all, world_size(), rank());
-    } else {
-      match = object->restore(state);
+    // An object reads its own saved values; a missing key or a wrong type there is damage, not a bug.
+    try {
+      if (object->per_worker()) {
+        LS_CHECK(
+            state.values.is_object() && state.values.contains("per_worker") && state.values["per_worker"].is_array(),
+            DataLossError, "checkpoint file ", path, ": object '", name, "' has no per-worker values");
+        std::vector<nlohmann::json> all(state.values["per_worker"].begin(), state.values["per_worker"].end());
+        if (static_cast<int64_t>(all.size()) == world_size())
+          match = object->restore({{}, all[static_cast<size_t>(rank())]});
+        else
+          object->restore_resharded(all, world_size(), rank());
+      } else {
+        match = object->restore(state);
+      }
+    } catch (const nlohmann::json::exception& e) {
+      throw DataLossError(make_message("checkpoint file ", path, ": the saved state of '", name, "' is malformed (",
+                                       e.what(), "); restore from an earlier checkpoint"));
     }
     for (const std::string& m : match.missing) detail.missing.push_back(name + "/" + m);
     for (const std::string& u : match.unused) detail.unused.push_back(name + "/" + u);
@@ -395,7 +410,7 @@ void Checkpoint::Impl::apply(const SafetensorsFile& file, const std::string& pat
   metadata = file.metadata;
 }
 
-std::string Checkpoint::Impl::restore(const std::vector<std::string>& candidates, bool set_counter, bool allow_none,
+std::string Checkpoint::Impl::restore(const std::vector<std::string>& candidates, bool set_counter,
                                       std::shared_ptr<LoadStatus::Detail>& detail) {
   finish_write();
   // The chief finds the first candidate that reads and parses; the others learn which and get its bytes.
@@ -415,10 +430,8 @@ std::string Checkpoint::Impl::restore(const std::vector<std::string>& candidates
       if (i + 1 < candidates.size())
         log(LogLevel::warning, error.substr(1), "; falling back to ", file_of(candidates[i + 1]));
     }
-    if (chosen.empty() && allow_none) {
-      if (!error.empty()) log(LogLevel::warning, error.substr(1), "; no earlier checkpoint is left");
-      error.clear();
-    }
+    if (chosen.empty() && candidates.size() > 1)
+      error += make_message(" (none of the ", candidates.size(), " checkpoints listed is readable)");
   }
   raise_shared_error(comm(), error);
   broadcast_string(comm(), chosen);
@@ -453,7 +466,7 @@ LoadStatus Checkpoint::Impl::restore_path(const std::string& save_path, bool set
   if (save_path.empty() && !comm()) return LoadStatus(detail);
   std::vector<std::string> candidates;
   if (!save_path.empty()) candidates.push_back(prefix_of(save_path));
-  restore(candidates, set_counter, save_path.empty(), detail);
+  restore(candidates, set_counter, detail);
   return LoadStatus(detail);
 }
 
@@ -476,26 +489,42 @@ std::string quoted(const std::string& s) {
   return nlohmann::json(s).dump();  // TF's text format quotes like JSON for plain paths
 }
 
+// An index larger than this is not one a CheckpointManager wrote (that would be some 100000 checkpoints).
+constexpr uintmax_t kMaxIndexBytes = 16 << 20;
+
+// TF's CheckpointState text: "key: value" lines. Parsed by hand: std::regex recurses per character and
+// overflowed the stack on a damaged index with a long line.
 std::optional<Index> read_index(const std::string& directory) {
-  std::ifstream in(fs::path(directory) / kIndexName);
+  const fs::path file = fs::path(directory) / kIndexName;
+  std::error_code ec;
+  if (const uintmax_t size = fs::file_size(file, ec); !ec && size > kMaxIndexBytes) {
+    log(LogLevel::warning, "ignoring ", file.string(), ": ", size,
+        " bytes is no checkpoint index; scanning the directory");
+    return std::nullopt;
+  }
+  std::ifstream in(file);
   if (!in) return std::nullopt;
   Index index;
   std::string latest;
   std::vector<std::string> paths;
   std::vector<double> stamps;
-  static const std::regex line_re(R"(^\s*(\w+)\s*:\s*(.*?)\s*$)");
+  auto trim = [](const std::string& text) {
+    const size_t begin = text.find_first_not_of(" \t\r"), end = text.find_last_not_of(" \t\r");
+    return begin == std::string::npos ? std::string() : text.substr(begin, end - begin + 1);
+  };
   std::string line;
   while (std::getline(in, line)) {
-    std::smatch m;
-    if (!std::regex_match(line, m, line_re)) continue;
-    const std::string key = m[1], value = m[2];
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string key = trim(line.substr(0, colon)), value = trim(line.substr(colon + 1));
     try {
       if (key == "model_checkpoint_path") latest = nlohmann::json::parse(value).get<std::string>();
       if (key == "all_model_checkpoint_paths") paths.push_back(nlohmann::json::parse(value).get<std::string>());
       if (key == "all_model_checkpoint_timestamps") stamps.push_back(std::stod(value));
       if (key == "last_preserved_timestamp") index.last_preserved = std::stod(value);
     } catch (const std::exception&) {
-      log(LogLevel::warning, "ignoring a malformed line of ", (fs::path(directory) / kIndexName).string(), ": ", line);
+      log(LogLevel::warning, "ignoring a malformed line of ", file.string(), ": ", line.substr(0, 80),
+          line.size() > 80 ? "..." : "");
     }
   }
   if (paths.empty() && !latest.empty()) paths.push_back(latest);
@@ -533,7 +562,10 @@ std::vector<IndexEntry> scan_directory(const std::string& directory, const std::
   for (const auto& entry : fs::directory_iterator(directory, ec)) {
     std::smatch m;
     const std::string file = entry.path().filename().string();
-    if (std::regex_match(file, m, re)) found.emplace_back(std::stoll(m[1]), prefix_of(file));
+    int64_t n = 0;  // a number past int64 is no file a manager wrote
+    if (std::regex_match(file, m, re) &&
+        std::from_chars(&*m[1].first, &*m[1].first + m[1].length(), n).ec == std::errc())
+      found.emplace_back(n, prefix_of(file));
   }
   std::sort(found.begin(), found.end());
   std::vector<IndexEntry> out;
@@ -676,7 +708,7 @@ std::optional<std::string> CheckpointManager::restore_or_initialize() {
       candidates.push_back(absolute_prefix(impl_->directory, it->prefix));
   }
   std::shared_ptr<LoadStatus::Detail> detail;
-  const std::string chosen = impl_->checkpoint.impl_->restore(candidates, true, true, detail);
+  const std::string chosen = impl_->checkpoint.impl_->restore(candidates, true, detail);
   if (chosen.empty()) {
     if (impl_->options.init_fn) impl_->options.init_fn();
     return std::nullopt;

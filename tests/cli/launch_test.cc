@@ -268,7 +268,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(BadLaunch{"NoWorkers", "-n 0 -- true", "at least 1, got 0"},
                       BadLaunch{"NoCommand", "-n 2", "command"},
                       BadLaunch{"CommandNotInPath", "-n 2 -- no-such-lockstep-command --flag",
-                                "lockstep launch: cannot run 'no-such-lockstep-command': No such file or directory"},
+                                "lockstep: error: cannot run 'no-such-lockstep-command': No such file or directory"},
                       BadLaunch{"MissingFile", "-n 2 -- /nonexistent/worker", "cannot run '/nonexistent/worker'"},
                       // Passes the access() check but not execve: the child reports its errno through a pipe.
                       BadLaunch{"ExecFails", "-n 2 -- /", "lockstep launch: cannot run '/': Permission denied"},

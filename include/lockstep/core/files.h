@@ -64,4 +64,8 @@ void sync_directory(const std::string& dir);
 // check done before work that would otherwise fail only at its end.
 void check_writable(const std::string& path, const std::string& what);
 
+// Creates `dir` (and its parents) when missing and throws, naming `what`, unless it is a directory in which
+// files can be created: the early check of a directory that later work fills.
+void check_directory_writable(const std::string& dir, const std::string& what);
+
 }  // namespace lockstep

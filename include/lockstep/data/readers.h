@@ -12,8 +12,9 @@
 
 namespace lockstep::data {
 
-// The whole file; a gzip file is decompressed and its CRC checked, any other file is returned as is.
-std::vector<uint8_t> read_file(const std::string& path);
+// The whole file, or its first max_bytes; a gzip file is decompressed (its CRC checked when read to the
+// end), any other file is returned as is.
+std::vector<uint8_t> read_file(const std::string& path, uint64_t max_bytes = UINT64_MAX);
 // An IDX file of unsigned bytes (type code 0x08): a uint8 tensor with the dimensions of its header.
 // expected_rank >= 0 makes a file of another rank a bad magic number (0x0000080<rank>).
 Tensor read_idx(const std::string& path, int expected_rank = -1);

@@ -93,6 +93,9 @@ void DistributedDataset::Iterator::restore_state(const nlohmann::json& state) {
   try {
     const int saved_replicas = state.at("num_replicas").get<int>();
     const int64_t skip = state.at("skip").get<int64_t>(), elements = state.at("elements").get<int64_t>();
+    LS_CHECK(saved_replicas >= 1 && skip >= 0 && elements >= 0, ValueError, "saved distributed input state has ",
+             saved_replicas, " replicas, skips ", skip, " and has produced ", elements,
+             " elements: these are counts, and at least one replica; pass what save_state() returned");
     iteration_ = state.at("iteration").get<uint64_t>();
     if (saved_replicas != strategy_->num_replicas_in_sync()) {
       LS_CHECK(resplit_ != nullptr, ValueError, "the input position was saved by ", saved_replicas,
