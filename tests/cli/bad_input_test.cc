@@ -110,8 +110,11 @@ void write_npz(const fs::path& dir, const std::map<std::string, std::string>& re
   std::vector<std::pair<std::string, std::string>> members;
   for (const auto& [name, n, image] :
        {std::tuple{"x_train", 8, true}, {"y_train", 8, false}, {"x_test", 4, true}, {"y_test", 4, false}}) {
-    std::string body = image ? npy("|u1", "(" + std::to_string(n) + ", 28, 28)", std::string(size_t(n) * 784, '\1'))
-                             : npy("|u1", "(" + std::to_string(n) + ",)", std::string(size_t(n), '\3'));
+    // Appended, not "(" + std::to_string(n): GCC 12 warns falsely (-Wrestrict) about that operator+.
+    std::string shape = "(";
+    shape += std::to_string(n);
+    shape += image ? ", 28, 28)" : ",)";
+    std::string body = npy("|u1", shape, std::string(size_t(n) * (image ? 784 : 1), image ? '\1' : '\3'));
     if (auto it = replace.find(name); it != replace.end()) body = it->second;
     if (!body.empty()) members.emplace_back(std::string(name) + ".npy", body);
   }
