@@ -96,9 +96,11 @@ std::shared_ptr<grpc::ServerCredentials> server_credentials(const ClusterSecurit
 
 std::shared_ptr<grpc::ChannelCredentials> channel_credentials(const ClusterSecurity& security) {
   if (!security.tls()) return grpc::InsecureChannelCredentials();
-  const std::string& ca = security.tls_ca_file.empty() ? security.tls_cert_file : security.tls_ca_file;
+  // Without a CA file the chief's certificate is trusted itself (self-signed): name the file actually read.
+  const bool own_ca = !security.tls_ca_file.empty();
   grpc::SslCredentialsOptions options;
-  options.pem_root_certs = read_small_file(ca, "the TLS CA file", 1 << 20);
+  options.pem_root_certs = read_small_file(own_ca ? security.tls_ca_file : security.tls_cert_file,
+                                           own_ca ? "the TLS CA file" : "the TLS certificate file", 1 << 20);
   return grpc::SslCredentials(options);
 }
 
