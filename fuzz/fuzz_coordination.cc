@@ -120,8 +120,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 5);
     args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 5);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 20);
-    return pb::Coordination::NewStub(grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port),
-                                                              grpc::InsecureChannelCredentials(), args));
+    return pb::Coordination::NewStub(
+        grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials(), args));
   }();
   if (size < 1) return 0;
   distribute::CoordinationOptions options;
@@ -138,7 +138,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const size_t length = std::min<size_t>(data[at + 2], size - at - 3);
     const std::string_view bytes = fuzz::as_text(data + at + 3, length);
     at += 3 + length;
-    calls.push_back(std::async(std::launch::async, [&, method, token, bytes] { return call(*stub, method, token, bytes); }));
+    calls.push_back(
+        std::async(std::launch::async, [&, method, token, bytes] { return call(*stub, method, token, bytes); }));
     calls.back().wait_for(kStagger);
   }
   for (auto& c : calls) c.get();

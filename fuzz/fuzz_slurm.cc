@@ -9,8 +9,9 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace lockstep;
-  static const char* const kNames[] = {"SLURM_PROCID",         "SLURM_STEP_NUM_TASKS", "SLURM_STEP_NODELIST",
-                                       "SLURM_STEP_TASKS_PER_NODE", "SLURMD_NODENAME", "SLURM_LOCALID"};
+  static const char* const kNames[] = {"SLURM_PROCID",        "SLURM_STEP_NUM_TASKS",
+                                       "SLURM_STEP_NODELIST", "SLURM_STEP_TASKS_PER_NODE",
+                                       "SLURMD_NODENAME",     "SLURM_LOCALID"};
   const std::string_view text = fuzz::as_text(data, size);
   std::vector<std::string> lines;
   for (size_t start = 0; start <= text.size() && lines.size() < std::size(kNames);) {
@@ -28,6 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     distribute::SlurmClusterResolver resolver;
     (void)resolver.training_tasks();
   });
-  if (lines.size() > 2) fuzz::expect_accept_or_refuse([&] { (void)distribute::SlurmClusterResolver::expand_hostlist(lines[2]); });
+  if (lines.size() > 2)
+    fuzz::expect_accept_or_refuse([&] { (void)distribute::SlurmClusterResolver::expand_hostlist(lines[2]); });
   return 0;
 }

@@ -36,7 +36,8 @@ inline const std::filesystem::path& scratch_dir() {
 // Writes `bytes` to scratch_dir()/name (the same file every run) and returns its path.
 inline std::string write_scratch(const std::string& name, std::string_view bytes) {
   const std::string path = (scratch_dir() / name).string();
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   return path;
 }
 

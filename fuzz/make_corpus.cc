@@ -41,7 +41,8 @@ void tf_config() {
       R"( "environment": {"name": "local", "cluster_token_file": "/run/secrets/token", "tls_ca_file": "ca.pem"}})");
   put("tf_config", "empty_object.json", "{}");
   put("tf_config", "bad_index.json", R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": "0"}})");
-  put("tf_config", "sparse_job.json", R"({"cluster": {"worker": {"0": "a:1"}}, "task": {"type": "worker", "index": 0}})");
+  put("tf_config", "sparse_job.json",
+      R"({"cluster": {"worker": {"0": "a:1"}}, "task": {"type": "worker", "index": 0}})");
   put("tf_config", "truncated.json", R"({"cluster": {"worker": ["a:1", )");
 }
 
@@ -61,10 +62,12 @@ Variable float_var(std::vector<float> v, const std::string& name) {
 void safetensors() {
   const Tensor matrix = from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
   const Tensor counts = from_vector<int64_t>({7, 8}, {2});
-  const std::string two = train::serialize_safetensors({{"dense/kernel", matrix}, {"counts", counts}}, {{"format", "pt"}});
+  const std::string two =
+      train::serialize_safetensors({{"dense/kernel", matrix}, {"counts", counts}}, {{"format", "pt"}});
   put("safetensors", "two_tensors.safetensors", two);
   put("safetensors", "scalar_and_empty.safetensors",
-      train::serialize_safetensors({{"s", scalar(3.5, DType::float32)}, {"e", Tensor::empty(Shape({0, 4}), DType::float32)}}));
+      train::serialize_safetensors(
+          {{"s", scalar(3.5, DType::float32)}, {"e", Tensor::empty(Shape({0, 4}), DType::float32)}}));
   // As the Python package writes them: no checksums, another padding.
   std::string plain = R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
   const uint64_t length = plain.size();
@@ -91,7 +94,8 @@ void checkpoints() {
   }
   put("checkpoint", "index.txt", slurp(dir / "checkpoint"));
   // A weights file, not a checkpoint: no format in its metadata.
-  put("checkpoint", "weights_only.safetensors", train::serialize_safetensors({{"w", from_vector<float>({1, 2, 3}, {3})}}));
+  put("checkpoint", "weights_only.safetensors",
+      train::serialize_safetensors({{"w", from_vector<float>({1, 2, 3}, {3})}}));
   fs::remove_all(dir);
 }
 
@@ -103,13 +107,14 @@ void model_configs() {
     put("model_config", name + ".json", slurp(dir / name / "config.json"));
   };
   using namespace keras::layers;
-  keras::Sequential mlp({keras::Input({28, 28}), Flatten(), Dense(16, {.activation = "relu"}), Dropout(0.2), Dense(10)});
+  keras::Sequential mlp(
+      {keras::Input({28, 28}), Flatten(), Dense(16, {.activation = "relu"}), Dropout(0.2), Dense(10)});
   mlp.compile({.optimizer = keras::optimizers::SGD({.learning_rate = 0.01}),
                .loss = keras::losses::SparseCategoricalCrossentropy({.from_logits = true}),
                .metrics = {"accuracy"}});
   save(mlp, "mlp_compiled");
-  save(keras::Sequential({keras::Input({8, 8}), Reshape({8, 8, 1}), Conv2D(2, 3, {.activation = "relu"}), MaxPooling2D(),
-                          BatchNormalization(), Flatten(), Activation("softmax")}),
+  save(keras::Sequential({keras::Input({8, 8}), Reshape({8, 8, 1}), Conv2D(2, 3, {.activation = "relu"}),
+                          MaxPooling2D(), BatchNormalization(), Flatten(), Activation("softmax")}),
        "cnn");
   save(keras::Sequential({keras::Input({4}), Flatten()}), "no_weights");
   fs::remove_all(dir);
@@ -178,13 +183,16 @@ void coordination_calls() {
   pb::ReportErrorRequest error;
   *error.mutable_task() = task(1);
   error.set_message("out of memory");
-  const std::string fp = R"({"lockstep_version":"0.1.0","global_batch_size":64,"variables":[{"name":"w","shape":[3],"dtype":"float32"}]})";
+  const std::string fp =
+      R"({"lockstep_version":"0.1.0","global_batch_size":64,"variables":[{"name":"w","shape":[3],"dtype":"float32"}]})";
   const std::string job = std::string(1, '\x01') + call(0, reg(0, fp)) + call(0, reg(1, fp));
-  put("coordination", "register_set_get_barrier.bin", job + call(3, set) + call(4, get) + call(5, barrier) + call(5, barrier1) +
-                                                            call(1, task(0)) + call(6, barrier) + call(6, barrier1));
+  put("coordination", "register_set_get_barrier.bin",
+      job + call(3, set) + call(4, get) + call(5, barrier) + call(5, barrier1) + call(1, task(0)) + call(6, barrier) +
+          call(6, barrier1));
   put("coordination", "watch_and_fail.bin", job + call(2, task(1)) + call(7, error) + call(4, get));
   put("coordination", "fingerprint_mismatch.bin",
-      std::string(1, '\x01') + call(0, reg(0, fp)) + call(0, reg(1, R"({"lockstep_version":"0.1.0","global_batch_size":32})")));
+      std::string(1, '\x01') + call(0, reg(0, fp)) +
+          call(0, reg(1, R"({"lockstep_version":"0.1.0","global_batch_size":32})")));
   put("coordination", "no_token.bin", job + call(3, set, 2) + call(4, get, 1));
   pb::Task outside = task(7);
   put("coordination", "rank_outside.bin", std::string(1, '\x00') + call(1, outside) + call(0, reg(-1, "")));

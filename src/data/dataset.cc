@@ -215,8 +215,9 @@ void Iterator::restore_state(const json& state) {
     LS_CHECK(state.is_object() && state.value("format", "") == kStateFormat, ValueError,
              "restore_state: not a saved data::Iterator state (expected \"format\": \"", kStateFormat,
              "\"); pass the JSON that Iterator::save_state() returned");
-    LS_CHECK(integers_only(state), ValueError, "restore_state: the saved iterator state holds a number that is not "
-             "an integer; pass the JSON that Iterator::save_state() returned, unmodified");
+    LS_CHECK(integers_only(state), ValueError,
+             "restore_state: the saved iterator state holds a number that is not an integer; pass the JSON that "
+             "Iterator::save_state() returned, unmodified");
     const json& saved = state.at("pipeline");
     for (size_t i = 0; i < std::max(saved.size(), pipeline.size()); ++i) {
       std::string was = i < saved.size() ? saved[i].get<std::string>() : "(none)";

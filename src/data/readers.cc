@@ -227,7 +227,8 @@ Tensor parse_npy(std::span<const uint8_t> data, const std::string& name) {
     if (d == 0) corrupt(name, "has an empty dimension in shape " + shape + " (an empty array)");  // as in read_idx
     dims.push_back(d);
     // Saturates at data.size() + 1 without wrapping around: (4, 2**62) must not come out as 0 bytes.
-    expected = expected > (data.size() + 1) / static_cast<uint64_t>(d) ? data.size() + 1 : expected * static_cast<uint64_t>(d);
+    const uint64_t limit = data.size() + 1;
+    expected = expected > limit / static_cast<uint64_t>(d) ? limit : expected * static_cast<uint64_t>(d);
   }
   const uint64_t present = data.size() - std::min<uint64_t>(data.size(), header_start + header_len);
   if (present != expected)

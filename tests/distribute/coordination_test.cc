@@ -371,7 +371,8 @@ TEST(CoordinationTest, AHugeRequestedTimeoutWaitsInsteadOfOverflowing) {
   ctx.set_deadline(std::chrono::system_clock::now() + 300ms);
   const grpc::Status status = stub->Get(&ctx, get, &value);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
-  EXPECT_EQ(status.error_message().find("waited"), std::string::npos) << "the service gave up: " << status.error_message();
+  EXPECT_EQ(status.error_message().find("waited"), std::string::npos)
+      << "the service gave up: " << status.error_message();
   shutdown_all(clients);
   for (ErrorLog& e : errors) EXPECT_EQ(e.count(), 0u);
 }
