@@ -452,7 +452,8 @@ LayerPtr from_config(const nlohmann::json& j) {
   const std::string name = c.value("name", "");
   if (cls == "InputLayer") {
     std::vector<int64_t> shape;
-    for (size_t i = 1; i < c.at("batch_input_shape").size(); ++i) shape.push_back(detail::json_int(c["batch_input_shape"][i]));
+    for (size_t i = 1; i < c.at("batch_input_shape").size(); ++i)
+      shape.push_back(detail::json_int(c["batch_input_shape"][i]));
     return std::make_shared<InputLayer>(Shape(shape), dtype_from_name(c.value("dtype", "float32")), name);
   }
   if (cls == "Reshape") return std::make_shared<Reshape>(Shape(detail::json_ints(c.at("target_shape"))), name);
@@ -480,7 +481,8 @@ LayerPtr from_config(const nlohmann::json& j) {
                                                 .kernel_regularizer = regularizers::from_config(c.value("kernel_regularizer", nlohmann::json())),
                                                 .name = name});
   if (cls == "MaxPooling2D" || cls == "AveragePooling2D") {
-    Pooling2DOptions o{.strides = detail::json_int(c.at("strides").at(0)), .padding = c.value("padding", "valid"), .name = name};
+    Pooling2DOptions o{
+        .strides = detail::json_int(c.at("strides").at(0)), .padding = c.value("padding", "valid"), .name = name};
     int64_t size = detail::json_int(c.at("pool_size").at(0));
     if (cls == "MaxPooling2D") return std::make_shared<MaxPooling2D>(size, o);
     return std::make_shared<AveragePooling2D>(size, o);
