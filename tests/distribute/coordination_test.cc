@@ -348,8 +348,9 @@ TEST(CoordinationTest, RestartedTaskIsRefused) {
   shutdown_all(clients);
 }
 
-// Found by fuzz_coordination: a request's timeout_ms of 2^63 - 1 overflowed the service's deadline (undefined
-// behaviour; in practice a deadline already past). The service now waits until the caller gives up.
+// Found writing fuzz_coordination (and confirmed on it): a request's timeout_ms of 2^63 - 1 overflowed the
+// service's deadline (undefined behaviour; in practice a deadline already past). The service now waits until the
+// caller gives up.
 TEST(CoordinationTest, AHugeRequestedTimeoutWaitsInsteadOfOverflowing) {
   namespace pb = ::lockstep::coordination;
   const int port = free_port();
