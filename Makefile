@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test bench bench-compare demo clean format
+.PHONY: all deps build test bench bench-compare demo clean format fuzz fuzz-run
 
 all: build
 
@@ -37,6 +37,19 @@ bench-compare:
 demo: build
 	$(BUILD)/bin/lockstep train --workers 2 --model tutorial_cnn --dataset fashion_mnist --epochs 1 --batch-size 64 \
 	  --optimizer adam --learning-rate 0.001 --metrics-out $(BUILD)/demo-metrics.json
+
+# libFuzzer targets (fuzz/) in a clang build of their own with ASan and UBSan, $(BUILD)/fuzz-build; the binaries
+# land in $(BUILD)/fuzz. `make fuzz-run SECONDS=N` runs each for N seconds over its corpus (scripts/fuzz).
+SECONDS ?= 10
+fuzz:
+	@scripts/install-deps --fuzz
+	cmake -S . -B $(BUILD)/fuzz-build -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang-14 \
+	  -DCMAKE_CXX_COMPILER=clang++-14 -DLOCKSTEP_FUZZ=ON -DLOCKSTEP_BUILD_TESTS=OFF -DLOCKSTEP_BUILD_BENCH=OFF \
+	  -DLOCKSTEP_FUZZ_OUTPUT_DIR=$(abspath $(BUILD))/fuzz $(CMAKE_FLAGS) >/dev/null
+	cmake --build $(BUILD)/fuzz-build -j $(JOBS) --target fuzz
+
+fuzz-run: fuzz
+	scripts/fuzz --build $(BUILD) --seconds $(SECONDS)
 
 clean:
 	rm -rf $(BUILD)

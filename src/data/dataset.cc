@@ -16,6 +16,20 @@ void describe_pipeline(const DatasetNode& node, json& out) {
   for (const NodePtr& input : node.inputs()) describe_pipeline(*input, out);
 }
 constexpr const char* kStateFormat = "lockstep.data.Iterator/1";
+
+// Whether every number in `state` is an integer, as in every state save_state() writes: a float such as 1e20
+// would not convert to the stages' counts (undefined behaviour). Iterative, for any nesting depth.
+bool integers_only(const json& state) {
+  std::vector<const json*> todo{&state};
+  while (!todo.empty()) {
+    const json* j = todo.back();
+    todo.pop_back();
+    if (j->is_number_float()) return false;
+    if (j->is_structured())
+      for (const json& v : *j) todo.push_back(&v);
+  }
+  return true;
+}
 }  // namespace
 
 DatasetNode::DatasetNode(std::string op, json params, std::vector<NodePtr> inputs)
@@ -201,6 +215,9 @@ void Iterator::restore_state(const json& state) {
     LS_CHECK(state.is_object() && state.value("format", "") == kStateFormat, ValueError,
              "restore_state: not a saved data::Iterator state (expected \"format\": \"", kStateFormat,
              "\"); pass the JSON that Iterator::save_state() returned");
+    LS_CHECK(integers_only(state), ValueError,
+             "restore_state: the saved iterator state holds a number that is not an integer; pass the JSON that "
+             "Iterator::save_state() returned, unmodified");
     const json& saved = state.at("pipeline");
     for (size_t i = 0; i < std::max(saved.size(), pipeline.size()); ++i) {
       std::string was = i < saved.size() ? saved[i].get<std::string>() : "(none)";

@@ -216,6 +216,8 @@ Tensor read_idx(const std::string& path, int expected_rank) {
   uint64_t expected = 1;
   for (int i = 0; i < rank; ++i) {
     dims[static_cast<size_t>(i)] = big_endian32(file.at(4 + 4 * uint64_t(i), 4, "an IDX dimension"));
+    // Else the other dimensions, however large, would pass the size check and overflow the shape's arithmetic.
+    if (dims[static_cast<size_t>(i)] == 0) corrupt(path, make_message("dimension ", i, " is 0 (an empty array)"));
     expected *= static_cast<uint64_t>(dims[static_cast<size_t>(i)]);
     if (expected > bytes.size()) expected = bytes.size() + 1;  // already too large; avoid overflow
   }
@@ -255,8 +257,11 @@ Tensor parse_npy(std::span<const uint8_t> data, const std::string& name) {
     char* end = nullptr;
     long long d = std::strtoll(part.c_str(), &end, 10);
     if (d < 0 || end == part.c_str()) corrupt(name, "has a malformed shape " + shape);
+    if (d == 0) corrupt(name, "has an empty dimension in shape " + shape + " (an empty array)");  // as in read_idx
     dims.push_back(d);
-    expected = std::min<uint64_t>(expected * static_cast<uint64_t>(d), data.size() + 1);
+    // Saturates at data.size() + 1 without wrapping around: (4, 2**62) must not come out as 0 bytes.
+    const uint64_t limit = data.size() + 1;
+    expected = expected > limit / static_cast<uint64_t>(d) ? limit : expected * static_cast<uint64_t>(d);
   }
   const uint64_t present = data.size() - std::min<uint64_t>(data.size(), header_start + header_len);
   if (present != expected)

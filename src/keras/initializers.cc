@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 
+#include "keras-impl.h"
 #include "lockstep/tensor/ops.h"
 
 namespace lockstep::keras {
@@ -110,7 +111,8 @@ class ConstantInit : public Initializer {
 };
 
 std::optional<uint64_t> seed_from(const nlohmann::json& c) {
-  return c.contains("seed") && !c["seed"].is_null() ? std::optional<uint64_t>(c["seed"].get<uint64_t>()) : std::nullopt;
+  if (!c.contains("seed") || c["seed"].is_null()) return std::nullopt;
+  return static_cast<uint64_t>(detail::json_int(c["seed"]));  // not get<uint64_t>(): -1.5 would be undefined
 }
 }  // namespace
 

@@ -1,8 +1,9 @@
 // Helpers shared inside the keras layer.
 #pragma once
 #include <cstdint>
-#include <optional>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "lockstep/core/shape.h"
 
@@ -14,15 +15,25 @@ std::string unique_name(const std::string& class_name);
 // "(None, 26, 26, 32)": a feature shape with the batch dimension shown as Keras shows it.
 std::string with_none(const Shape& features);
 
-// While a saved model is rebuilt from its config: the bytes its weights file holds, which the weights
-// add_weight creates may not exceed. A damaged config asking for terabytes is refused before any of it is
-// allocated. Set for the duration of a scope by WeightBudget.
-extern thread_local std::optional<uint64_t> weight_budget;
-struct WeightBudget {
-  explicit WeightBudget(uint64_t bytes) { weight_budget = bytes; }
-  ~WeightBudget() { weight_budget.reset(); }
+// A config's integer (units, a size, a seed): nlohmann's get<int64_t>() would also take a float and convert
+// 1e30 with undefined behaviour. Throws ValueError for anything but a JSON integer.
+int64_t json_int(const nlohmann::json& j);
+// A config's list of integers (a shape): ValueError unless an array of JSON integers.
+std::vector<int64_t> json_ints(const nlohmann::json& j);
+
+// While one is alive on this thread, layers refuse to create weights with more elements in all than it allows
+// (DataLossError): load_model's config cannot need more parameters than its weights file has bytes, so a
+// corrupt size fails before anything is allocated.
+class WeightBudget {
+ public:
+  explicit WeightBudget(int64_t max_elements);
+  ~WeightBudget();
   WeightBudget(const WeightBudget&) = delete;
   WeightBudget& operator=(const WeightBudget&) = delete;
+
+ private:
+  int64_t left_;
+  int64_t* outer_;
 };
 
 }  // namespace lockstep::keras::detail

@@ -45,6 +45,28 @@ std::string with_none(const Shape& features) {
   for (int64_t d : features.dims()) s += ", " + std::to_string(d);
   return s + ")";
 }
+
+namespace {
+thread_local int64_t* t_weights_left = nullptr;  // elements a WeightBudget still allows, while one is alive
+}  // namespace
+
+WeightBudget::WeightBudget(int64_t max_elements) : left_(max_elements), outer_(t_weights_left) {
+  t_weights_left = &left_;
+}
+WeightBudget::~WeightBudget() { t_weights_left = outer_; }
+
+int64_t json_int(const nlohmann::json& j) {
+  LS_CHECK(j.is_number_integer() && (!j.is_number_unsigned() || j.get<uint64_t>() <= INT64_MAX), ValueError,
+           "model config: expected an integer, got ", j.dump().substr(0, 40));
+  return j.get<int64_t>();
+}
+
+std::vector<int64_t> json_ints(const nlohmann::json& j) {
+  LS_CHECK(j.is_array(), ValueError, "model config: expected a list of integers, got ", j.dump());
+  std::vector<int64_t> out;
+  for (const nlohmann::json& v : j) out.push_back(json_int(v));
+  return out;
+}
 }  // namespace detail
 
 void clear_session() {
@@ -118,23 +140,19 @@ int64_t Layer::count_params() const {
 
 Variable Layer::add_weight(const std::string& name, const Shape& shape, const InitializerRef& initializer,
                            bool trainable, regularizers::RegularizerPtr regularizer) {
-  if (detail::weight_budget) {
-    uint64_t bytes = sizeof(float);
-    for (int64_t d : shape.dims())
-      if (d < 0 || __builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes)) bytes = UINT64_MAX;
-    LS_CHECK(bytes <= *detail::weight_budget, DataLossError, "layer ", name_, " needs a ", name, " of shape ",
-             shape.str(),
-             ", more than its saved weights file holds: the model's config and weights do not match; "
-             "save the model again");
-    *detail::weight_budget -= bytes;
+  if (int64_t* left = detail::t_weights_left) {
+    int64_t n = 1;
+    bool too_many = false;
+    for (int64_t d : shape.dims()) too_many = too_many || d < 0 || __builtin_mul_overflow(n, d, &n);
+    LS_CHECK(!too_many && n <= *left, DataLossError, "weight ", name_, "/", name, " of shape ", shape.str(),
+             " needs more parameters than the saved weights hold: the model config is corrupt; save the model again");
+    *left -= n;
   }
   Variable v((*initializer.ptr)(shape, DType::float32), {.name = name_ + "/" + name, .trainable = trainable});
   weights_.push_back(v);
   if (regularizer) regularized_.emplace_back(v, std::move(regularizer));
   return v;
 }
-
-thread_local std::optional<uint64_t> detail::weight_budget;
 
 namespace layers {
 
@@ -451,51 +469,40 @@ mixed_precision::DTypePolicy policy_from_config(const nlohmann::json& dtype) {
 
 LayerPtr layer_from_config(const std::string& cls, const nlohmann::json& c) {
   const std::string name = c.value("name", "");
-  auto dims = [](const nlohmann::json& a) { return a.get<std::vector<int64_t>>(); };
-  // A whole number of the config (or the first of a list of them, as kernel_size is), checked so that a
-  // damaged config names the key rather than the JSON library's type.
-  auto integer = [&](const char* key, bool first_of_list = false) -> int64_t {
-    const nlohmann::json* v = c.contains(key) ? &c[key] : nullptr;
-    if (v && first_of_list) v = v->is_array() && !v->empty() ? &(*v)[0] : nullptr;
-    LS_CHECK(v && v->is_number_integer() && (!v->is_number_unsigned() || v->get<uint64_t>() <= INT64_MAX), ValueError,
-             cls, " config: \"", key, "\" is ", c.contains(key) ? c[key].dump().substr(0, 40) : "missing",
-             ", expected a whole number");
-    return v->get<int64_t>();
-  };
   if (cls == "InputLayer") {
     std::vector<int64_t> shape;
-    for (size_t i = 1; i < c.at("batch_input_shape").size(); ++i) shape.push_back(c["batch_input_shape"][i]);
+    for (size_t i = 1; i < c.at("batch_input_shape").size(); ++i)
+      shape.push_back(detail::json_int(c["batch_input_shape"][i]));
     return std::make_shared<InputLayer>(Shape(shape), dtype_from_name(c.value("dtype", "float32")), name);
   }
-  if (cls == "Reshape") return std::make_shared<Reshape>(Shape(dims(c.at("target_shape"))), name);
+  if (cls == "Reshape") return std::make_shared<Reshape>(Shape(detail::json_ints(c.at("target_shape"))), name);
   if (cls == "Flatten") return std::make_shared<Flatten>(name);
   auto activation = [&] {
     std::string a = c.value("activation", "linear");
     return a == "linear" ? std::string() : a;
   };
   if (cls == "Conv2D")
-    return std::make_shared<Conv2D>(
-        integer("filters"), integer("kernel_size", true),
-        Conv2DOptions{.strides = integer("strides", true),
-                      .padding = c.value("padding", "valid"),
-                      .activation = activation(),
-                      .use_bias = c.value("use_bias", true),
-                      .kernel_initializer = initializers::from_config(c.at("kernel_initializer")),
-                      .bias_initializer = initializers::from_config(c.at("bias_initializer")),
-                      .kernel_regularizer = regularizers::from_config(c.value("kernel_regularizer", nlohmann::json())),
-                      .name = name});
+    return std::make_shared<Conv2D>(detail::json_int(c.at("filters")), detail::json_int(c.at("kernel_size").at(0)),
+                                    Conv2DOptions{.strides = detail::json_int(c.at("strides").at(0)),
+                                                  .padding = c.value("padding", "valid"),
+                                                  .activation = activation(),
+                                                  .use_bias = c.value("use_bias", true),
+                                                  .kernel_initializer = initializers::from_config(c.at("kernel_initializer")),
+                                                  .bias_initializer = initializers::from_config(c.at("bias_initializer")),
+                                                  .kernel_regularizer = regularizers::from_config(c.value("kernel_regularizer", nlohmann::json())),
+                                                  .name = name});
   if (cls == "Dense")
-    return std::make_shared<Dense>(
-        integer("units"),
-        DenseOptions{.activation = activation(),
-                     .use_bias = c.value("use_bias", true),
-                     .kernel_initializer = initializers::from_config(c.at("kernel_initializer")),
-                     .bias_initializer = initializers::from_config(c.at("bias_initializer")),
-                     .kernel_regularizer = regularizers::from_config(c.value("kernel_regularizer", nlohmann::json())),
-                     .name = name});
+    return std::make_shared<Dense>(detail::json_int(c.at("units")),
+                                   DenseOptions{.activation = activation(),
+                                                .use_bias = c.value("use_bias", true),
+                                                .kernel_initializer = initializers::from_config(c.at("kernel_initializer")),
+                                                .bias_initializer = initializers::from_config(c.at("bias_initializer")),
+                                                .kernel_regularizer = regularizers::from_config(c.value("kernel_regularizer", nlohmann::json())),
+                                                .name = name});
   if (cls == "MaxPooling2D" || cls == "AveragePooling2D") {
-    Pooling2DOptions o{.strides = integer("strides", true), .padding = c.value("padding", "valid"), .name = name};
-    const int64_t size = integer("pool_size", true);
+    Pooling2DOptions o{
+        .strides = detail::json_int(c.at("strides").at(0)), .padding = c.value("padding", "valid"), .name = name};
+    int64_t size = detail::json_int(c.at("pool_size").at(0));
     if (cls == "MaxPooling2D") return std::make_shared<MaxPooling2D>(size, o);
     return std::make_shared<AveragePooling2D>(size, o);
   }

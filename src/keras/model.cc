@@ -259,11 +259,11 @@ optimizers::LearningRate learning_rate_from(const nlohmann::json& lr) {
   const nlohmann::json& c = lr.at("config");
   if (cls == "ExponentialDecay")
     return optimizers::ExponentialDecay({.initial_learning_rate = c.at("initial_learning_rate").get<double>(),
-                                         .decay_steps = c.at("decay_steps").get<int64_t>(),
+                                         .decay_steps = detail::json_int(c.at("decay_steps")),
                                          .decay_rate = c.at("decay_rate").get<double>(),
                                          .staircase = c.at("staircase").get<bool>()});
   if (cls == "PiecewiseConstantDecay")
-    return optimizers::PiecewiseConstantDecay(c.at("boundaries").get<std::vector<int64_t>>(),
+    return optimizers::PiecewiseConstantDecay(detail::json_ints(c.at("boundaries")),
                                               c.at("values").get<std::vector<double>>());
   throw ValueError(make_message("unknown learning-rate schedule '", cls,
                                 "' (expected ExponentialDecay or PiecewiseConstantDecay)"));
@@ -412,27 +412,18 @@ Sequential Sequential::load_model(const std::string& dir, LoadOptions options) {
   }
   LS_CHECK(doc.is_object() && doc.contains("config"), DataLossError, "saved model config ", config_path,
            " has no \"config\": it is not a saved Sequential model; save the model again");
-  // The weights are read (and checked) first, so that the model built from the config may create no more
-  // weight bytes than they hold.
-  const std::string weights_path = dir + "/" + kWeightsFile;
-  train::SafetensorsFile weights = train::parse_safetensors(files.weights, weights_path);
-  uint64_t weight_bytes = 0;
-  for (const train::NamedTensor& t : weights.tensors)
-    weight_bytes += static_cast<uint64_t>(t.tensor.numel()) * dtype_size(t.tensor.dtype());
+  // No more parameters than the weights file has bytes: a corrupt size fails before it is allocated.
+  const detail::WeightBudget budget(static_cast<int64_t>(files.weights.size()));
   // Created in the current strategy's scope (the caller's), so the variables are mirrored by it.
-  std::optional<Sequential> built;
-  {
-    detail::WeightBudget budget(weight_bytes);
-    built.emplace(from_config(doc["config"]));
-    try {
-      if (!built->built() && doc.contains("build_config"))
-        built->build(Shape(doc["build_config"].at("input_shape").get<std::vector<int64_t>>()));
-    } catch (const nlohmann::json::exception& e) {
-      throw DataLossError(make_message("saved model config ", config_path, ": invalid build_config (", e.what(), ")"));
-    }
+  Sequential model = from_config(doc["config"]);
+  try {
+    if (!model.built() && doc.contains("build_config"))
+      model.build(Shape(detail::json_ints(doc["build_config"].at("input_shape"))));
+  } catch (const nlohmann::json::exception& e) {
+    throw DataLossError(make_message("saved model config ", config_path, ": invalid build_config (", e.what(), ")"));
   }
-  Sequential model = std::move(*built);
-  assign_weights(weights, weights_path, model.variables(), model.name());
+  assign_weights(train::parse_safetensors(files.weights, dir + "/" + kWeightsFile), dir + "/" + kWeightsFile,
+                 model.variables(), model.name());
   if (!options.compile || !doc.contains("compile_config")) return model;
 
   const nlohmann::json& cc = doc["compile_config"];

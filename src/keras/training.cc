@@ -215,7 +215,7 @@ callbacks::History Sequential::fit(const data::Dataset& dataset, FitOptions opt)
   s_->stop_training = false;
 
   Logs none;
-  s_->fit.emplace();
+  s_->fit = Sequential::State::FitProgress{};  // not emplace(): clang 14 does not see its default constructor
   s_->resume.reset();
   struct EndFit {
     Sequential::State& s;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <numeric>
+#include <tuple>
 
 #include "lockstep/kernels/cpu/kernels.h"
 #include "lockstep/kernels/cpu/reference.h"
@@ -242,7 +243,10 @@ namespace {
 Tensor softmax_impl(const Tensor& x, int64_t axis, bool log) {
   if (x.dtype() == DType::bfloat16) return narrow(softmax_impl(widen(x), axis, log));
   axis = x.shape().normalize_axis(axis);
-  auto [xl, back] = axis_last(x, axis);
+  // Not a structured binding: clang 14 (the fuzz build's compiler) cannot capture one in a lambda.
+  Tensor xl;
+  std::vector<int64_t> back;
+  std::tie(xl, back) = axis_last(x, axis);
   Tensor y = Tensor::empty(xl.shape(), x.dtype());
   const int64_t cols = x.dim(axis), rows = x.numel() / std::max<int64_t>(cols, 1);
   visit_float("softmax", x, [&](auto v) {
@@ -260,7 +264,9 @@ Tensor log_softmax(const Tensor& x, int64_t axis) { return softmax_impl(x, axis,
 Tensor softmax_backward(const Tensor& y, const Tensor& dy, int64_t axis, bool log) {
   if (y.dtype() == DType::bfloat16) return narrow(softmax_backward(widen(y), widen(dy), axis, log));
   axis = y.shape().normalize_axis(axis);
-  auto [yl, back] = axis_last(y, axis);
+  Tensor yl;  // not a structured binding, as in softmax_impl
+  std::vector<int64_t> back;
+  std::tie(yl, back) = axis_last(y, axis);
   Tensor gl = axis_last(dy, axis).first;
   Tensor dx = Tensor::empty(yl.shape(), y.dtype());
   const int64_t cols = y.dim(axis), rows = y.numel() / std::max<int64_t>(cols, 1);

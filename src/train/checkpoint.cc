@@ -403,9 +403,9 @@ void Checkpoint::Impl::apply(const SafetensorsFile& file, const std::string& pat
   }
   for (const NamedTensor& t : file.tensors)
     if (!used_tensors.count(t.name)) detail.unused.push_back(t.name);
-  for (const auto& [name, v] : values.items())
-    if (std::none_of(objects.begin(), objects.end(), [&](const auto& o) { return o.first == name; }))
-      detail.unused.push_back(name);
+  for (const auto& item : values.items())  // not a structured binding: clang 14 cannot capture one
+    if (std::none_of(objects.begin(), objects.end(), [&](const auto& o) { return o.first == item.key(); }))
+      detail.unused.push_back(item.key());
   if (set_counter) save_counter = counter;
   metadata = file.metadata;
 }

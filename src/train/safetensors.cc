@@ -301,10 +301,10 @@ SafetensorsFile parse(const std::string& path, uint64_t file_size, const ReadAt&
                    [](const Entry& a, const Entry& b) { return std::tie(a.begin, a.end) < std::tie(b.begin, b.end); });
   const uint64_t data_start = 8 + header_size;
   check_layout(path, entries, file_size - data_start);
-  for (const auto& [name, crc] : crcs)
-    if (std::none_of(entries.begin(), entries.end(), [&](const Entry& e) { return e.name == name; }))
+  for (const auto& crc : crcs)  // not a structured binding: clang 14 cannot capture one
+    if (std::none_of(entries.begin(), entries.end(), [&](const Entry& e) { return e.name == crc.first; }))
       throw_corrupted(path,
-                      make_message("__metadata__ has a CRC32C for tensor '", name, "', which is not in the file"));
+                      make_message("__metadata__ has a CRC32C for tensor '", crc.first, "', which is not in the file"));
 
   for (const Entry& e : entries) {
     Tensor t = Tensor::empty(Shape(e.shape), e.dtype);

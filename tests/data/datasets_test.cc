@@ -101,9 +101,9 @@ void write_idx_set(const fs::path& dir, bool gz) {
   }
 }
 
-Bytes npy(const std::vector<uint32_t>& dims, const Bytes& data, const std::string& descr = "|u1") {
+Bytes npy(const std::vector<uint64_t>& dims, const Bytes& data, const std::string& descr = "|u1") {
   std::string shape = "(";
-  for (uint32_t d : dims) shape += std::to_string(d) + ", ";
+  for (uint64_t d : dims) shape += std::to_string(d) + ", ";
   if (dims.size() > 1) shape.resize(shape.size() - 2);
   if (dims.size() == 1) shape.resize(shape.size() - 1);
   shape += ")";
@@ -312,6 +312,8 @@ TEST(Datasets, DamagedFilesAreDataLossErrors) {
       {"label count", 3, [] { return idx({4}, label_bytes(4)); }, "holds 4 labels but"},
       {"label > 9", 1, [] { Bytes l = label_bytes(12); l[7] = 12; return idx({12}, l); }, "label 12 at index 7 is outside 0..9"},
       {"empty file", 2, [] { return Bytes{}; }, "runs past the end"},
+      // Found by fuzz_idx: a 0 among huge dimensions passed the size check and overflowed the shape's element count.
+      {"empty dimension", 0, [] { return idx({0xFFFFFFFF, 0xFFFFFFFF, 0}, Bytes{}); }, "dimension 2 is 0 (an empty array)"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
@@ -370,6 +372,11 @@ TEST(Datasets, DamagedNpzIsADataLossError) {
       {"dtype", [] { return mnist_npz(false, "<f4"); }, "holds dtype '<f4'"},
       {"missing member", [] { return zip({{"x_train.npy", npy({1, 28, 28}, image_bytes(1))}}, false); }, "has no y_train.npy"},
       {"member not .npy", [] { return zip({{"x_train.npy", Bytes(100, 'x')}}, true); }, "x_train.npy: bad magic string (not a .npy array)"},
+      // Found while fixing fuzz_idx's finding: the same in .npy shapes, and (4, 2**62) wrapping around to 0 bytes.
+      {"empty dimension", [] { return zip({{"x_train.npy", npy({0xFFFFFFFF, 0xFFFFFFFF, 0}, {})}}, false); },
+       "has an empty dimension in shape (4294967295, 4294967295, 0)"},
+      {"wrapping shape", [] { return zip({{"x_train.npy", npy({4, uint64_t(1) << 62}, {})}}, false); },
+       "needs more bytes of data but 0 follow the header"},
       {"local header disagrees", [&] { return patched(false, {{kCrc, 0x12345678, false}}); }, "disagrees with the central directory"},
       {"stored size", [&] { return patched(false, {{kSize, 9537, true}}); },  // x_train.npy is 128 + 12 * 784 bytes
        "stored member x_train.npy has 9536 bytes, expected 9537"},

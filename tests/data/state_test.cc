@@ -156,5 +156,24 @@ TEST(IteratorState, ADifferentPipelineIsRefusedByName) {
   EXPECT_THROW(d.restore_state(broken), ValueError);
 }
 
+// Found by fuzz_dataset_state: a position of 5.18e20 (a float) was converted to an integer, which is undefined
+// behaviour; a state holds integers only.
+TEST(IteratorState, RefusesNumbersThatAreNotIntegers) {
+  Iterator a = slices(100).shuffle(30, 7).batch(4).make_iterator();
+  a.next();
+  const json saved = a.save_state();
+  for (const json bad : {json(5.18e20), json(1.5)}) {
+    json state = saved;
+    state["state"]["input"]["input_at_start"]["position"] = bad;
+    Iterator b = slices(100).shuffle(30, 7).batch(4).make_iterator();
+    try {
+      b.restore_state(state);
+      FAIL() << "restore_state accepted position " << bad;
+    } catch (const ValueError& e) {
+      EXPECT_NE(std::string(e.what()).find("a number that is not an integer"), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace lockstep::data

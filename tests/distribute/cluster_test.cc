@@ -74,6 +74,9 @@ const std::vector<BadConfig> kBadConfigs = {
     {"TruncatedJson", R"({"cluster": )", "not valid JSON (parse error at line 1, column"},
     {"TrailingComma", R"({"cluster": {"worker": ["a:1",]}})", "not valid JSON"},
     {"SingleQuotes", R"({'cluster': {}})", "not valid JSON"},
+    // Found by fuzz_tf_config: a number too large for a double escaped as nlohmann's out_of_range.
+    {"NumberOverflow", R"({"task": {"type": "worker", "index": 2e308}})",
+     "not valid JSON (number overflow parsing '2e308')"},
     {"Array", R"(["worker"])", "TF_CONFIG is an array, expected an object"},
     {"String", R"("worker:0")", "TF_CONFIG is a string, expected an object"},
     {"TaskWithoutCluster", R"({"task": {"type": "worker", "index": 0}})", "has a \"task\" but no \"cluster\""},
@@ -417,6 +420,16 @@ TEST_F(SlurmResolver, ChecksTheNodeItRunsOn) {
   env_.set("SLURMD_NODENAME", "gpu7");  // cyclic distribution puts task 3 elsewhere
   env_.set("SLURM_LOCALID", "0");
   EXPECT_NE(error().find("--distribution=block"), std::string::npos);
+}
+
+// Found by review while writing fuzz_slurm (confirmed on it): a billion tasks that add up passed every check, then a
+// billion addresses were built (fuzz/corpus/slurm/billion_tasks.txt).
+TEST_F(SlurmResolver, RefusesMoreTasksThanAnyJobHas) {
+  env_.set("SLURM_PROCID", "0");
+  env_.set("SLURM_NTASKS", "999999999");
+  env_.set("SLURM_STEP_NODELIST", "n[1-333667]");
+  env_.set("SLURM_STEP_TASKS_PER_NODE", "2997(x333667)");
+  EXPECT_NE(error().find("SLURM_NTASKS is 999999999, more than 1000000 tasks"), std::string::npos) << error();
 }
 
 TEST_F(SlurmResolver, RefusesInconsistentEnvironments) {

@@ -348,6 +348,36 @@ TEST(CoordinationTest, RestartedTaskIsRefused) {
   shutdown_all(clients);
 }
 
+// Found writing fuzz_coordination (and confirmed on it): a request's timeout_ms of 2^63 - 1 overflowed the
+// service's deadline (undefined behaviour; in practice a deadline already past). The service now waits until the
+// caller gives up.
+TEST(CoordinationTest, AHugeRequestedTimeoutWaitsInsteadOfOverflowing) {
+  namespace pb = ::lockstep::coordination;
+  const int port = free_port();
+  std::vector<ErrorLog> errors(2);
+  std::vector<CoordinationOptions> options = {options_for(0, 2, port, &errors[0]), options_for(1, 2, port, &errors[1])};
+  options[1].incarnation = 42;
+  std::vector<Client> clients;
+  for (auto& c : start(options)) clients.push_back(c.get());
+  auto stub = pb::Coordination::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  pb::GetRequest get;
+  get.mutable_task()->set_rank(1);
+  get.mutable_task()->set_incarnation(42);
+  get.set_key("never-set");
+  get.set_wait(true);
+  get.set_timeout_ms(INT64_MAX);
+  pb::GetResponse value;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 300ms);
+  const grpc::Status status = stub->Get(&ctx, get, &value);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_EQ(status.error_message().find("waited"), std::string::npos)
+      << "the service gave up: " << status.error_message();
+  shutdown_all(clients);
+  for (ErrorLog& e : errors) EXPECT_EQ(e.count(), 0u);
+}
+
 TEST(CoordinationTest, UnreachableServiceNamesTheAddress) {
   const int port = free_port();
   CoordinationOptions o = options_for(1, 2, port);

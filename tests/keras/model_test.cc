@@ -117,6 +117,22 @@ TEST(Layers, BatchNormalizationUsesBatchThenMovingStatistics) {
   EXPECT_EQ(bn.trainable_weights().size(), 2u);
 }
 
+// Found by fuzz_model_config: an empty "kernel_size", "strides" or "pool_size" list was read past its end.
+TEST(Sequential, ConfigWithAnEmptySizeListIsRefused) {
+  const nlohmann::json config = fashion_cnn().get_config();
+  int refused = 0;
+  for (size_t i = 0; i < config["layers"].size(); ++i) {
+    for (const char* key : {"kernel_size", "strides", "pool_size"}) {
+      if (!config["layers"][i]["config"].contains(key)) continue;
+      nlohmann::json broken = config;
+      broken["layers"][i]["config"][key] = nlohmann::json::array();
+      EXPECT_THROW(Sequential::from_config(broken), ValueError) << key << " of layer " << i;
+      ++refused;
+    }
+  }
+  EXPECT_EQ(refused, 8);  // kernel_size and strides of two Conv2D, strides and pool_size of two MaxPooling2D
+}
+
 TEST(Sequential, ConfigRoundTripAndWeightFiles) {
   Sequential model = fashion_cnn();
   Sequential copy = Sequential::from_config(model.get_config());
@@ -350,6 +366,32 @@ TEST(SavedModel, MissingAndCorruptedFilesAreNamed) {
     f.put('\x7f');  // a bit flip in the last tensor: its CRC32C no longer matches
   }
   EXPECT_THROW(Sequential::load_model(dir.path), DataLossError);
+}
+
+// Found writing fuzz_model_config (and confirmed on it): a config.json with "units": 1e11 allocated 1.6 TB before
+// the weights were read; and "units": 1e30 (a float) was converted to an integer with undefined behaviour.
+TEST(SavedModel, ImpossibleSizesInTheConfigAreRefusedBeforeAllocating) {
+  SavedModelDir dir;
+  Sequential({Input({4}), kl::Dense(3, {.name = "dense"})}).save(dir.path);
+  nlohmann::json config;
+  std::ifstream(dir.path + "/config.json") >> config;
+  auto load_with_units = [&](const nlohmann::json& units) {
+    nlohmann::json broken = config;
+    broken["config"]["layers"][1]["config"]["units"] = units;
+    std::ofstream(dir.path + "/config.json") << broken.dump();
+    try {
+      Sequential::load_model(dir.path);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  ASSERT_EQ(config["config"]["layers"][1]["class_name"], "Dense");
+  std::string m = load_with_units(100000000000);
+  EXPECT_NE(m.find("needs more parameters than the saved weights hold"), std::string::npos) << m;
+  m = load_with_units(1e30);
+  EXPECT_NE(m.find("expected an integer, got 1e+30"), std::string::npos) << m;
+  EXPECT_EQ(load_with_units(3), "no error");
 }
 
 // Saved under a MirroredStrategy with two replicas, loaded without a strategy and under another

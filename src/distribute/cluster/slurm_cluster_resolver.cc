@@ -142,6 +142,8 @@ SlurmClusterResolver::SlurmClusterResolver(int port_base) {
   const auto tasks_per_node = require_env({"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"});
   task_id_ = parse_count(procid);
   const int world = parse_count(ntasks);
+  if (static_cast<size_t>(world) > kMaxHosts)  // one address each is built below
+    fail("SLURM: ", ntasks.first, " is ", world, ", more than ", kMaxHosts, " tasks: check it");
   const std::vector<std::string> hosts = expand_hostlist(nodelist.second);
   const std::vector<int> counts = expand_tasks_per_node(tasks_per_node.first, tasks_per_node.second);
   if (counts.size() != hosts.size())

@@ -93,7 +93,7 @@ TFConfigClusterResolver::TFConfigClusterResolver(const std::string& tf_config_js
   json config;
   try {
     config = json::parse(tf_config_json);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number such as 2e308
     std::string why = e.what();  // "[json.exception.parse_error.101] parse error at line 1, column 5: ..."
     if (const size_t p = why.find("] "); p != std::string::npos) why = why.substr(p + 2);
     fail("TF_CONFIG is not valid JSON (", why, "): fix the JSON, e.g. ", kExample);

@@ -33,6 +33,14 @@ constexpr int kMaxMessageBytes = 64 << 20;
 // Refusals logged with their caller's address; further ones from new addresses are counted in one line.
 constexpr size_t kMaxLoggedRefusals = 64;
 
+// The longest a call may ask to wait: its deadline, now plus this, cannot overflow the clock.
+constexpr milliseconds kMaxWait = std::chrono::hours(24);
+
+// A request's timeout_ms as a wait: a negative one is no wait, and none is longer than kMaxWait.
+milliseconds requested_wait(int64_t timeout_ms) {
+  return milliseconds(std::clamp<int64_t>(timeout_ms, 0, kMaxWait.count()));
+}
+
 // Why a wait ended.
 enum class Wake { ready, failed, stopping, timeout, cancelled };
 
@@ -256,7 +264,7 @@ grpc::Status CoordinationService::Impl::Register(grpc::ServerContext* ctx, const
     t.fingerprint = req->fingerprint();
     if (++registered_ == world_size_) finish_registration();
   }
-  const milliseconds timeout(req->timeout_ms());
+  const milliseconds timeout = requested_wait(req->timeout_ms());
   const auto deadline = std::min(Clock::now() + timeout, registration_deadline_);
   const Wake wake = wait(lock, ctx, deadline, [&] { return registration_done_ || !registration_error_.ok(); });
   if (wake == Wake::ready) return registration_error_;
@@ -379,7 +387,7 @@ grpc::Status CoordinationService::Impl::Get(grpc::ServerContext* ctx, const pb::
   if (failed_) return {grpc::StatusCode::ABORTED, failure_};
   auto found = store_.find(req->key());
   if (found == store_.end() && !req->wait()) return {grpc::StatusCode::NOT_FOUND, ""};
-  const milliseconds timeout(req->timeout_ms());
+  const milliseconds timeout = requested_wait(req->timeout_ms());
   const Wake wake =
       wait(lock, ctx, Clock::now() + timeout, [&] { return (found = store_.find(req->key())) != store_.end(); });
   if (wake == Wake::ready) {
@@ -428,7 +436,7 @@ grpc::Status CoordinationService::Impl::Barrier(grpc::ServerContext* ctx, const 
   std::unique_lock lock(mu_);
   if (grpc::Status status = check_task(req->task()); !status.ok()) return status;
   if (failed_) return {grpc::StatusCode::ABORTED, failure_};
-  return pass_barrier(lock, ctx, barriers_[req->name()], req->task().rank(), milliseconds(req->timeout_ms()),
+  return pass_barrier(lock, ctx, barriers_[req->name()], req->task().rank(), requested_wait(req->timeout_ms()),
                       "barrier \"" + req->name() + "\"");
 }
 
@@ -439,7 +447,7 @@ grpc::Status CoordinationService::Impl::Shutdown(grpc::ServerContext* ctx, const
   // From here on the task may go quiet and hang up: it is done, whatever the barrier's outcome.
   tasks_[static_cast<size_t>(req->task().rank())].left = true;
   if (failed_) return {grpc::StatusCode::ABORTED, failure_};
-  return pass_barrier(lock, ctx, shutdown_barrier_, req->task().rank(), milliseconds(req->timeout_ms()),
+  return pass_barrier(lock, ctx, shutdown_barrier_, req->task().rank(), requested_wait(req->timeout_ms()),
                       "the shutdown barrier");
 }
 
