@@ -112,7 +112,7 @@ class ConstantInit : public Initializer {
 
 std::optional<uint64_t> seed_from(const nlohmann::json& c) {
   if (!c.contains("seed") || c["seed"].is_null()) return std::nullopt;
-  return static_cast<uint64_t>(detail::json_int(c["seed"]));  // not get<uint64_t>(): -1.5 would be undefined
+  return static_cast<uint64_t>(detail::json_int(c["seed"], "seed"));  // not get<uint64_t>(): -1.5 would be undefined
 }
 }  // namespace
 

@@ -16,10 +16,10 @@ std::string unique_name(const std::string& class_name);
 std::string with_none(const Shape& features);
 
 // A config's integer (units, a size, a seed): nlohmann's get<int64_t>() would also take a float and convert
-// 1e30 with undefined behaviour. Throws ValueError for anything but a JSON integer.
-int64_t json_int(const nlohmann::json& j);
+// 1e30 with undefined behaviour. Throws ValueError naming `key` for anything but a JSON integer.
+int64_t json_int(const nlohmann::json& j, const std::string& key);
 // A config's list of integers (a shape): ValueError unless an array of JSON integers.
-std::vector<int64_t> json_ints(const nlohmann::json& j);
+std::vector<int64_t> json_ints(const nlohmann::json& j, const std::string& key);
 
 // While one is alive on this thread, layers refuse to create weights with more elements in all than it allows
 // (DataLossError): load_model's config cannot need more parameters than its weights file has bytes, so a

@@ -55,16 +55,17 @@ WeightBudget::WeightBudget(int64_t max_elements) : left_(max_elements), outer_(t
 }
 WeightBudget::~WeightBudget() { t_weights_left = outer_; }
 
-int64_t json_int(const nlohmann::json& j) {
+int64_t json_int(const nlohmann::json& j, const std::string& key) {
   LS_CHECK(j.is_number_integer() && (!j.is_number_unsigned() || j.get<uint64_t>() <= INT64_MAX), ValueError,
-           "model config: expected an integer, got ", j.dump().substr(0, 40));
+           "model config: \"", key, "\" is ", j.dump().substr(0, 40), ", expected an integer");
   return j.get<int64_t>();
 }
 
-std::vector<int64_t> json_ints(const nlohmann::json& j) {
-  LS_CHECK(j.is_array(), ValueError, "model config: expected a list of integers, got ", j.dump());
+std::vector<int64_t> json_ints(const nlohmann::json& j, const std::string& key) {
+  LS_CHECK(j.is_array(), ValueError, "model config: \"", key, "\" is ", j.dump().substr(0, 40),
+           ", expected a list of integers");
   std::vector<int64_t> out;
-  for (const nlohmann::json& v : j) out.push_back(json_int(v));
+  for (const nlohmann::json& v : j) out.push_back(json_int(v, key));
   return out;
 }
 }  // namespace detail
@@ -472,44 +473,48 @@ LayerPtr layer_from_config(const std::string& cls, const nlohmann::json& c) {
   if (cls == "InputLayer") {
     std::vector<int64_t> shape;
     for (size_t i = 1; i < c.at("batch_input_shape").size(); ++i)
-      shape.push_back(detail::json_int(c["batch_input_shape"][i]));
+      shape.push_back(detail::json_int(c["batch_input_shape"][i], "batch_input_shape"));
     return std::make_shared<InputLayer>(Shape(shape), dtype_from_name(c.value("dtype", "float32")), name);
   }
-  if (cls == "Reshape") return std::make_shared<Reshape>(Shape(detail::json_ints(c.at("target_shape"))), name);
+  if (cls == "Reshape")
+    return std::make_shared<Reshape>(Shape(detail::json_ints(c.at("target_shape"), "target_shape")), name);
   if (cls == "Flatten") return std::make_shared<Flatten>(name);
   auto activation = [&] {
     std::string a = c.value("activation", "linear");
     return a == "linear" ? std::string() : a;
   };
   if (cls == "Conv2D")
-    return std::make_shared<Conv2D>(detail::json_int(c.at("filters")), detail::json_int(c.at("kernel_size").at(0)),
-                                    Conv2DOptions{.strides = detail::json_int(c.at("strides").at(0)),
-                                                  .padding = c.value("padding", "valid"),
-                                                  .activation = activation(),
-                                                  .use_bias = c.value("use_bias", true),
-                                                  .kernel_initializer = initializers::from_config(c.at("kernel_initializer")),
-                                                  .bias_initializer = initializers::from_config(c.at("bias_initializer")),
-                                                  .kernel_regularizer = regularizers::from_config(c.value("kernel_regularizer", nlohmann::json())),
-                                                  .name = name});
+    return std::make_shared<Conv2D>(
+        detail::json_int(c.at("filters"), "filters"), detail::json_int(c.at("kernel_size").at(0), "kernel_size"),
+        Conv2DOptions{.strides = detail::json_int(c.at("strides").at(0), "strides"),
+                      .padding = c.value("padding", "valid"),
+                      .activation = activation(),
+                      .use_bias = c.value("use_bias", true),
+                      .kernel_initializer = initializers::from_config(c.at("kernel_initializer")),
+                      .bias_initializer = initializers::from_config(c.at("bias_initializer")),
+                      .kernel_regularizer = regularizers::from_config(c.value("kernel_regularizer", nlohmann::json())),
+                      .name = name});
   if (cls == "Dense")
-    return std::make_shared<Dense>(detail::json_int(c.at("units")),
-                                   DenseOptions{.activation = activation(),
-                                                .use_bias = c.value("use_bias", true),
-                                                .kernel_initializer = initializers::from_config(c.at("kernel_initializer")),
-                                                .bias_initializer = initializers::from_config(c.at("bias_initializer")),
-                                                .kernel_regularizer = regularizers::from_config(c.value("kernel_regularizer", nlohmann::json())),
-                                                .name = name});
+    return std::make_shared<Dense>(
+        detail::json_int(c.at("units"), "units"),
+        DenseOptions{.activation = activation(),
+                     .use_bias = c.value("use_bias", true),
+                     .kernel_initializer = initializers::from_config(c.at("kernel_initializer")),
+                     .bias_initializer = initializers::from_config(c.at("bias_initializer")),
+                     .kernel_regularizer = regularizers::from_config(c.value("kernel_regularizer", nlohmann::json())),
+                     .name = name});
   if (cls == "MaxPooling2D" || cls == "AveragePooling2D") {
-    Pooling2DOptions o{
-        .strides = detail::json_int(c.at("strides").at(0)), .padding = c.value("padding", "valid"), .name = name};
-    int64_t size = detail::json_int(c.at("pool_size").at(0));
+    Pooling2DOptions o{.strides = detail::json_int(c.at("strides").at(0), "strides"),
+                       .padding = c.value("padding", "valid"),
+                       .name = name};
+    int64_t size = detail::json_int(c.at("pool_size").at(0), "pool_size");
     if (cls == "MaxPooling2D") return std::make_shared<MaxPooling2D>(size, o);
     return std::make_shared<AveragePooling2D>(size, o);
   }
   if (cls == "Dropout") return std::make_shared<Dropout>(c.at("rate").get<double>(), DropoutOptions{.name = name});
   if (cls == "BatchNormalization")
-    return std::make_shared<BatchNormalization>(
-        BatchNormalizationOptions{.momentum = c.value("momentum", 0.99), .epsilon = c.value("epsilon", 1e-3), .name = name});
+    return std::make_shared<BatchNormalization>(BatchNormalizationOptions{
+        .momentum = c.value("momentum", 0.99), .epsilon = c.value("epsilon", 1e-3), .name = name});
   if (cls == "Activation") return std::make_shared<Activation>(c.at("activation").get<std::string>(), name);
   throw ValueError(make_message("unknown layer class '", cls, "' in model config"));
 }

@@ -259,11 +259,11 @@ optimizers::LearningRate learning_rate_from(const nlohmann::json& lr) {
   const nlohmann::json& c = lr.at("config");
   if (cls == "ExponentialDecay")
     return optimizers::ExponentialDecay({.initial_learning_rate = c.at("initial_learning_rate").get<double>(),
-                                         .decay_steps = detail::json_int(c.at("decay_steps")),
+                                         .decay_steps = detail::json_int(c.at("decay_steps"), "decay_steps"),
                                          .decay_rate = c.at("decay_rate").get<double>(),
                                          .staircase = c.at("staircase").get<bool>()});
   if (cls == "PiecewiseConstantDecay")
-    return optimizers::PiecewiseConstantDecay(detail::json_ints(c.at("boundaries")),
+    return optimizers::PiecewiseConstantDecay(detail::json_ints(c.at("boundaries"), "boundaries"),
                                               c.at("values").get<std::vector<double>>());
   throw ValueError(make_message("unknown learning-rate schedule '", cls,
                                 "' (expected ExponentialDecay or PiecewiseConstantDecay)"));
@@ -418,7 +418,7 @@ Sequential Sequential::load_model(const std::string& dir, LoadOptions options) {
   Sequential model = from_config(doc["config"]);
   try {
     if (!model.built() && doc.contains("build_config"))
-      model.build(Shape(detail::json_ints(doc["build_config"].at("input_shape"))));
+      model.build(Shape(detail::json_ints(doc["build_config"].at("input_shape"), "input_shape")));
   } catch (const nlohmann::json::exception& e) {
     throw DataLossError(make_message("saved model config ", config_path, ": invalid build_config (", e.what(), ")"));
   }

@@ -432,7 +432,7 @@ const std::vector<Case> kCases = {
     {"idx_image_size_32", kTrainHere, "28", "", data_with([](const fs::path& d) {
        write_idx(d / "train-images-idx3-ubyte", 0x803, {64, 32, 32}, 64 * 32 * 32);
      })},
-    {"idx_zero_width", kTrainHere, "28", "", data_with([](const fs::path& d) {
+    {"idx_zero_width", kTrainHere, "dimension 1 is 0", "", data_with([](const fs::path& d) {
        write_idx(d / "train-images-idx3-ubyte", 0x803, {64, 0, 28}, 0);
      })},
     {"idx_label_count_differs", kTrainHere, "labels", "",
@@ -631,7 +631,7 @@ const std::vector<Case> kCases = {
            if (v.contains("shape") && v["shape"].size() == 2) v["shape"] = {v["shape"][1], v["shape"][0]};
        });
      })},
-    {"model_weights_one_tensor_short", "evaluate --model @/model --dataset DATA", "do not match", "",
+    {"model_weights_one_tensor_short", "evaluate --model @/model --dataset DATA", "holds 5 tensors", "",
      saved_model([](const fs::path& m) {
        const fs::path weights = m / "model.weights.safetensors";
        edit_header(weights, [](Json& h) {  // the last tensor (the output bias, 10 floats) dropped

@@ -162,7 +162,7 @@ TEST(IteratorState, RefusesNumbersThatAreNotIntegers) {
   Iterator a = slices(100).shuffle(30, 7).batch(4).make_iterator();
   a.next();
   const json saved = a.save_state();
-  for (const json bad : {json(5.18e20), json(1.5)}) {
+  for (const json& bad : {json(5.18e20), json(1.5)}) {
     json state = saved;
     state["state"]["input"]["input_at_start"]["position"] = bad;
     Iterator b = slices(100).shuffle(30, 7).batch(4).make_iterator();
