@@ -3,7 +3,8 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test bench bench-compare demo clean format fuzz fuzz-run
+.PHONY: all deps build test test-asan test-tsan test-asan-quick test-tsan-quick bench bench-compare demo clean format \
+        fuzz fuzz-run
 
 all: build
 
@@ -19,6 +20,17 @@ build: deps $(BUILD)/CMakeCache.txt
 test: build
 	@scripts/python-venv $(BUILD)/venv
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
+
+# The suite under AddressSanitizer + UndefinedBehaviorSanitizer, and under ThreadSanitizer, each in a build dir of its
+# own; the -quick forms (CI) build and run only the tests of lockstep's threads and parsers (docs/testing.md).
+test-asan: deps
+	JOBS=$(JOBS) scripts/sanitizers/test address build-asan
+test-tsan: deps
+	JOBS=$(JOBS) scripts/sanitizers/test thread build-tsan
+test-asan-quick: deps
+	JOBS=$(JOBS) scripts/sanitizers/test address build-asan --quick
+test-tsan-quick: deps
+	JOBS=$(JOBS) scripts/sanitizers/test thread build-tsan --quick
 
 # Single-threaded kernels and one training step beside PyTorch's (OMP_NUM_THREADS=1 so that no library pool
 # runs more threads than it was told).

@@ -80,7 +80,13 @@ void clear_session() {
 Layer::Layer(std::string class_name, std::string name)
     : class_name_(std::move(class_name)), name_(name.empty() ? detail::unique_name(class_name_) : std::move(name)) {}
 
+// The replicas of a strategy call the same model on their threads at once, and the first call builds each
+// layer: one thread builds it while the others wait (TSan caught two replicas building one layer). Recursive
+// because a layer's build may call another layer. Held only briefly once the layers are built.
+static std::recursive_mutex g_build_mutex;
+
 void Layer::ensure_built(const Shape& input_shape) {
+  std::lock_guard lock(g_build_mutex);
   if (built_) return;
   build(input_shape);
   built_shape_ = input_shape;
