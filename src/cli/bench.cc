@@ -265,9 +265,9 @@ int run_step(const StepArgs& a) {
     cross->all_reduce(&rss, 1, DType::float64, distribute::ReduceOp::MAX);
   if (!chief) return 0;
   const double s = timer->seconds(), per_step = s / static_cast<double>(a.steps);
-  std::printf("model %s (%s), optimizer %s, %s data, %d worker(s) x %d replica(s), batch %lld per replica (global %lld)%s\n",
-              a.model.c_str(), a.dtype_policy.c_str(), a.optimizer.c_str(), a.dataset.c_str(), strategy->num_workers(), strategy->num_local_replicas(),
-              static_cast<long long>(a.batch_size), static_cast<long long>(global),
+  std::printf("model %s, optimizer %s, %s data, %d worker(s) x %d replica(s), batch %lld per replica (global %lld), %s%s\n",
+              a.model.c_str(), a.optimizer.c_str(), a.dataset.c_str(), strategy->num_workers(), strategy->num_local_replicas(),
+              static_cast<long long>(a.batch_size), static_cast<long long>(global), a.dtype_policy.c_str(),
               a.backup_every > 0 ? (", backup every " + std::to_string(a.backup_every) + " steps" +
                                     (a.backup_sync ? " (synchronous)" : " (asynchronous)")).c_str()
                                  : "");

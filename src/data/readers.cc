@@ -6,6 +6,7 @@
 #include <zip.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <iomanip>
@@ -194,6 +195,22 @@ uint64_t idx_promised_size(const std::string& path, int expected_rank) {
 }
 }  // namespace
 
+namespace {
+// An array with a 0 dimension (an empty data set) holds no bytes, so the size check passes it whatever its other
+// dimensions; those must still be sane, or the shape's strides would overflow.
+void check_empty_shape(const std::vector<int64_t>& dims, const std::string& name) {
+  if (std::find(dims.begin(), dims.end(), 0) == dims.end()) return;
+  constexpr uint64_t kMaxElements = uint64_t{1} << 40;
+  uint64_t product = 1;
+  for (int64_t d : dims) {
+    if (d == 0) continue;
+    if (static_cast<uint64_t>(d) > kMaxElements / product)
+      corrupt(name, make_message("shape ", Shape(dims).str(), " is empty but its other dimensions are too large"));
+    product *= static_cast<uint64_t>(d);
+  }
+}
+}  // namespace
+
 Tensor read_idx(const std::string& path, int expected_rank) {
   // A promise that no file of this size can keep, even deflated, is refused before anything is read; and
   // nothing is read past what the header promises (but one byte, to tell trailing data), so a small gzip
@@ -216,11 +233,10 @@ Tensor read_idx(const std::string& path, int expected_rank) {
   uint64_t expected = 1;
   for (int i = 0; i < rank; ++i) {
     dims[static_cast<size_t>(i)] = big_endian32(file.at(4 + 4 * uint64_t(i), 4, "an IDX dimension"));
-    // Else the other dimensions, however large, would pass the size check and overflow the shape's arithmetic.
-    if (dims[static_cast<size_t>(i)] == 0) corrupt(path, make_message("dimension ", i, " is 0 (an empty array)"));
     expected *= static_cast<uint64_t>(dims[static_cast<size_t>(i)]);
     if (expected > bytes.size()) expected = bytes.size() + 1;  // already too large; avoid overflow
   }
+  check_empty_shape(dims, path);
   const uint64_t header = 4 + 4 * uint64_t(rank), present = bytes.size() - header;
   if (present != expected)
     corrupt(path, make_message("header promises ", Shape(dims).str(), " = ",
@@ -257,12 +273,13 @@ Tensor parse_npy(std::span<const uint8_t> data, const std::string& name) {
     char* end = nullptr;
     long long d = std::strtoll(part.c_str(), &end, 10);
     if (d < 0 || end == part.c_str()) corrupt(name, "has a malformed shape " + shape);
-    if (d == 0) corrupt(name, "has an empty dimension in shape " + shape + " (an empty array)");  // as in read_idx
     dims.push_back(d);
     // Saturates at data.size() + 1 without wrapping around: (4, 2**62) must not come out as 0 bytes.
     const uint64_t limit = data.size() + 1;
-    expected = expected > limit / static_cast<uint64_t>(d) ? limit : expected * static_cast<uint64_t>(d);
+    if (d == 0) expected = 0;  // an empty array; check_empty_shape judges the other dimensions
+    else expected = expected > limit / static_cast<uint64_t>(d) ? limit : expected * static_cast<uint64_t>(d);
   }
+  check_empty_shape(dims, name);
   const uint64_t present = data.size() - std::min<uint64_t>(data.size(), header_start + header_len);
   if (present != expected)
     corrupt(name, make_message("shape ", Shape(dims).str(), " needs ", expected > data.size() ? std::string("more") : std::to_string(expected),

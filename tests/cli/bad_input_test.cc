@@ -432,7 +432,7 @@ const std::vector<Case> kCases = {
     {"idx_image_size_32", kTrainHere, "28", "", data_with([](const fs::path& d) {
        write_idx(d / "train-images-idx3-ubyte", 0x803, {64, 32, 32}, 64 * 32 * 32);
      })},
-    {"idx_zero_width", kTrainHere, "dimension 1 is 0", "", data_with([](const fs::path& d) {
+    {"idx_zero_width", kTrainHere, "28", "", data_with([](const fs::path& d) {
        write_idx(d / "train-images-idx3-ubyte", 0x803, {64, 0, 28}, 0);
      })},
     {"idx_label_count_differs", kTrainHere, "labels", "",
