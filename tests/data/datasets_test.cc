@@ -15,6 +15,7 @@
 #include <tuple>
 
 #include "lockstep/data/readers.h"
+#include "../interop_python.h"
 
 namespace lockstep::datasets {
 namespace {
@@ -220,10 +221,9 @@ TEST(Datasets, ReadsStoredAndDeflatedNpz) {
 
 // Archives written by NumPy itself (np.savez and np.savez_compressed), when this machine has it.
 TEST(Datasets, ReadsNpzWrittenByNumpy) {
-  const char* env = std::getenv("LOCKSTEP_PYTHON");
-  const std::string python = env ? env : "/usr/bin/python3";
-  if (std::system((python + " -c 'import numpy' >/dev/null 2>&1").c_str()) != 0)
-    GTEST_SKIP() << python << " has no numpy module; the zip layout is checked by ReadsStoredAndDeflatedNpz";
+  std::string why;
+  const std::string python = lockstep::testing::interop_python("numpy", why);
+  if (python.empty()) GTEST_SKIP() << why << "; the zip layout is checked by ReadsStoredAndDeflatedNpz";
   TempDir tmp;
   const std::string script = (tmp.path / "write.py").string(), dir = tmp.path.string();
   std::ofstream(script)

@@ -16,6 +16,7 @@
 #include "lockstep/tensor/ops.h"
 #include "lockstep/train/checkpoint.h"
 #include "lockstep/train/crc32c.h"
+#include "../interop_python.h"
 
 
 namespace lockstep::train {
@@ -209,26 +210,10 @@ TEST_F(Safetensors, HeaderIsPaddedToEightBytesForAnyNameLength) {
   }
 }
 
-// The Python the interop tests run: $LOCKSTEP_PYTHON, else the venv scripts/python-venv makes beside bin/ (`make test`
-// runs it), else Debian's. Empty, with the reason in `why`, when it cannot import `module`.
-std::string interop_python(const std::string& module, std::string& why) {
-  const fs::path venv = fs::path(LOCKSTEP_BIN_DIR).parent_path() / "venv";
-  const fs::path venv_python = venv / "bin/python3";
-  const char* env = std::getenv("LOCKSTEP_PYTHON");
-  const std::string python = env ? env : fs::exists(venv_python) ? venv_python.string() : "/usr/bin/python3";
-  if (std::system((python + " -c 'import " + module + "' >/dev/null 2>&1").c_str()) == 0) return python;
-  why = env ? "" : read_bytes((venv / "UNAVAILABLE").string());  // why scripts/python-venv could not make the venv
-  if (!why.empty() && why.back() == '\n') why.pop_back();
-  if (why.empty())
-    why = python + " cannot import " + module + "; scripts/python-venv " + venv.string() +
-          " (run by make test) installs it";
-  return "";
-}
-
 // The real reader: every tensor's dtype, shape and bytes as Python sees them.
 TEST_F(Safetensors, PythonSafetensorsReadsTheFile) {
   std::string why;
-  const std::string python = interop_python("safetensors", why);
+  const std::string python = lockstep::testing::interop_python("safetensors", why);
   if (python.empty()) GTEST_SKIP() << why << "; the layout is checked by LayoutFollowsTheSpec";
   const auto tensors = every_kind_of_tensor();
   save_safetensors(path("w.safetensors"), tensors, {{"epoch", "3"}});
@@ -252,7 +237,7 @@ TEST_F(Safetensors, PythonSafetensorsReadsTheFile) {
 // crc32c/<name> per tensor that matches a CRC32C computed in Python. NumPy has no bfloat16, so that tensor is left out.
 TEST_F(Safetensors, PythonNumpyReadsArraysAndMetadata) {
   std::string why;
-  const std::string python = interop_python("safetensors.numpy", why);
+  const std::string python = lockstep::testing::interop_python("safetensors.numpy", why);
   if (python.empty()) GTEST_SKIP() << why << "; the layout is checked by LayoutFollowsTheSpec";
   std::vector<NamedTensor> tensors;
   for (auto& t : every_kind_of_tensor())
@@ -295,7 +280,7 @@ TEST_F(Safetensors, PythonNumpyReadsArraysAndMetadata) {
 // run's position from __metadata__.
 TEST_F(Safetensors, PythonReadsACheckpoint) {
   std::string why;
-  const std::string python = interop_python("safetensors.numpy", why);
+  const std::string python = lockstep::testing::interop_python("safetensors.numpy", why);
   if (python.empty()) GTEST_SKIP() << why;
   Variable epoch(scalar(int64_t{4}, DType::int64), {.name = "epoch", .trainable = false});
   Variable w(from_vector<float>({1.5f, -2.f}, {2}), {.name = "w"});
