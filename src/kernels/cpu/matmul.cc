@@ -35,8 +35,9 @@ template <typename T> const T* transposed_copy(const MatmulShape& s, const T* a)
   for (int64_t i0 = 0; i0 < s.m; i0 += kTile) {
     for (int64_t j0 = 0; j0 < s.k; j0 += kTile) {
       const int64_t i1 = std::min(i0 + kTile, s.m), j1 = std::min(j0 + kTile, s.k);
-      for (int64_t j = j0; j < j1; ++j)
-        for (int64_t i = i0; i < i1; ++i) out[i * s.k + j] = a[j * s.m + i];
+      // Rows of the output innermost: each store continues the last (its rows are pages apart, A's only s.m).
+      for (int64_t i = i0; i < i1; ++i)
+        for (int64_t j = j0; j < j1; ++j) out[i * s.k + j] = a[j * s.m + i];
     }
   }
   return out;
