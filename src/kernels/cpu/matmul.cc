@@ -45,8 +45,9 @@ template <typename T> const T* transposed_copy(const MatmulShape& s, const T* a)
 
 // A large transposed A (a Dense layer's Xᵀ in dW = Xᵀ·dY) is read by oneDNN 86 KB apart from one element to the
 // next, and how fast that goes depends on where its pages happen to lie: the tutorial CNN's backward-weights
-// GEMM took 8-10 ms with one of the blocks the allocator handed X and 18-23 ms with the others. Transposing it
-// into a contiguous buffer first costs a millisecond and makes the GEMM the fast one every time.
+// GEMM took 8-10 ms with one of the blocks the allocator handed X and 18-23 ms with the others (on Zen 2).
+// Transposing it into a contiguous buffer first costs a millisecond and makes the GEMM the fast one every time; on
+// Zen 4 the step takes the same time with or without the copy.
 bool worth_transposing(const MatmulShape& s) { return s.transpose_a && s.batch == 1 && s.m * s.k >= (int64_t{1} << 20); }
 
 template <typename T> void onednn_matmul(const MatmulShape& s, const T* a, const T* b, T* c) {
