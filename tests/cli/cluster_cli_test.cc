@@ -1,11 +1,10 @@
-// `lockstep tf-config` run as a user runs it: a malformed TF_CONFIG gives exit code 2 and one line on stderr
-// within 2 s; a valid one prints the role (text and --json).
+// `lockstep tf-config` run as a user runs it: a malformed TF_CONFIG gives exit code 2 and one line on stderr;
+// a valid one prints the role (text and --json).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -17,19 +16,10 @@
 namespace lockstep::distribute {
 namespace {
 
-struct Outcome {
-  int code;
-  std::string out, err;
-  double seconds;
-};
-
 // Runs `lockstep tf-config <args>` with TF_CONFIG set (the JSON must not hold a single quote) and SLURM
-// ignored, with a deadline so a hang fails.
-Outcome tf_config(const std::string& json, const std::string& args = "") {
-  const auto start = std::chrono::steady_clock::now();
-  testing::Result r = testing::run_lockstep("tf-config " + args, "TF_CONFIG='" + json + "' LOCKSTEP_USE_SLURM=0", 10);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return {r.code, r.out, r.err, seconds};
+// ignored, with a deadline so a hang fails (exit code 124).
+testing::Result tf_config(const std::string& json, const std::string& args = "") {
+  return testing::run_lockstep("tf-config " + args, "TF_CONFIG='" + json + "' LOCKSTEP_USE_SLURM=0", 60);
 }
 
 TEST(TFConfigCli, MalformedConfigsExitTwoWithOneLine) {
@@ -61,19 +51,18 @@ TEST(TFConfigCli, MalformedConfigsExitTwoWithOneLine) {
       {R"({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker", "index": 0}, "rpc_layer": "grpc+verbs"})", "grpc"},
   };
   for (const auto& [json, phrase] : cases) {
-    const Outcome r = tf_config(json);
+    const testing::Result r = tf_config(json);
     EXPECT_EQ(r.code, 2) << json << "\n" << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_NE(r.err.find("TF_CONFIG"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find(phrase), std::string::npos) << r.err;
-    EXPECT_LT(r.seconds, 2.0) << json;
   }
 }
 
 TEST(TFConfigCli, PrintsTheRole) {
   const std::string json =
       R"({"cluster": {"worker": ["127.0.0.1:12345", "127.0.0.1:23456"]}, "task": {"type": "worker", "index": 1}})";
-  Outcome r = tf_config(json);
+  testing::Result r = tf_config(json);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("task: worker:1 (127.0.0.1:23456)\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("chief: no (the chief is worker:0 at 127.0.0.1:12345)\n"), std::string::npos) << r.out;

@@ -113,23 +113,24 @@ TEST(LaunchCli, WorkersShareAFreshClusterTokenUnlessOneIsGiven) {
   EXPECT_EQ(lines_after(r.out, "[worker 0] "), std::vector<std::string>{"|/etc/passwd"}) << r.err;
 }
 
+// The others sleep longer than run_lockstep waits: unless the launcher stops them, `timeout` ends the launcher
+// (exit code 124, and a "received SIGTERM" line).
 TEST(LaunchCli, OneFailureStopsTheOthersQuickly) {
-  const auto start = Clock::now();
-  Result r = run_lockstep("launch -n 3 -- " + worker("if [ $i = 1 ]; then sleep 0.3; exit 3; fi; sleep 30"), "", 60);
-  EXPECT_LT(seconds_since(start), 8.0);
+  Result r = run_lockstep("launch -n 3 -- " + worker("if [ $i = 1 ]; then sleep 0.3; exit 3; fi; sleep 600"), "", 120);
   EXPECT_EQ(r.code, 3) << r.err;
   EXPECT_EQ(lines_after(r.err, "lockstep launch: "), std::vector<std::string>{"worker 1 failed with exit code 3"});
 }
 
+// Worker 1 sleeps longer than run_lockstep waits: only the SIGKILL ends it in time (else exit code 124).
 TEST(LaunchCli, WorkerIgnoringSigtermIsKilledAfterTheGracePeriod) {
   const auto start = Clock::now();
   Result r = run_lockstep("launch -n 2 --grace-period 1 -- " +
-                              worker("if [ $i = 0 ]; then sleep 0.5; exit 1; fi; trap \"\" TERM; sleep 60"),
-                          "", 60);
+                              worker("if [ $i = 0 ]; then sleep 0.5; exit 1; fi; trap \"\" TERM; sleep 600"),
+                          "", 120);
   const double took = seconds_since(start);
   EXPECT_EQ(r.code, 1) << r.err;
-  EXPECT_GE(took, 1.4);  // 0.5 s until the failure, then the full grace period
-  EXPECT_LT(took, 8.0);
+  // A lower bound, so load cannot break it: 0.5 s until the failure, then the full grace period.
+  EXPECT_GE(took, 1.4);
   EXPECT_TRUE(contains(r.err, "lockstep launch: worker 1 did not stop within 1 s of SIGTERM; sending SIGKILL\n"))
       << r.err;
 }
@@ -254,9 +255,7 @@ class LaunchCliErrors : public ::testing::TestWithParam<BadLaunch> {};
 
 TEST_P(LaunchCliErrors, OneLineAndExitCode2) {
   const BadLaunch& bad = GetParam();
-  const auto start = Clock::now();
-  Result r = run_lockstep("launch " + bad.args, "", 60);
-  EXPECT_LT(seconds_since(start), 5.0);
+  Result r = run_lockstep("launch " + bad.args, "", 60);  // a hang ends in exit code 124
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_EQ(count_lines(r.err), 1u) << r.err;
   EXPECT_TRUE(contains(r.err, bad.must_mention)) << r.err;
@@ -286,9 +285,10 @@ TEST_P(LaunchCliSignals, StopsEveryWorkerAndExits128PlusTheSignal) {
   const fs::path& dir = temp.path;
   const char* bin = std::getenv("LOCKSTEP_BIN_DIR");
   const std::string lockstep = std::string(bin ? bin : LOCKSTEP_BIN_DIR) + "/lockstep";
-  // Worker 1 ignores SIGTERM, so only the SIGKILL after the grace period ends it.
+  // Worker 1 ignores SIGTERM, so only the SIGKILL after the grace period ends it: it sleeps longer than the
+  // test waits for the launcher.
   const std::string script = "i=${TF_CONFIG##*index?:}; i=${i%%[!0-9]*}; [ $i = 1 ] && trap \"\" TERM; echo $$ > " +
-                             dir.string() + "/pid-$i; exec sleep 30";
+                             dir.string() + "/pid-$i; exec sleep 600";
   const pid_t launcher = fork();
   ASSERT_GE(launcher, 0);
   if (launcher == 0) {
@@ -298,7 +298,7 @@ TEST_P(LaunchCliSignals, StopsEveryWorkerAndExits128PlusTheSignal) {
           script.c_str(), static_cast<char*>(nullptr));
     _exit(98);
   }
-  auto deadline = Clock::now() + std::chrono::seconds(20);
+  auto deadline = Clock::now() + std::chrono::seconds(60);
   while (!(fs::exists(dir / "pid-0") && fs::exists(dir / "pid-1") && fs::file_size(dir / "pid-1") > 0) &&
          Clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -307,18 +307,18 @@ TEST_P(LaunchCliSignals, StopsEveryWorkerAndExits128PlusTheSignal) {
   kill(launcher, sig);
   int status = 0;
   pid_t done = 0;
-  while ((done = waitpid(launcher, &status, WNOHANG)) == 0 && seconds_since(start) < 15)
+  while ((done = waitpid(launcher, &status, WNOHANG)) == 0 && seconds_since(start) < 60)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   if (done == 0) {
     kill(launcher, SIGKILL);
     waitpid(launcher, &status, 0);
-    FAIL() << "the launcher did not exit within 15 s of " << strsignal(sig);
+    FAIL() << "the launcher did not exit within 60 s of " << strsignal(sig);
   }
-  EXPECT_LT(seconds_since(start), 8.0);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 128 + sig);
   const std::string err = read_all((dir / "err").string());
   EXPECT_TRUE(contains(err, "lockstep launch: received " + std::string(sig == SIGINT ? "SIGINT" : "SIGTERM"))) << err;
+  EXPECT_TRUE(contains(err, "lockstep launch: worker 1 did not stop within 1 s of SIGTERM; sending SIGKILL\n")) << err;
   for (int i = 0; i < 2; ++i) {
     const pid_t pid = std::stoi(read_all((dir / ("pid-" + std::to_string(i))).string()));
     EXPECT_NE(kill(pid, 0), 0) << "worker " << i << " (pid " << pid << ") is still running";

@@ -1,6 +1,6 @@
 // Multi-worker training with real processes on 127.0.0.1: equivalence with one worker, identical weights
-// on every worker, kill -9 of any worker, an unreachable chief, mismatched workers and bad TF_CONFIGs — all
-// bounded in time.
+// on every worker, kill -9 of any worker, an unreachable chief, mismatched workers and bad TF_CONFIGs; every
+// wait has a deadline, and what ended a wait is checked by its message, not by the time it took.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -130,10 +130,12 @@ TEST_F(MultiWorker, ChiefAndWorkerEvaluateATestSetSmallerThanTheGlobalBatch) {
 
 class KillWorker : public MultiWorker, public ::testing::WithParamInterface<int> {};
 
+// The heartbeat timeout (600 s here) and the collectives' (600 s by default) are longer than the test waits, so
+// the survivors can only learn of the kill from the closed connections; a timeout's message would say "timed out".
 TEST_P(KillWorker, OthersExitWithinSecondsNamingIt) {
   const int victim = GetParam();
   const std::string args = "train --epochs 1 --steps-per-epoch 100000 --batch-size 16" + data();
-  auto ws = start({args, args, args});
+  auto ws = start({args, args, args}, "LOCKSTEP_HEARTBEAT_TIMEOUT=600");
   // Wait until everybody trains (the victim has joined and is past its first steps).
   const auto deadline = std::chrono::steady_clock::now() + 60s;
   while (ws[static_cast<size_t>(victim)]->err().find("joined the cluster") == std::string::npos) {
@@ -142,16 +144,16 @@ TEST_P(KillWorker, OthersExitWithinSecondsNamingIt) {
   }
   std::this_thread::sleep_for(2s);
   ws[static_cast<size_t>(victim)]->signal(SIGKILL);
-  const auto killed = std::chrono::steady_clock::now();
   const std::string lost = "worker:" + std::to_string(victim);
   for (int i = 0; i < 3; ++i) {
     if (i == victim) continue;
-    auto s = ws[static_cast<size_t>(i)]->wait(15s);
-    ASSERT_TRUE(s.has_value()) << "worker " << i << " still runs 15 s after worker " << victim << " was killed";
+    auto s = ws[static_cast<size_t>(i)]->wait(90s);
+    ASSERT_TRUE(s.has_value()) << "worker " << i << " still runs 90 s after worker " << victim << " was killed";
     EXPECT_NE(exit_code(*s), 0);
-    EXPECT_NE(ws[static_cast<size_t>(i)]->err().find(lost), std::string::npos) << ws[static_cast<size_t>(i)]->err();
+    const std::string err = ws[static_cast<size_t>(i)]->err();
+    EXPECT_NE(err.find(lost), std::string::npos) << err;
+    EXPECT_EQ(err.find("timed out"), std::string::npos) << err;
   }
-  EXPECT_LT(std::chrono::steady_clock::now() - killed, 15s);
 }
 
 INSTANTIATE_TEST_SUITE_P(AnyWorker, KillWorker, ::testing::Values(0, 1, 2),
@@ -165,8 +167,10 @@ TEST_F(MultiWorker, UnreachableChiefFailsAfterTheStartupTimeout) {
   const auto took = std::chrono::steady_clock::now() - start_time;
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.err.find("127.0.0.1"), std::string::npos) << r.err;
+  // The 3 s of LOCKSTEP_STARTUP_TIMEOUT ended the wait, not the default 120 s (which run_lockstep's 60 s would cut).
+  EXPECT_NE(r.err.find("after 3 s"), std::string::npos) << r.err;
+  // A lower bound, so load cannot break it: the worker's 3 s start after start_time.
   EXPECT_GE(took, 3s);
-  EXPECT_LT(took, 20s);
 }
 
 TEST_F(MultiWorker, MismatchedWorkersAreRefusedAtStart) {
@@ -186,11 +190,9 @@ TEST_F(MultiWorker, MalformedTfConfigIsOneLineAndExitCode2) {
   for (std::string cfg : {"{not json", R"({"cluster": {"worker": ["127.0.0.1:1"]}, "task": {"type": "worker", "index": 3}})",
                           R"({"cluster": {"ps": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]}, "task": {"type": "worker", "index": 0}})",
                           R"({"cluster": {"worker": ["127.0.0.1"]}, "task": {"type": "worker", "index": 0}})"}) {
-    const auto t0 = std::chrono::steady_clock::now();
-    Result r = run_lockstep("train --epochs 1" + data(), "TF_CONFIG='" + cfg + "'", 30);
+    Result r = run_lockstep("train --epochs 1" + data(), "TF_CONFIG='" + cfg + "'", 60);
     EXPECT_EQ(r.code, 2) << cfg << ": " << r.err;
     EXPECT_EQ(count_lines(r.err), 1u) << cfg << ": " << r.err;
-    EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s) << cfg;
   }
 }
 

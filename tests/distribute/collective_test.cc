@@ -19,7 +19,6 @@
 namespace lockstep::distribute {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 // A KeyValueStore in memory, for ranks that are threads of this process.
@@ -300,29 +299,31 @@ TEST_P(CollectiveTest, CollectivesWithDifferentTagsRunConcurrently) {
 
 // ---- failures ----
 
+// Every timeout below but the first is long (a timeout that ended a call would name it: "120000 ms"), so an
+// error naming the 300 ms timeout or a lost peer shows that a broken group failed the call at once.
 TEST_P(CollectiveTest, RankThatNeverJoinsGivesDeadlineExceededWithinTheTimeout) {
+  const CollectiveOptions o{.tag = 5, .timeout = milliseconds(300)};
+  const CollectiveOptions patient{.tag = 5, .timeout = std::chrono::seconds(120)};
   std::atomic<int> deadline{0};
-  std::vector<double> elapsed(3, 0);
-  std::vector<std::string> messages(3);
+  std::vector<std::string> messages(3), again(2);
   std::mutex absent_mutex;
   std::condition_variable absent_cv;
   int failed = 0;
   run(3, [&](Communicator& c) {
-    const CollectiveOptions o{.tag = 5, .timeout = milliseconds(300)};
     float x = 1;
     if (c.rank() == 2) {
       // The absent rank: it stays away until the others have failed, then finds the group broken.
       std::unique_lock lock(absent_mutex);
-      absent_cv.wait_for(lock, std::chrono::seconds(10), [&] { return failed == 2; });
+      absent_cv.wait_for(lock, std::chrono::seconds(60), [&] { return failed == 2; });
       lock.unlock();
-      const auto start = Clock::now();
-      // Its own timeout is long: the broken group, not the timeout, must end this call.
-      EXPECT_ANY_THROW(
-          c.all_reduce(&x, 1, DType::float32, ReduceOp::SUM, {.tag = 5, .timeout = std::chrono::seconds(20)}));
-      EXPECT_LT(Clock::now() - start, std::chrono::seconds(2)) << "a broken group must fail at once";
+      try {
+        c.all_reduce(&x, 1, DType::float32, ReduceOp::SUM, patient);
+        ADD_FAILURE() << "all_reduce returned in a broken group";
+      } catch (const Error& e) {
+        messages[2] = e.what();
+      }
       return;
     }
-    const auto start = Clock::now();
     try {
       c.all_reduce(&x, 1, DType::float32, ReduceOp::SUM, o);
       ADD_FAILURE() << "all_reduce returned without rank 2";
@@ -332,20 +333,28 @@ TEST_P(CollectiveTest, RankThatNeverJoinsGivesDeadlineExceededWithinTheTimeout) 
     } catch (const UnavailableError& e) {
       messages[static_cast<size_t>(c.rank())] = e.what();  // gloo: woken by the peer that timed out first
     }
-    elapsed[static_cast<size_t>(c.rank())] = std::chrono::duration<double>(Clock::now() - start).count();
-    // Later calls fail at once with the same kind of error.
-    const auto again = Clock::now();
-    EXPECT_THROW(c.barrier(o), Error);
-    EXPECT_LT(Clock::now() - again, milliseconds(250));
+    // Later calls fail at once with the same error, whatever their own timeout.
+    try {
+      c.barrier(patient);
+      ADD_FAILURE() << "barrier passed in a broken group";
+    } catch (const Error& e) {
+      again[static_cast<size_t>(c.rank())] = e.what();
+    }
     std::lock_guard lock(absent_mutex);
     ++failed;
     absent_cv.notify_all();
   });
   EXPECT_GE(deadline.load(), 1);
-  for (int r = 0; r < 2; ++r) {
-    EXPECT_LT(elapsed[static_cast<size_t>(r)], 0.3 + 2.0) << "rank " << r << ": " << messages[static_cast<size_t>(r)];
-    EXPECT_FALSE(messages[static_cast<size_t>(r)].empty());
+  auto names_a_cause = [](const std::string& m) {
+    return m.find("timed out after 300 ms") != std::string::npos || m.find("lost its connection") != std::string::npos;
+  };
+  for (int r = 0; r < 3; ++r) {
+    const std::string& m = messages[static_cast<size_t>(r)];
+    EXPECT_TRUE(names_a_cause(m)) << "rank " << r << ": " << m;
+    EXPECT_EQ(m.find("120000 ms"), std::string::npos) << "rank " << r << " waited out its own timeout: " << m;
   }
+  for (int r = 0; r < 2; ++r)
+    EXPECT_EQ(again[static_cast<size_t>(r)], messages[static_cast<size_t>(r)]) << "rank " << r;
   if (GetParam().rank_order) {
     EXPECT_NE(messages[0].find("replica(s) 2 did not arrive"), std::string::npos) << messages[0];
   }
@@ -360,7 +369,6 @@ INSTANTIATE_TEST_SUITE_P(Collective, CollectiveTest, ::testing::Values(local_bac
 TEST(LocalGroupTest, AbortWakesEveryWaiterWithUnavailable) {
   LocalGroup group(3);
   std::vector<std::string> messages(3);
-  std::vector<double> elapsed(3, 0);
   run_threads(3, [&](int r) {
     auto c = group.communicator(r);
     if (r == 0) {
@@ -368,20 +376,16 @@ TEST(LocalGroupTest, AbortWakesEveryWaiterWithUnavailable) {
       group.abort("replica 0 failed: boom");
       return;
     }
-    const auto start = Clock::now();
     double x = 1;
+    // The timeout is long: the abort's message, not the timeout's DeadlineExceededError, shows it woke the call.
     try {
-      c->all_reduce(&x, 1, DType::float64, ReduceOp::SUM, {.timeout = std::chrono::seconds(30)});
+      c->all_reduce(&x, 1, DType::float64, ReduceOp::SUM, {.timeout = std::chrono::seconds(120)});
     } catch (const UnavailableError& e) {
       messages[static_cast<size_t>(r)] = e.what();
     }
-    elapsed[static_cast<size_t>(r)] = std::chrono::duration<double>(Clock::now() - start).count();
     EXPECT_THROW(c->barrier(), UnavailableError);  // for good
   });
-  for (int r = 1; r < 3; ++r) {
-    EXPECT_EQ(messages[static_cast<size_t>(r)], "replica 0 failed: boom");
-    EXPECT_LT(elapsed[static_cast<size_t>(r)], 2.0);
-  }
+  for (int r = 1; r < 3; ++r) EXPECT_EQ(messages[static_cast<size_t>(r)], "replica 0 failed: boom");
 }
 
 TEST(LocalGroupTest, MismatchedCollectivesOnATagAreAnErrorNotAHang) {
@@ -422,14 +426,13 @@ TEST(GlooCommunicatorTest, RendezvousTimeoutNamesTheMissingRank) {
   GlooOptions options;
   options.peer_names = {"worker:0 at 127.0.0.1:1", "worker:1 at 127.0.0.1:2"};
   options.connect_timeout = milliseconds(300);
-  const auto start = Clock::now();
   try {
     make_gloo_communicator(store, 0, 2, options);
     FAIL() << "connected without rank 1";
   } catch (const DeadlineExceededError& e) {
     EXPECT_NE(std::string(e.what()).find("worker:1 at 127.0.0.1:2 (rank 1)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("waited 300 ms"), std::string::npos) << e.what();  // the timeout it was given
   }
-  EXPECT_LT(Clock::now() - start, std::chrono::seconds(3));
 }
 
 TEST(GlooCommunicatorTest, PeerThatLeavesMidCollectiveFailsTheOthersAtOnceNamingIt) {
@@ -437,7 +440,6 @@ TEST(GlooCommunicatorTest, PeerThatLeavesMidCollectiveFailsTheOthersAtOnceNaming
   GlooOptions options;
   options.peer_names = {"worker:0", "worker:1", "worker:2"};
   std::vector<std::string> messages(2);
-  std::vector<double> elapsed(2, 0);
   run_threads(3, [&](int r) {
     auto c = make_gloo_communicator(store, r, 3, options);
     std::vector<float> v(1 << 20, 1.0f);
@@ -446,17 +448,16 @@ TEST(GlooCommunicatorTest, PeerThatLeavesMidCollectiveFailsTheOthersAtOnceNaming
       std::this_thread::sleep_for(milliseconds(100));
       return;  // closes its connections while the others wait for it
     }
-    const auto start = Clock::now();
+    // The timeout is long: the closed connection, named in an UnavailableError, must end the call (the timeout
+    // would be a DeadlineExceededError).
     try {
-      c->all_reduce(v.data(), v.size(), DType::float32, ReduceOp::SUM, {.timeout = std::chrono::seconds(30)});
+      c->all_reduce(v.data(), v.size(), DType::float32, ReduceOp::SUM, {.timeout = std::chrono::seconds(120)});
     } catch (const UnavailableError& e) {
       messages[static_cast<size_t>(r)] = e.what();
     }
-    elapsed[static_cast<size_t>(r)] = std::chrono::duration<double>(Clock::now() - start).count();
     EXPECT_THROW(c->barrier(), UnavailableError);  // broken for good, at once
   });
   for (int r = 0; r < 2; ++r) {
-    EXPECT_LT(elapsed[static_cast<size_t>(r)], 3.0) << messages[static_cast<size_t>(r)];
     EXPECT_NE(messages[static_cast<size_t>(r)].find("restart it (lockstep launch --max-restarts)"), std::string::npos)
         << "rank " << r << ": " << messages[static_cast<size_t>(r)];
   }

@@ -174,12 +174,12 @@ TEST(CoordinationTest, KeyValueStore) {
   std::this_thread::sleep_for(200ms);
   clients[2]->set("late", "value");
   EXPECT_EQ(late.get(), "value");
+  // A lower bound, so load cannot break it: the key is set only after the 200 ms sleep.
   EXPECT_GE(elapsed_ms(begin), 190);
 
-  const auto timed = Clock::now();
+  // The message names the 300 ms the caller asked for, so a get that waited for another deadline fails here.
   const std::string message = error_of<DeadlineExceededError>([&] { clients[1]->get("never", 300ms); });
   EXPECT_NE(message.find("worker:0 waited 0.3 s for key \"never\""), std::string::npos) << message;
-  EXPECT_LT(elapsed_ms(timed), 1500);
 
   shutdown_all(clients);
   for (ErrorLog& e : errors) EXPECT_EQ(e.count(), 0u);
@@ -199,6 +199,7 @@ TEST(CoordinationTest, BarrierWaitsForEveryTaskAndIsReusable) {
         return elapsed_ms(begin);
       }));
     }
+    // A lower bound, so load cannot break it: task 2 arrives only after its 200 ms sleep.
     for (auto& p : passed) EXPECT_GE(p.get(), 190) << "round " << round;
   }
   shutdown_all(clients);
@@ -208,7 +209,6 @@ TEST(CoordinationTest, BarrierTimeoutNamesTheMissingTask) {
   const int port = free_port();
   std::vector<ErrorLog> errors(3);
   std::vector<Client> clients = start_cluster(3, port, errors);
-  const auto begin = Clock::now();
   auto first = std::async(std::launch::async, [&] {
     return error_of<DeadlineExceededError>([&] { clients[0]->barrier("epoch_end", 300ms); });
   });
@@ -218,7 +218,6 @@ TEST(CoordinationTest, BarrierTimeoutNamesTheMissingTask) {
   EXPECT_NE(message.find("barrier \"epoch_end\" timed out after 0.3 s on worker:0: "), std::string::npos) << message;
   EXPECT_NE(message.find(missing), std::string::npos) << message;
   EXPECT_NE(first.get().find(missing), std::string::npos);
-  EXPECT_LT(elapsed_ms(begin), 1500);
   // The arrivals that timed out were withdrawn; a full round still passes.
   std::vector<std::thread> threads;
   for (Client& c : clients) threads.emplace_back([&c] { c->barrier("epoch_end", 5s); });
@@ -276,6 +275,7 @@ TEST(CoordinationTest, ShutdownWaitsForEveryTask) {
       return elapsed_ms(begin);
     }));
   }
+  // A lower bound, so load cannot break it: task 1 arrives only after its 300 ms sleep.
   for (auto& d : done) EXPECT_GE(d.get(), 290);
   clients.clear();
   for (ErrorLog& e : errors) EXPECT_EQ(e.count(), 0u);
@@ -294,16 +294,16 @@ TEST(CoordinationTest, ReportedErrorReachesEveryOtherTaskAndWakesWaiters) {
   const int port = free_port();
   std::vector<ErrorLog> errors(3);
   std::vector<Client> clients = start_cluster(3, port, errors);
+  // The get's own timeout is long: only the reported error can end it, as UnavailableError with the report
+  // (its timeout would be a DeadlineExceededError).
   auto waiting = std::async(std::launch::async,
-                            [&] { return error_of<UnavailableError>([&] { clients[2]->get("never", 20s); }); });
+                            [&] { return error_of<UnavailableError>([&] { clients[2]->get("never", 120s); }); });
   std::this_thread::sleep_for(100ms);
-  const auto begin = Clock::now();
   clients[1]->report_error("CUDA out of memory");
   const std::string expected = "worker:0 at 127.0.0.1:" + std::to_string(port + 1) + " failed: CUDA out of memory";
-  EXPECT_EQ(errors[0].wait(5s), expected);
-  EXPECT_EQ(errors[2].wait(5s), expected);
+  EXPECT_EQ(errors[0].wait(60s), expected);
+  EXPECT_EQ(errors[2].wait(60s), expected);
   EXPECT_EQ(waiting.get(), expected);
-  EXPECT_LT(elapsed_ms(begin), 2000);
   EXPECT_EQ(error_of<UnavailableError>([&] { clients[0]->barrier("after", 5s); }), expected);
   std::this_thread::sleep_for(100ms);
   EXPECT_EQ(errors[1].count(), 0u) << "the reporting task's own on_error ran";
@@ -316,14 +316,16 @@ TEST(CoordinationTest, RegistrationTimeoutNamesTheMissingTask) {
     options.push_back(options_for(r, 3, port));
     options.back().startup_timeout = 1s;
   }
-  const auto begin = Clock::now();
   for (auto& client : start(options)) {
     const std::string message = error_of<DeadlineExceededError>([&] { client.get(); });
     EXPECT_NE(message.find("worker:1 at 127.0.0.1:" + std::to_string(port + 2) + " never registered"),
               std::string::npos)
         << message;
+    // The service waited what was left of the 1 s startup_timeout ("within 0.996 s"), not a longer timeout.
+    const size_t within = message.find(" within ");
+    ASSERT_NE(within, std::string::npos) << message;
+    EXPECT_LE(std::stod(message.substr(within + 8)), 1.0) << message;
   }
-  EXPECT_LT(elapsed_ms(begin), 4000);
 }
 
 TEST(CoordinationTest, RestartedTaskIsRefused) {
@@ -386,8 +388,9 @@ TEST(CoordinationTest, UnreachableServiceNamesTheAddress) {
   const std::string message = error_of<UnavailableError>([&] { CoordinationClient c(o); });
   EXPECT_EQ(message, "worker:0 cannot reach the coordination service of chief:0 at 127.0.0.1:" + std::to_string(port) +
                          " after 3 s: is the chief running and the address right? (TF_CONFIG)");
+  // A lower bound, so load cannot break it: the client's 3 s start after `begin`. The message above says which
+  // timeout ended the wait.
   EXPECT_GE(elapsed_ms(begin), 2900);
-  EXPECT_LT(elapsed_ms(begin), 4500);
 }
 
 TEST(CoordinationTest, TakenPortIsReported) {
@@ -661,17 +664,17 @@ TEST(CoordinationProcessTest, KilledWorkerIsDetectedAtOnce) {
 
   const auto begin = Clock::now();
   worker1.signal(SIGKILL);
-  const std::string message = errors.wait(15s);
+  const std::string message = errors.wait(60s);
   const long detected_ms = elapsed_ms(begin);
+  // "At once" is the cause: the closed connection, not the heartbeat timeout ("no heartbeat for 2 s").
   EXPECT_NE(message.find("worker:1 at 127.0.0.1:" + std::to_string(port + 2) +
                          " failed: its connection to the "
                          "coordination service closed"),
             std::string::npos)
       << message;
-  const auto other = worker0.line("@error ", 15s);
+  const auto other = worker0.line("@error ", 60s);
   ASSERT_TRUE(other);
   EXPECT_EQ(*other, message);
-  EXPECT_LT(detected_ms, 15000);
   std::printf("[coordination] a killed worker was noticed after %ld ms, by its peer after %ld ms\n", detected_ms,
               elapsed_ms(begin));
 }
@@ -681,19 +684,22 @@ TEST(CoordinationProcessTest, KilledChiefIsDetectedAtOnce) {
   ChildTask chief(0, 3, port);
   ChildTask worker1(2, 3, port, /*default_handler=*/true);
   ErrorLog errors;
-  CoordinationClient worker0(options_for(1, 3, port, &errors));
+  // A stopped chief gives the same message after the heartbeat timeout: with that timeout far longer than the
+  // waits below, only the closed connection can tell worker:0 in time.
+  CoordinationOptions o = options_for(1, 3, port, &errors);
+  o.heartbeat_timeout = 600s;
+  CoordinationClient worker0(o);
   ASSERT_TRUE(chief.line("@ready", 10s));
   ASSERT_TRUE(worker1.line("@ready", 10s));
 
   const auto begin = Clock::now();
   chief.signal(SIGKILL);
-  const std::string message = errors.wait(15s);
+  const std::string message = errors.wait(60s);
   const long detected_ms = elapsed_ms(begin);
   EXPECT_EQ(message, "worker:0 lost the coordination service on chief:0 at 127.0.0.1:" + std::to_string(port) +
                          " (the chief failed or was killed)");
   // The default on_error logs the message and exits with status 1.
-  EXPECT_EQ(worker1.exit_status(15s), 1);
-  EXPECT_LT(detected_ms, 15000);
+  EXPECT_EQ(worker1.exit_status(60s), 1);
   std::printf(
       "[coordination] a killed chief was noticed after %ld ms; a worker with the default on_error exited "
       "after %ld ms\n",
@@ -713,14 +719,14 @@ TEST(CoordinationProcessTest, StoppedWorkerFailsAfterTheHeartbeatTimeout) {
 
   const auto begin = Clock::now();
   worker1.signal(SIGSTOP);  // its connection stays open: only the missing heartbeats tell
-  const std::string message = errors.wait(15s);
+  const std::string message = errors.wait(60s);
   const long detected_ms = elapsed_ms(begin);
+  // The message names the cause, the 2 s heartbeat timeout. No bound on the time: the silence the service
+  // measures may start before SIGSTOP if a loaded machine delayed the last heartbeats.
   EXPECT_EQ(message,
             "worker:1 at 127.0.0.1:" + std::to_string(port + 2) +
                 " failed: no heartbeat for 2 s (the process hangs or was stopped, or its host is unreachable)");
-  EXPECT_GE(detected_ms, 1800);
-  EXPECT_LT(detected_ms, 4000);
-  const auto other = worker0.line("@error ", 15s);
+  const auto other = worker0.line("@error ", 60s);
   ASSERT_TRUE(other);
   EXPECT_EQ(*other, message);
   std::printf("[coordination] a stopped worker was declared failed after %ld ms (heartbeat_timeout 2 s)\n",
@@ -733,18 +739,19 @@ TEST(CoordinationProcessTest, StoppedChiefIsNoticedAfterTheHeartbeatTimeout) {
   ErrorLog errors;
   CoordinationClient worker0(options_for(1, 2, port, &errors));  // heartbeat_timeout 2 s
   ASSERT_TRUE(chief.line("@ready", 10s));
+  // The get's own timeout is long: only the heartbeats can end it in time, with UnavailableError and the lost
+  // service (its timeout would be a DeadlineExceededError). No bound on the time: the silence the worker
+  // measures may start before SIGSTOP if a loaded machine delayed the chief's last answers.
   auto waiting =
-      std::async(std::launch::async, [&] { return error_of<UnavailableError>([&] { worker0.get("never", 30s); }); });
+      std::async(std::launch::async, [&] { return error_of<UnavailableError>([&] { worker0.get("never", 120s); }); });
 
   const auto begin = Clock::now();
   chief.signal(SIGSTOP);  // the service's sockets stay open: only the unanswered heartbeats tell
-  const std::string message = errors.wait(15s);
+  const std::string message = errors.wait(60s);
   const long detected_ms = elapsed_ms(begin);
   EXPECT_EQ(message, "worker:0 lost the coordination service on chief:0 at 127.0.0.1:" + std::to_string(port) +
                          " (the chief failed or was killed)");
   EXPECT_EQ(waiting.get(), message) << "a get waiting on the stopped service was not woken";
-  EXPECT_GE(detected_ms, 1800);
-  EXPECT_LT(detected_ms, 5000);
   std::printf("[coordination] a stopped chief was noticed after %ld ms (heartbeat_timeout 2 s)\n", detected_ms);
 }
 
