@@ -12,6 +12,7 @@
 
 #include "lockstep/autograd/tape.h"
 #include "lockstep/core/logging.h"
+#include "lockstep/core/threads.h"
 #include "lockstep/tensor/ops.h"
 
 namespace lockstep::keras::optimizers {
@@ -74,13 +75,12 @@ void Optimizer::apply_one(const Tensor& gradient, const Variable& v, const Step&
     update_step(w, gp, s.data(), n, step);
     return;
   }
-#pragma omp parallel for schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) {
+  parallel_for(chunks, true, [&](int64_t c) {
     const int64_t off = c * kChunk;
     std::array<T*, kMaxSlots> sc{};
     for (size_t i = 0; i < slots.size(); ++i) sc[i] = s[i] + off;
     update_step(w + off, gp + off, sc.data(), std::min(kChunk, n - off), step);
-  }
+  });
 }
 
 void Optimizer::apply_gradients(const std::vector<Tensor>& gradients, const std::vector<Variable>& variables) {

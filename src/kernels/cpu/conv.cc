@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "lockstep/core/threads.h"
 #include "lockstep/kernels/cpu/kernels.h"
 #include "onednn-impl.h"
 
@@ -82,8 +83,7 @@ void conv2d_backward_weights_im2col(const Conv2dShape& s, const float* x, const 
       }
     }
   };
-#pragma omp parallel for schedule(static) if (patch > 1 && patch * cols_n >= (int64_t{1} << 16))
-  for (int64_t r = 0; r < patch; ++r) fill(r);
+  parallel_for(patch, patch > 1 && patch * cols_n >= (int64_t{1} << 16), fill);
   if (dbias) std::fill(cols.data() + patch * cols_n, cols.data() + rows_n * cols_n, 1.0f);
   matmul({.batch = 1, .m = rows_n, .n = s.o, .k = cols_n, .transpose_a = false, .transpose_b = false,
           .a_batch_stride = 0, .b_batch_stride = 0},

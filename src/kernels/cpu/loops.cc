@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "lockstep/core/error.h"
+#include "lockstep/core/threads.h"
 
 namespace lockstep::kernels::cpu {
 
@@ -58,12 +59,7 @@ template <size_t K, typename Row> void for_each_row(const Iteration& raw, Row&& 
     }
     row(i * inner, off, inner, inner_strides);
   };
-  if (rows > 1 && rows * inner >= kParallelElements) {
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < rows; ++i) run(i);
-  } else {
-    for (int64_t i = 0; i < rows; ++i) run(i);
-  }
+  parallel_for(rows, rows > 1 && rows * inner >= kParallelElements, run);
 }
 
 // One row of out[i] = f(a[i*sa], b[i*sb]), with the common stride patterns spelled out for vectorisation.

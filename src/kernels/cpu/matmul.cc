@@ -5,6 +5,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "lockstep/core/threads.h"
 #include "lockstep/kernels/cpu/kernels.h"
 #include "onednn-impl.h"
 
@@ -31,15 +32,15 @@ template <typename T> const T* transposed_copy(const MatmulShape& s, const T* a)
   at.resize(static_cast<size_t>(s.m * s.k));
   T* const out = at.data();  // OpenMP threads see their own thread_locals: they get this one by pointer
   constexpr int64_t kTile = 32;
-#pragma omp parallel for schedule(static)
-  for (int64_t i0 = 0; i0 < s.m; i0 += kTile) {
+  parallel_for((s.m + kTile - 1) / kTile, true, [&](int64_t tile) {
+    const int64_t i0 = tile * kTile, i1 = std::min(i0 + kTile, s.m);
     for (int64_t j0 = 0; j0 < s.k; j0 += kTile) {
-      const int64_t i1 = std::min(i0 + kTile, s.m), j1 = std::min(j0 + kTile, s.k);
+      const int64_t j1 = std::min(j0 + kTile, s.k);
       // Rows of the output innermost: each store continues the last (its rows are pages apart, A's only s.m).
       for (int64_t i = i0; i < i1; ++i)
         for (int64_t j = j0; j < j1; ++j) out[i * s.k + j] = a[j * s.m + i];
     }
-  }
+  });
   return out;
 }
 
