@@ -44,8 +44,8 @@ void check_identical(dist::Communicator& c, const void* data, size_t bytes, cons
 double input(int r, size_t i) { return static_cast<double>((static_cast<int>(i) * 7 + r * 3) % 11) - 5; }
 
 template <typename T>
-void check_all_reduce(dist::Communicator& c, ls::DType dtype, dist::ReduceOp op, const char* name) {
-  const size_t n = 1001;  // not a multiple of the number of ranks
+void check_all_reduce(dist::Communicator& c, ls::DType dtype, dist::ReduceOp op, const std::string& what, size_t n) {
+  const std::string name = what + " of " + std::to_string(n);
   std::vector<T> data(n);
   for (size_t i = 0; i < n; ++i) data[i] = T(static_cast<float>(input(c.rank(), i)));
   c.all_reduce(data.data(), n, dtype, op, {1, 30s});
@@ -69,13 +69,20 @@ void check_all_reduce(dist::Communicator& c, ls::DType dtype, dist::ReduceOp op,
   check_identical(c, data.data(), n * sizeof(T), std::string("all_reduce ") + name);
 }
 
+// n = 1001 goes through MPI_Iallreduce, 100001 (from 200 KB) through the backend's own ring, in several
+// pieces for 8-byte types; neither is a multiple of the number of ranks.
+template <typename T>
+void check_all_reduce(dist::Communicator& c, ls::DType dtype, dist::ReduceOp op, const std::string& name) {
+  for (const size_t n : {size_t{1001}, size_t{100001}}) check_all_reduce<T>(c, dtype, op, name, n);
+}
+
 template <typename T>
 void check_all_ops(dist::Communicator& c, ls::DType dtype) {
   const std::string d(ls::dtype_name(dtype));
-  check_all_reduce<T>(c, dtype, dist::ReduceOp::SUM, (d + " SUM").c_str());
-  check_all_reduce<T>(c, dtype, dist::ReduceOp::MEAN, (d + " MEAN").c_str());
-  check_all_reduce<T>(c, dtype, dist::ReduceOp::MAX, (d + " MAX").c_str());
-  check_all_reduce<T>(c, dtype, dist::ReduceOp::MIN, (d + " MIN").c_str());
+  check_all_reduce<T>(c, dtype, dist::ReduceOp::SUM, d + " SUM");
+  check_all_reduce<T>(c, dtype, dist::ReduceOp::MEAN, d + " MEAN");
+  check_all_reduce<T>(c, dtype, dist::ReduceOp::MAX, d + " MAX");
+  check_all_reduce<T>(c, dtype, dist::ReduceOp::MIN, d + " MIN");
 }
 
 void collectives() {

@@ -46,13 +46,16 @@ struct MPIOptions {
 // that every rank made it for the same tag: one that breaks the rule fails with InvalidArgumentError naming
 // both tags instead of collectives crossing silently.
 //
-// Results: all_reduce runs MPI_Iallreduce with MPI_SUM/MAX/MIN where MPI's own rule equals lockstep's, and
-// with lockstep's reduction rules as user operations otherwise (bfloat16 through float32; a NaN wins MAX
-// and MIN). OpenMPI's non-blocking algorithms reduce each element on one rank and copy it to the others
-// (binomial, its choice in place or under 4 ranks; reduce-scatter + all-gather; ring) or keep the order of
-// operations on every rank (recursive doubling), so every rank ends with bitwise the same result.
+// Results: from 64 KiB on, all_reduce is a ring (reduce-scatter, then all-gather) over MPI's point-to-point
+// messages, with lockstep's reduction rules: each rank sends and receives 2(n-1)/n of the buffer, where
+// OpenMPI's non-blocking MPI_Iallreduce reduces to one rank and broadcasts back for 2-3 ranks, and OpenMPI's
+// shared-memory transport moves each large message in one copy between the processes. Each segment is
+// reduced once, on one rank, and copied to the others. Smaller buffers go through MPI_Iallreduce, with
+// MPI_SUM/MAX/MIN where MPI's own rule equals lockstep's and lockstep's rules as user operations otherwise
+// (bfloat16 through float32; a NaN wins MAX and MIN); its algorithms likewise reduce each element on one rank
+// or keep the order of operations on every rank. Either way every rank ends with bitwise the same result.
 //
-// Errors: every wait polls MPI_Test until CollectiveOptions.timeout (connect_timeout when creating), then
+// Errors: every wait polls MPI_Testall until CollectiveOptions.timeout (connect_timeout when creating), then
 // throws DeadlineExceededError naming the collective, tag and timeout. MPI cannot cancel a collective, so
 // the communicator is then broken: every later call throws the same error at once, the buffer of the
 // collective that timed out must stay valid until the process ends, this process cannot create another
