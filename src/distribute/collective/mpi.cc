@@ -248,7 +248,8 @@ class MPICommunicator final : public Communicator {
   // (libnbc) reduces to one rank and broadcasts back for 2-3 ranks, so every byte crosses twice in turn; its
   // shared-memory transport copies a large point-to-point message once, straight between the two processes.
   // The reduce-scatter goes in pieces of kRingPiece bytes, received into a buffer of that size and reduced
-  // while still in cache. Each segment is reduced in one order that every rank then receives, so all ranks hold the same bits.
+  // while still in cache. Each segment is reduced on one rank and copied to the others, so all ranks hold the
+  // same bits.
   void ring_all_reduce(char* data, size_t count, size_t element, detail::ReduceFunction reduce, Channel& channel,
                        const CollectiveOptions& options, Clock::time_point deadline) {
     const auto n = static_cast<size_t>(size_), me = static_cast<size_t>(rank_);
@@ -327,7 +328,7 @@ class MPICommunicator final : public Communicator {
   }
 
   // Polls `requests` until all complete, the deadline passes or another thread's collective failed. MPI
-  // progresses non-blocking collectives only inside MPI calls (OpenMPI has no progress thread), so the
+  // progresses non-blocking operations only inside MPI calls (OpenMPI has no progress thread), so the
   // loop polls at once for a while, then sleeps a little longer each time (at most kMaxNap), which leaves
   // the cores to backward while a bucket waits for the other workers. A request given up on stays in
   // flight: its buffers must outlive the process's MPI use (see g_abandoned).
