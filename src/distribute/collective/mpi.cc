@@ -144,10 +144,12 @@ Reduction reduction(DType dtype, ReduceOp op) {
 
 using detail::Failure;
 
-// One tag's communicator, with the buffer its ring all-reduces receive into.
+// One tag's communicator, with the buffer its ring all-reduces receive into and their requests (kept, so that
+// a warm all-reduce allocates nothing).
 struct Channel {
   MPI_Comm comm = MPI_COMM_NULL;
   std::vector<std::byte> staging;
+  std::vector<MPI_Request> requests;
 };
 
 class MPICommunicator final : public Communicator {
@@ -259,7 +261,7 @@ class MPICommunicator final : public Communicator {
     auto length = [&](size_t segment) { return begin(segment + 1) - begin(segment); };
     // Sends `out_bytes` at `out` to the next rank while receiving `in_bytes` from the previous one into `in`,
     // in messages of at most kMaxCount bytes (MPI counts are int).
-    std::vector<MPI_Request> requests;
+    std::vector<MPI_Request>& requests = channel.requests;
     auto exchange = [&](int message_tag, const char* out, size_t out_bytes, char* in, size_t in_bytes) {
       requests.clear();
       for (size_t at = 0; at < std::max(out_bytes, in_bytes); at += kMaxCount) {
