@@ -9,6 +9,7 @@
 #include "lockstep/core/logging.h"
 #include "lockstep/core/philox.h"
 #include "lockstep/core/threads.h"
+#include "lockstep/core/version.h"
 #include "lockstep/data/dataset.h"
 #include "lockstep/data/datasets.h"
 #include "lockstep/distribute/strategy/strategy.h"

@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "lockstep/core/error.h"
+#include "lockstep/core/version.h"
 
 namespace {
 
@@ -58,7 +59,7 @@ int main(int argc, char** argv) {
     std::_Exit(kInternalError);
   });
   CLI::App app{"lockstep: synchronous data-parallel training (TensorFlow's MultiWorkerMirroredStrategy, in C++)"};
-  app.set_version_flag("--version", "lockstep 0.1.0");
+  app.set_version_flag("--version", std::string("lockstep ") + lockstep::version());
   app.require_subcommand(1);
   try {
     std::function<int()> train = lockstep::cli::add_train_command(app);

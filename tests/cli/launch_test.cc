@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "cli_util.h"
+#include "lockstep/core/version.h"
 
 namespace lockstep::testing {
 namespace {
@@ -78,8 +79,10 @@ TEST(LaunchCli, SplitsLinesAtNewlinesAndCarriageReturns) {
 TEST(LaunchCli, LockstepAsTheCommandIsThisBinary) {
   Result r = run_lockstep("launch -n 2 -- lockstep --version", "PATH=/usr/bin:/bin", 60);
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_TRUE(contains(r.out, "[worker 0] lockstep ")) << r.out;
-  EXPECT_TRUE(contains(r.out, "[worker 1] lockstep ")) << r.out;
+  // `lockstep --version` prints the library's version() (lockstep/core/version.h).
+  const std::string version = std::string(" lockstep ") + lockstep::version() + "\n";
+  EXPECT_TRUE(contains(r.out, "[worker 0]" + version)) << r.out;
+  EXPECT_TRUE(contains(r.out, "[worker 1]" + version)) << r.out;
 }
 
 TEST(LaunchCli, ThreadsPerWorkerAreCoresOverWorkers) {
