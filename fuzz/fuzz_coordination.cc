@@ -14,10 +14,12 @@
 #include "distribute/coordination/coordination-impl.h"
 #include "distribute/coordination/coordination.grpc.pb.h"
 #include "fuzz_util.h"
+#include "../tests/free_port.h"
 
 namespace {
 
 namespace pb = ::lockstep::coordination;
+using ::lockstep::testing::free_port;
 using std::chrono::milliseconds;
 
 constexpr const char* kToken = "fuzz-cluster-token";
@@ -27,19 +29,6 @@ constexpr milliseconds kCallDeadline{200};
 // How long the next call waits for the one before it, so that calls that do not block run in input order.
 constexpr milliseconds kStagger{20};
 
-// A free port on 127.0.0.1, chosen once per process; each input's service binds it anew.
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
-    std::abort();
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 template <typename Request>
 bool parse(Request& request, std::string_view bytes) {

@@ -14,22 +14,11 @@
 #include <thread>
 #include <vector>
 
+#include "../free_port.h"
 #include "cli_util.h"
 
 namespace lockstep::testing {
 
-// A port the kernel calls free now (bound to port 0 and released).
-inline int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t n = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 // TF_CONFIG for worker `index` of a cluster of workers on the given ports.
 inline std::string tf_config(const std::vector<int>& ports, int index) {

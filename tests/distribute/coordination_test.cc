@@ -28,6 +28,7 @@
 
 #include "distribute/coordination/coordination.grpc.pb.h"
 #include "lockstep/core/error.h"
+#include "../free_port.h"
 
 extern char** environ;
 
@@ -36,6 +37,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+using lockstep::testing::free_port;
 using std::chrono::milliseconds;
 
 constexpr char kFingerprint[] =
@@ -44,18 +46,6 @@ constexpr char kFingerprint[] =
 // The environment variable that turns this binary into a child task of the process tests.
 constexpr char kChildVariable[] = "LOCKSTEP_COORDINATION_CHILD";
 
-// A port nobody listens on right now (the kernel's pick for port 0).
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
 
 long elapsed_ms(Clock::time_point since) {
   return static_cast<long>(std::chrono::duration_cast<milliseconds>(Clock::now() - since).count());

@@ -17,11 +17,13 @@
 
 #include "lockstep/distribute/strategy/strategy.h"
 #include "lockstep/keras/model.h"
+#include "../free_port.h"
 
 namespace lockstep::keras {
 namespace {
 
 namespace fs = std::filesystem;
+using lockstep::testing::free_port;
 
 struct Problem {
   Sequential model;
@@ -215,17 +217,6 @@ TEST(Callbacks, ModelCheckpointBatchFieldNeedsStepSaves) {
   EXPECT_TRUE(dir.names().empty());
 }
 
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 // Two workers (threads of this process, each with its own MultiWorkerMirroredStrategy) given separate
 // directories, so that the test sees who wrote: the chief alone, whole models and weights alike.
