@@ -362,13 +362,12 @@ class Compare:
             for name in systems:
                 vals = [p[size] for p in per[name] if p and size in p]
                 row[name] = median(vals)
-            for ref in ("OpenMPI, --mca btl tcp,self", "OpenMPI, shared memory"):
-                ratios = [a[size] / b[size] for a, b in zip(per["lockstep ring (gloo, TCP loopback)"], per[ref])
+            for ours, ref in (("ring", "OpenMPI, --mca btl tcp,self"), ("ring", "OpenMPI, shared memory"),
+                              ("mpi", "OpenMPI, shared memory")):
+                mine = per["lockstep ring (gloo, TCP loopback)" if ours == "ring" else "lockstep mpi"]
+                ratios = [a[size] / b[size] for a, b in zip(mine, per[ref])
                           if a and b and size in a and size in b and b[size] > 0]
-                row[f"ring/{ref}"] = median(ratios)
-            ratios = [a[size] / b[size] for a, b in zip(per["lockstep mpi"], per["OpenMPI, shared memory"])
-                      if a and b and size in a and size in b and b[size] > 0]
-            row["mpi/OpenMPI, shared memory"] = median(ratios)
+                row[f"{ours}/{ref}"] = median(ratios)
             ring = row["lockstep ring (gloo, TCP loopback)"]
             row["ring/iperf3"] = ring / iperf if ring and iperf else None
             rows.append(row)
