@@ -20,8 +20,8 @@
 #include <set>
 #include <tuple>
 
+#include "lockstep/core/crc32c.h"
 #include "lockstep/core/files.h"
-#include "lockstep/train/crc32c.h"
 
 namespace lockstep::train {
 

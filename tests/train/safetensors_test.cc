@@ -13,9 +13,9 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "lockstep/core/crc32c.h"
 #include "lockstep/tensor/ops.h"
 #include "lockstep/train/checkpoint.h"
-#include "lockstep/train/crc32c.h"
 #include "../interop_python.h"
 
 

@@ -1,6 +1,6 @@
 // CRC32C with the SSE4.2 crc32 instruction, eight bytes at a time, and a byte table for the tail (and for
 // builds without SSE4.2).
-#include "lockstep/train/crc32c.h"
+#include "lockstep/core/crc32c.h"
 
 #include <array>
 #include <cstring>
@@ -9,7 +9,7 @@
 #include <nmmintrin.h>
 #endif
 
-namespace lockstep::train {
+namespace lockstep {
 
 namespace {
 constexpr uint32_t kPolynomial = 0x82F63B78u;  // 0x1EDC6F41 bit-reversed: the CRC is computed LSB first
@@ -42,4 +42,4 @@ uint32_t crc32c(const void* data, size_t n, uint32_t crc) {
   return ~c;
 }
 
-}  // namespace lockstep::train
+}  // namespace lockstep
