@@ -19,7 +19,7 @@ for f in bin/lockstep include/lockstep/lockstep.h include/lockstep/core/version.
 done
 config=$(find "$prefix" -name lockstepConfig.cmake)
 pc=$(find "$prefix" -name lockstep.pc)
-[ -n "$config" ] && [ -n "$pc" ] || fail "lockstepConfig.cmake or lockstep.pc was not installed"
+[[ -n $config && -n $pc ]] || fail "lockstepConfig.cmake or lockstep.pc was not installed"
 [ -n "$(find "$prefix" -path '*/man1/lockstep.1*')" ] || fail "the man page was not installed"
 # Nothing installed may point back into the build or source tree.
 if grep -rlI -e "$build" -e "$source" "$prefix" --include='*.cmake' --include='*.pc' --include='*.h'; then
@@ -30,7 +30,9 @@ step "the installed CLI"
 version=$("$prefix/bin/lockstep" --version)
 echo "$version"
 [[ $version == "lockstep "[0-9]*.[0-9]*.[0-9]* ]] || fail "lockstep --version printed '$version'"
-MANPATH=$prefix/share/man man -w lockstep | grep -q "^$prefix/" || fail "man -w lockstep does not find the installed page"
+if command -v man >/dev/null; then  # man-db is not in every minimal image
+  MANPATH=$prefix/share/man man -w lockstep | grep -q "^$prefix/" || fail "man -w lockstep does not find the installed page"
+fi
 
 # The project sees the prefix and the system only: no lockstep build tree, no package registry.
 configure() {
@@ -60,7 +62,8 @@ step "examples/ configured standalone against the prefix"
 configure "$source/examples" "$tmp/examples"
 
 step "pkg-config: flags from the prefix, and they link the same program"
-export PKG_CONFIG_PATH=$(dirname "$pc")
+PKG_CONFIG_PATH=$(dirname "$pc")
+export PKG_CONFIG_PATH
 cflags=$(pkg-config --cflags lockstep) libs=$(pkg-config --libs lockstep)
 echo "cflags: $cflags"
 echo "libs: ${libs:0:300} ..."
