@@ -11,9 +11,15 @@ trap 'rm -rf "$tmp"' EXIT
 prefix=$tmp/prefix
 step() { echo "== $*"; }
 fail() { echo "install_test: $*" >&2; exit 1; }
+# quiet LOG COMMAND...: runs COMMAND with its output in $tmp/LOG, shown only when it fails.
+quiet() {
+  local log=$tmp/$1
+  shift
+  "$@" >"$log" 2>&1 || { cat "$log"; fail "failed: $*"; }
+}
 
 step "cmake --install $build --prefix $prefix"
-cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" || { cat "$tmp/install.log"; fail "cmake --install failed"; }
+quiet install.log cmake --install "$build" --prefix "$prefix"
 for f in bin/lockstep include/lockstep/lockstep.h include/lockstep/core/version.h; do
   [ -e "$prefix/$f" ] || fail "$prefix/$f was not installed"
 done
@@ -31,20 +37,21 @@ version=$("$prefix/bin/lockstep" --version)
 echo "$version"
 [[ $version == "lockstep "[0-9]*.[0-9]*.[0-9]* ]] || fail "lockstep --version printed '$version'"
 if command -v man >/dev/null; then  # man-db is not in every minimal image
-  MANPATH=$prefix/share/man man -w lockstep | grep -q "^$prefix/" || fail "man -w lockstep does not find the installed page"
+  MANPATH=$prefix/share/man man -w lockstep | grep -q "^$prefix/" || fail "man -w lockstep misses the installed page"
 fi
 
 # The project sees the prefix and the system only: no lockstep build tree, no package registry.
 configure() {
-  cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CXX_COMPILER="$cxx" \
-    -DCMAKE_C_COMPILER="$cc" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF >"$2.log" 2>&1 || { cat "$2.log"; fail "configuring $1 failed"; }
+  quiet "$(basename "$2").log" cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
+    -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_C_COMPILER="$cc" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
 }
 step "find_package(lockstep 0.1): build and run tests/install/project"
 configure "$source/tests/install/project" "$tmp/project"
-cmake --build "$tmp/project" >"$tmp/project-build.log" 2>&1 || { cat "$tmp/project-build.log"; fail "building the project failed"; }
+quiet project-build.log cmake --build "$tmp/project"
 OMP_NUM_THREADS=1 "$tmp/project/install_smoke" | tee "$tmp/smoke.out"
 number=${version#lockstep }
-grep -qx "lockstep $number (headers $number, $number)" "$tmp/smoke.out" || fail "install_smoke's version is not the CLI's $number"
+grep -qx "lockstep $number (headers $number, $number)" "$tmp/smoke.out" ||
+  fail "install_smoke's version is not the CLI's $number"
 
 step "find_package(lockstep 1.0) is refused (0.x versions are compatible within a minor version)"
 mkdir -p "$tmp/too-new"
@@ -68,7 +75,7 @@ cflags=$(pkg-config --cflags lockstep) libs=$(pkg-config --libs lockstep)
 echo "cflags: $cflags"
 echo "libs: ${libs:0:300} ..."
 [[ $cflags == *"-I$prefix/include"* ]] || fail "pkg-config --cflags lockstep does not name $prefix/include"
-[[ $libs == *"-L$(dirname "$(dirname "$pc")")"* ]] || fail "pkg-config --libs lockstep does not name the prefix's libdir"
+[[ $libs == *"-L$(dirname "$(dirname "$pc")")"* ]] || fail "pkg-config --libs lockstep misses the prefix's libdir"
 object=$(find "$tmp/project" -name 'main.cc.o')
 [ -n "$object" ] || fail "no object file of the project"
 # pkg-config quotes its output for a shell (LOCKSTEP_VERSION is a string): eval it, as make's shell does.
