@@ -3,6 +3,7 @@
 // Test helpers only.
 #pragma once
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -19,6 +20,22 @@
 namespace lockstep::testing {
 
 namespace tb = lockstep::train::tensorboard;
+
+// A fresh directory for each test (named after it, under the system's temporary folder), removed afterwards.
+class EventFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("lockstep_events_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  std::filesystem::path dir_;
+};
 
 // Every record of an event file, parsed; a bad length, CRC or message fails the test.
 inline std::vector<tb::Event> read_events(const std::string& path) {
@@ -71,7 +88,7 @@ template <typename T> std::vector<T> tensor_values(const tb::Tensor& tensor) {
 
 // TensorBoard's own reader (EventAccumulator, with TensorBoard's TF stub so TensorFlow need not be installed) on
 // the run directory argv[1]; prints {"tag": [[step, value, plugin], ...]} as JSON, where value is a number for
-// scalars, the [k, 3] rows for histograms and the string for text.
+// scalars, the [k, 3] rows for histograms and the string for text (and other string summaries).
 inline const char* kTensorBoardReaderScript = R"(import json, sys, types
 sys.modules["tensorboard.compat.notf"] = types.ModuleType("tensorboard.compat.notf")
 from tensorboard.backend.event_processing import event_accumulator
@@ -83,7 +100,7 @@ for tag in acc.Tags()["tensors"]:
     plugin = acc.SummaryMetadata(tag).plugin_data.plugin_name
     for e in acc.Tensors(tag):
         value = tensor_util.make_ndarray(e.tensor_proto)
-        value = value.item().decode() if plugin == "text" else value.tolist()
+        value = value.item().decode() if e.tensor_proto.dtype == 7 else value.tolist()  # DT_STRING
         out.setdefault(tag, []).append([e.step, value, plugin])
 print(json.dumps(out))
 )";

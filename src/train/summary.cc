@@ -118,7 +118,7 @@ std::string hostname() {
 SummaryWriter* resolve(SummaryWriter* writer) { return writer ? writer : default_writer; }
 
 // Adds a summary value for `plugin`'s dashboard to `event`; the caller fills in the tensor.
-tb::Tensor* add_value(tb::Event& event, const std::string& tag, const char* plugin, int64_t step) {
+tb::Tensor* add_value(tb::Event& event, const std::string& tag, const std::string& plugin, int64_t step) {
   event.set_wall_time(now_seconds());
   event.set_step(step);
   tb::Summary::Value* value = event.mutable_summary()->add_value();
@@ -223,16 +223,22 @@ bool histogram(const std::string& name, const Tensor& data, int64_t step, Summar
   return true;
 }
 
-bool text(const std::string& name, const std::string& data, int64_t step, SummaryWriter* writer) {
+bool write(const std::string& name, const std::string& data, int64_t step, const std::string& plugin_name,
+           const std::string& plugin_content, SummaryWriter* writer) {
   writer = resolve(writer);
   if (!writer) return false;
   tb::Event event;
-  tb::Tensor* tensor = add_value(event, name, "text", step);
+  tb::Tensor* tensor = add_value(event, name, plugin_name, step);
+  event.mutable_summary()->mutable_value(0)->mutable_metadata()->mutable_plugin_data()->set_content(plugin_content);
   tensor->set_dtype(tb::DT_STRING);
   tensor->mutable_tensor_shape();
   tensor->add_string_val(data);
   writer->impl().write(event);
   return true;
+}
+
+bool text(const std::string& name, const std::string& data, int64_t step, SummaryWriter* writer) {
+  return write(name, data, step, "text", "", writer);
 }
 
 void flush(SummaryWriter* writer) {

@@ -29,17 +29,8 @@ using lockstep::testing::read_events;
 using lockstep::testing::tensor_values;
 namespace tb = lockstep::train::tensorboard;
 
-class Summary : public ::testing::Test {
+class Summary : public lockstep::testing::EventFileTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("lockstep_summary_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
   // The summary values of an event file (after its file_version event), as (tag, step, value) events.
   static std::vector<tb::Event> summaries(const std::string& file) {
     std::vector<tb::Event> events = read_events(file);
@@ -47,8 +38,6 @@ class Summary : public ::testing::Test {
     if (!events.empty()) events.erase(events.begin());
     return events;
   }
-
-  fs::path dir_;
 };
 
 // Histogram rows (left, right, count) of an event's first value.

@@ -82,6 +82,11 @@ bool histogram(const std::string& name, const Tensor& data, int64_t step, Summar
 // A string for the "text" dashboard (Markdown).
 bool text(const std::string& name, const std::string& data, int64_t step, SummaryWriter* writer = nullptr);
 
+// tf.summary.write for a string: a scalar string tensor for the dashboard of `plugin_name`, with that plugin's
+// settings in `plugin_content` (text() is write(name, data, step, "text")).
+bool write(const std::string& name, const std::string& data, int64_t step, const std::string& plugin_name,
+           const std::string& plugin_content = "", SummaryWriter* writer = nullptr);
+
 // Flushes `writer`, or the default writer; nothing without either.
 void flush(SummaryWriter* writer = nullptr);
 
