@@ -187,7 +187,8 @@ struct TensorBoardOptions {
 // (from 0), "batch_<log>" every update_freq batches at the batch's number counted across epochs (from 1), and
 // "evaluation_<log>_vs_iterations" in validation/ at the optimizer's iteration count after every evaluation.
 // Under a multi-worker strategy only the chief writes (every worker's logs are the same). Keras' profile_batch,
-// embeddings_freq and write_images are not offered.
+// embeddings_freq and write_images are not offered. Unlike Keras 3, whose batch-level record_if also drops the
+// epoch summaries of epochs ending on a batch number that update_freq does not divide, every epoch is written.
 std::shared_ptr<Callback> TensorBoard(TensorBoardOptions options = {});
 
 }  // namespace callbacks
