@@ -82,7 +82,7 @@ inline std::vector<std::string> event_files(const std::string& dir) {
 // A summary value's tensor content as numbers of type T.
 template <typename T> std::vector<T> tensor_values(const tb::Tensor& tensor) {
   std::vector<T> out(tensor.tensor_content().size() / sizeof(T));
-  std::memcpy(out.data(), tensor.tensor_content().data(), out.size() * sizeof(T));
+  if (!out.empty()) std::memcpy(out.data(), tensor.tensor_content().data(), out.size() * sizeof(T));
   return out;
 }
 

@@ -187,11 +187,15 @@ TEST_F(Summary, EventsWaitInTheQueueUntilFlushedOrItOverflows) {
 
 TEST_F(Summary, HeldEventsAreWrittenEveryFlushMillis) {
   SummaryWriter writer = create_file_writer(path("run"), {.max_queue = 1000, .flush_millis = 20});
+  const auto version_only = fs::file_size(writer.path());
   scalar("x", 1, 1, &writer);
-  // The background thread writes it without any call; poll for it, giving up after a minute.
+  // The background thread writes it without any call: the file grows (polled, giving up after a minute). It is
+  // parsed only after close(), so that no read meets a record half written.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (read_events(writer.path()).size() < 2 && std::chrono::steady_clock::now() < deadline)
+  while (fs::file_size(writer.path()) == version_only && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_GT(fs::file_size(writer.path()), version_only);
+  writer.close();
   EXPECT_EQ(read_events(writer.path()).size(), 2u);
 }
 
