@@ -11,13 +11,14 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstdio>
 #include <ctime>
 #include <exception>
 #include <filesystem>
 #include <mutex>
 #include <system_error>
-#include <utility>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "lockstep/core/error.h"
@@ -53,7 +54,7 @@ struct SummaryWriter::Impl {
   }
   void flush_locked() {
     check_error_locked();
-    if (closed) return;
+    if (closed || !file) return;  // no file: create_file_writer failed to open it
     for (const std::string& event : queue) file->write(event);
     queue.clear();
     file->flush();
@@ -77,7 +78,7 @@ struct SummaryWriter::Impl {
       if (closed) return;
       try {
         flush_locked();
-        file->close();
+        if (file) file->close();
       } catch (...) {
         failure = std::current_exception();
       }
@@ -150,7 +151,8 @@ SummaryWriter create_file_writer(const std::string& logdir, FileWriterOptions op
   LS_CHECK(options.max_queue >= 0, ValueError, "create_file_writer: max_queue must be >= 0, got ", options.max_queue);
   std::error_code ec;
   std::filesystem::create_directories(logdir, ec);
-  LS_CHECK(!ec, ValueError, "cannot create the summary directory ", logdir, ": ", ec.message());
+  LS_CHECK(!ec, ValueError, "cannot create the summary directory ", logdir, " (", ec.message(),
+           "): give create_file_writer a directory that can be written");
   // TF's name: seconds, host, process and a per-process writer number keep concurrent writers apart.
   static std::atomic<int> writers_created{0};
   const std::time_t seconds = std::time(nullptr);
