@@ -1,5 +1,5 @@
 // lockstep's user-facing API in one include: tensors and ops, GradientTape, data pipelines and data sets,
-// Keras layers/models/optimizers/losses/metrics/callbacks, checkpoints and preemption handling.
+// Keras layers/models/optimizers/losses/metrics/callbacks, checkpoints, preemption handling and TensorBoard summaries.
 #pragma once
 
 #include "lockstep/autograd/ops.h"
@@ -23,3 +23,4 @@
 #include "lockstep/tensor/ops.h"
 #include "lockstep/train/checkpoint.h"
 #include "lockstep/train/preemption.h"
+#include "lockstep/train/summary.h"
