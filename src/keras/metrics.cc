@@ -49,8 +49,9 @@ std::pair<Tensor, Tensor> samplewise(const Tensor& values, const Tensor& sample_
 // Mean's accumulators for one batch of values: {weighted total, total weight (or number of samples)}.
 std::vector<double> mean_of_batch(const Tensor& values, const Tensor& sample_weight) {
   auto [v, w] = samplewise(values, sample_weight, /*mean=*/true);
-  return {raw_ops::sum(v).item<double>(),
-          w.defined() ? raw_ops::sum(w).item<double>() : v.rank() == 0 ? 1.0 : static_cast<double>(v.dim(0))};
+  double count = v.rank() == 0 ? 1.0 : static_cast<double>(v.dim(0));
+  if (w.defined()) count = raw_ops::sum(w).item<double>();
+  return {raw_ops::sum(v).item<double>(), count};
 }
 
 // total / count, 0 before any count.

@@ -299,11 +299,13 @@ callbacks::History Sequential::fit(const Tensor& x, const Tensor& y, FitOptions 
 }
 
 callbacks::History Sequential::fit(const distribute::DistributedDataset& dataset, FitOptions opt) {
-  LS_CHECK(dataset.strategy() == s_->strategy, ValueError, "fit() got a dataset distributed by another strategy than ",
-           s_->strategy ? "the one whose scope built the model" : "none (the model was built outside any strategy's scope)",
-           ": distribute it with the model's strategy, or pass the dataset itself");
-  LS_CHECK(dataset.source().has_value(), ValueError, "fit() takes experimental_distribute_dataset's result, not "
-           "distribute_datasets_from_function's: pass fit() the batched dataset itself, or train in a custom loop");
+  LS_CHECK(dataset.strategy() == s_->strategy, ValueError,
+           "fit() got a dataset distributed by another strategy than the model's (",
+           s_->strategy ? "the one whose scope built it" : "none: it was built outside any strategy's scope",
+           "): distribute it with the model's strategy, or pass the dataset itself");
+  LS_CHECK(dataset.source().has_value(), ValueError,
+           "fit() takes experimental_distribute_dataset's result, not distribute_datasets_from_function's: pass "
+           "fit() the batched dataset itself, or train in a custom loop");
   return fit(*dataset.source(), std::move(opt));  // split again the same way by the model's strategy
 }
 

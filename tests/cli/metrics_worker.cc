@@ -29,8 +29,8 @@ int main(int argc, char** argv) try {
   auto test_dataset = make_dataset(100, 2).batch(GLOBAL_BATCH_SIZE);
   auto test_dist_dataset = strategy.experimental_distribute_dataset(test_dataset);
 
-  auto loss_object = keras::losses::SparseCategoricalCrossentropy(
-      {.from_logits = true, .reduction = keras::losses::Reduction::NONE});
+  auto loss_object =
+      keras::losses::SparseCategoricalCrossentropy({.from_logits = true, .reduction = keras::losses::Reduction::NONE});
   keras::utils::set_random_seed(3);
   keras::Sequential model;
   std::shared_ptr<keras::optimizers::Optimizer> optimizer;
@@ -38,7 +38,8 @@ int main(int argc, char** argv) try {
   std::shared_ptr<keras::metrics::Metric> train_accuracy, test_accuracy;
   {
     auto scope = strategy.scope();
-    model = keras::Sequential({keras::Input({8}), keras::layers::Dense(16, {.activation = "relu"}), keras::layers::Dense(4)});
+    model = keras::Sequential(
+        {keras::Input({8}), keras::layers::Dense(16, {.activation = "relu"}), keras::layers::Dense(4)});
     optimizer = keras::optimizers::SGD({.learning_rate = 0.1});
     test_loss = keras::metrics::Mean("test_loss");
     train_accuracy = keras::metrics::SparseCategoricalAccuracy("train_accuracy");
@@ -48,8 +49,8 @@ int main(int argc, char** argv) try {
   auto train_step = [&](const ls::data::Batch& inputs) {
     ls::GradientTape tape;
     ls::Tensor predictions = model(inputs.x, {.training = true});
-    ls::Tensor loss = ls::nn::compute_average_loss((*loss_object)(inputs.y, predictions),
-                                                   {.global_batch_size = GLOBAL_BATCH_SIZE});
+    ls::Tensor loss =
+        ls::nn::compute_average_loss((*loss_object)(inputs.y, predictions), {.global_batch_size = GLOBAL_BATCH_SIZE});
     auto gradients = tape.gradient(loss, model.trainable_variables());
     optimizer->apply_gradients(gradients, model.trainable_variables());
     train_accuracy->update_state(inputs.y, predictions);

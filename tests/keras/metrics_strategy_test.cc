@@ -105,7 +105,8 @@ TEST(FitOnDistributedDataset, TrainsAsOnTheDatasetItself) {
   EXPECT_EQ(distributed.history["loss"], plain.history["loss"]);
   EXPECT_EQ(distributed.history["accuracy"], plain.history["accuracy"]);
   auto wa = a.get_weights(), wb = b.get_weights();
-  for (size_t i = 0; i < wa.size(); ++i) EXPECT_EQ(wb[i].to_vector<float>(), wa[i].to_vector<float>()) << "weight " << i;
+  for (size_t i = 0; i < wa.size(); ++i)
+    EXPECT_EQ(wb[i].to_vector<float>(), wa[i].to_vector<float>()) << "weight " << i;
 }
 
 TEST(FitOnDistributedDataset, RefusesAnotherStrategysDataset) {
