@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
 .PHONY: all deps build test test-asan test-tsan test-asan-quick test-tsan-quick bench bench-compare demo clean format \
-        fuzz fuzz-run
+        fuzz fuzz-run package
 
 all: build
 
@@ -62,6 +62,11 @@ fuzz:
 
 fuzz-run: fuzz
 	scripts/fuzz --build $(BUILD) --seconds $(SECONDS)
+
+# Debian packages of this build (CPack): $(BUILD)/lockstep_<version>_amd64.deb (the CLI, its man page) and
+# lockstep-dev_<version>_amd64.deb (headers, static libraries, CMake and pkg-config files).
+package: build
+	cd $(BUILD) && cpack -G DEB
 
 clean:
 	rm -rf $(BUILD)
