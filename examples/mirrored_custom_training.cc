@@ -76,25 +76,16 @@ int main(int argc, char** argv) try {
     return loss;
   };
 
-  // Metrics are updated from every replica's thread: one set per replica, summed when read.
-  std::vector<std::shared_ptr<keras::metrics::MeanMetric>> test_loss;
-  std::vector<std::shared_ptr<keras::metrics::Metric>> train_accuracy, test_accuracy;
-  for (int r = 0; r < strategy.num_replicas_in_sync(); ++r) {
-    test_loss.push_back(keras::metrics::Mean("test_loss"));
-    train_accuracy.push_back(keras::metrics::SparseCategoricalAccuracy("train_accuracy"));
-    test_accuracy.push_back(keras::metrics::SparseCategoricalAccuracy("test_accuracy"));
+  // Metrics to track loss and accuracy. Created under strategy.scope(), they are sync-on-read: every replica
+  // updates its own, and result() sums them over all replicas.
+  std::shared_ptr<keras::metrics::MeanMetric> test_loss;
+  std::shared_ptr<keras::metrics::Metric> train_accuracy, test_accuracy;
+  {
+    auto scope = strategy.scope();
+    test_loss = keras::metrics::Mean("test_loss");
+    train_accuracy = keras::metrics::SparseCategoricalAccuracy("train_accuracy");
+    test_accuracy = keras::metrics::SparseCategoricalAccuracy("test_accuracy");
   }
-  auto result = [](const auto& per_replica) {
-    std::vector<double> total = per_replica[0]->state();
-    for (size_t r = 1; r < per_replica.size(); ++r)
-      for (size_t i = 0; i < total.size(); ++i) total[i] += per_replica[r]->state()[i];
-    auto sum = keras::metrics::Mean();
-    sum->set_state(total);
-    return sum->result();
-  };
-  auto reset = [](const auto& per_replica) {
-    for (const auto& m : per_replica) m->reset_state();
-  };
 
   // A model and an optimizer must be created under strategy.scope(); the checkpoint finds the strategy
   // through them.
@@ -113,15 +104,14 @@ int main(int argc, char** argv) try {
     ls::Tensor loss = compute_loss(inputs.y, predictions, model.losses());
     auto gradients = tape.gradient(loss, model.trainable_variables());
     optimizer->apply_gradients(gradients, model.trainable_variables());
-    train_accuracy[ls::distribute::replica_id_in_sync_group()]->update_state(inputs.y, predictions);
+    train_accuracy->update_state(inputs.y, predictions);
     return loss;
   };
   auto test_step = [&](const ls::data::Batch& inputs) {
-    const int r = ls::distribute::replica_id_in_sync_group();
     ls::Tensor predictions = model(inputs.x, {.training = false});
     ls::Tensor t_loss = (*loss_object)(inputs.y, predictions);
-    test_loss[r]->update_state(t_loss);
-    test_accuracy[r]->update_state(inputs.y, predictions);
+    test_loss->update_state(t_loss);
+    test_accuracy->update_state(inputs.y, predictions);
   };
   // strategy.run replicates the computation and runs it with the distributed input.
   auto distributed_train_step = [&](const ls::distribute::PerReplica<ls::data::Batch>& dataset_inputs) {
@@ -149,11 +139,11 @@ int main(int argc, char** argv) try {
     }
     if (epoch % 2 == 0) checkpoint.save(checkpoint_prefix);
     std::printf("Epoch %lld, Loss: %g, Accuracy: %g, Test Loss: %g, Test Accuracy: %g\n",
-                static_cast<long long>(epoch + 1), train_loss, result(train_accuracy) * 100, result(test_loss),
-                result(test_accuracy) * 100);
-    reset(test_loss);
-    reset(train_accuracy);
-    reset(test_accuracy);
+                static_cast<long long>(epoch + 1), train_loss, train_accuracy->result() * 100, test_loss->result(),
+                test_accuracy->result() * 100);
+    test_loss->reset_states();
+    train_accuracy->reset_states();
+    test_accuracy->reset_states();
   }
 
   // Restore the latest checkpoint and test: a model checkpointed under a strategy restores without one.
@@ -162,7 +152,7 @@ int main(int argc, char** argv) try {
   auto new_optimizer = keras::optimizers::Adam();
   auto eval_step = [&](const ls::Tensor& images, const ls::Tensor& labels) {
     ls::Tensor predictions = new_model(images, {.training = false});
-    eval_accuracy->update_state(labels, predictions);
+    (*eval_accuracy)(labels, predictions);
   };
   ls::train::Checkpoint new_checkpoint({{"optimizer", new_optimizer}, {"model", new_model}});
   // assert_consumed(): every saved value found its object, and nothing was left unrestored.

@@ -183,14 +183,11 @@ int main(int argc, char** argv) try {
     // A run resumed from an epoch's final save has no step left in that epoch.
     if (num_batches > 0) {
       const double train_loss = total_loss / static_cast<double>(num_batches);
-      std::vector<double> accuracy = train_accuracy->state();
-      strategy.all_reduce_sum(accuracy);  // the accuracy over all workers
-      train_accuracy->set_state(accuracy);
-      if (strategy.is_chief())
-        std::printf("Epoch: %lld, accuracy: %f, train_loss: %f.\n", static_cast<long long>(numpy(epoch)),
-                    train_accuracy->result(), train_loss);
+      // Every worker prints the same numbers: result() is over the replicas of all workers (a collective).
+      std::printf("Epoch: %lld, accuracy: %f, train_loss: %f.\n", static_cast<long long>(numpy(epoch)),
+                  train_accuracy->result(), train_loss);
     }
-    train_accuracy->reset_state();
+    train_accuracy->reset_states();
     save();
     epoch.assign_add(one);
     step_in_epoch.assign(zero);

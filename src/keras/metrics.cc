@@ -1,11 +1,13 @@
 // Keras 3 metrics: Mean and Sum with reduce_to_samplewise_values' weighting, MeanMetricWrapper and the
-// accuracy functions, and compile()'s resolution of "accuracy". Computed with raw ops, accumulated in double.
+// accuracy functions, compile()'s resolution of "accuracy", and the per-replica accumulators that make metrics
+// created in a strategy's scope sync-on-read. Computed with raw ops, accumulated in double.
 #include "lockstep/keras/metrics.h"
 
 #include <cctype>
 #include <tuple>
 
 #include "lockstep/autograd/tape.h"
+#include "lockstep/distribute/strategy/strategy.h"
 #include "lockstep/keras/losses.h"
 #include "lockstep/tensor/ops.h"
 
@@ -44,9 +46,17 @@ std::pair<Tensor, Tensor> samplewise(const Tensor& values, const Tensor& sample_
   return {v, w};
 }
 
-void check_state_size(const Metric& m, const std::vector<double>& state, size_t expected) {
-  LS_CHECK(state.size() == expected, ValueError, "metric '", m.name(), "' has ", expected, " state values, got ",
-           state.size(), "; pass what its state() returned");
+// Mean's accumulators for one batch of values: {weighted total, total weight (or number of samples)}.
+std::vector<double> mean_of_batch(const Tensor& values, const Tensor& sample_weight) {
+  auto [v, w] = samplewise(values, sample_weight, /*mean=*/true);
+  double count = v.rank() == 0 ? 1.0 : static_cast<double>(v.dim(0));
+  if (w.defined()) count = raw_ops::sum(w).item<double>();
+  return {raw_ops::sum(v).item<double>(), count};
+}
+
+// total / count, 0 before any count.
+double mean_result(const std::vector<double>& state) {
+  return state.at(1) == 0 ? 0 : state[0] / state[1];
 }
 
 void check_values(const Metric& m, const Tensor& values) {
@@ -61,7 +71,17 @@ void check_values(const Metric& m, const Tensor& values) {
 
 }  // namespace
 
-// ---- Metric, Mean, Sum ----
+// ---- Metric ----
+
+Metric::Metric(std::string name, size_t state_size) : name_(std::move(name)) {
+  // Created in a strategy's scope: sync-on-read over that strategy's replicas and workers (TF's rule).
+  if (distribute::has_strategy()) {
+    strategy_ = &distribute::get_strategy();
+    num_workers_ = strategy_->num_workers();
+  }
+  const int replicas = strategy_ ? strategy_->num_local_replicas() : 1;
+  replicas_.assign(static_cast<size_t>(replicas), std::vector<double>(state_size, 0.0));
+}
 
 Metric::~Metric() = default;
 
@@ -69,9 +89,59 @@ void Metric::update_state(const Tensor&, const Tensor&, const Tensor&) {
   throw_takes_values(*this);
 }
 
+double Metric::operator()(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) {
+  update_state(y_true, y_pred, sample_weight);
+  return result();
+}
+
+size_t Metric::replica_slot() const {
+  // Only a replica of this metric's own strategy has a slot of its own; any other thread uses the first.
+  if (!strategy_ || !distribute::in_replica_context() || &distribute::get_strategy() != strategy_) return 0;
+  return static_cast<size_t>(distribute::replica_id_in_sync_group());
+}
+
+void Metric::accumulate(const std::vector<double>& batch_state) {
+  std::lock_guard lock(mutex_);
+  std::vector<double>& mine = replicas_[replica_slot()];
+  for (size_t i = 0; i < mine.size(); ++i) mine[i] += batch_state[i];
+}
+
+double Metric::result() const {
+  if (strategy_ && distribute::in_replica_context()) {
+    std::lock_guard lock(mutex_);
+    return result_of(replicas_[replica_slot()]);
+  }
+  std::vector<double> total = state();
+  if (num_workers_ > 1) strategy_->all_reduce_sum(total);
+  return result_of(total);
+}
+
+void Metric::reset_state() {
+  std::lock_guard lock(mutex_);
+  for (std::vector<double>& r : replicas_) std::fill(r.begin(), r.end(), 0.0);
+}
+
+std::vector<double> Metric::state() const {
+  std::lock_guard lock(mutex_);
+  std::vector<double> total = replicas_[0];
+  for (size_t r = 1; r < replicas_.size(); ++r)
+    for (size_t i = 0; i < total.size(); ++i) total[i] += replicas_[r][i];
+  return total;
+}
+
+void Metric::set_state(const std::vector<double>& state) {
+  std::lock_guard lock(mutex_);
+  LS_CHECK(state.size() == replicas_[0].size(), ValueError, "metric '", name_, "' has ", replicas_[0].size(),
+           " state values, got ", state.size(), "; pass what its state() returned");
+  for (std::vector<double>& r : replicas_) std::fill(r.begin(), r.end(), 0.0);
+  replicas_[0] = state;
+}
+
 nlohmann::json Metric::get_config() const {
   return {{"name", name_}, {"dtype", "float32"}};
 }
+
+// ---- Mean, Sum ----
 
 void MeanMetric::update_state(const Tensor&, const Tensor&, const Tensor&) {
   throw_takes_values(*this);
@@ -81,15 +151,16 @@ void MeanMetric::update_state(const Tensor& values, const Tensor& sample_weight)
   check_values(*this, values);
   if (values.numel() == 0) return;
   NoGradGuard no_grad;
-  auto [v, w] = samplewise(values, sample_weight, /*mean=*/true);
-  total_ += raw_ops::sum(v).item<double>();
-  count_ += w.defined() ? raw_ops::sum(w).item<double>() : v.rank() == 0 ? 1.0 : static_cast<double>(v.dim(0));
+  accumulate(mean_of_batch(values, sample_weight));
 }
 
-void MeanMetric::set_state(const std::vector<double>& state) {
-  check_state_size(*this, state, 2);
-  total_ = state[0];
-  count_ = state[1];
+double MeanMetric::operator()(const Tensor& values, const Tensor& sample_weight) {
+  update_state(values, sample_weight);
+  return result();
+}
+
+double MeanMetric::result_of(const std::vector<double>& state) const {
+  return mean_result(state);
 }
 
 void SumMetric::update_state(const Tensor&, const Tensor&, const Tensor&) {
@@ -100,25 +171,34 @@ void SumMetric::update_state(const Tensor& values, const Tensor& sample_weight) 
   check_values(*this, values);
   if (values.numel() == 0) return;
   NoGradGuard no_grad;
-  total_ += raw_ops::sum(samplewise(values, sample_weight, /*mean=*/false).first).item<double>();
+  accumulate({raw_ops::sum(samplewise(values, sample_weight, /*mean=*/false).first).item<double>()});
 }
 
-void SumMetric::set_state(const std::vector<double>& state) {
-  check_state_size(*this, state, 1);
-  total_ = state[0];
+double SumMetric::operator()(const Tensor& values, const Tensor& sample_weight) {
+  update_state(values, sample_weight);
+  return result();
+}
+
+double SumMetric::result_of(const std::vector<double>& state) const {
+  return state.at(0);
 }
 
 // ---- MeanMetricWrapper ----
 
 MeanMetricWrapper::MeanMetricWrapper(Fn fn, std::string name, nlohmann::json config)
-    : Metric(name), fn_(std::move(fn)), mean_(std::move(name)), config_(std::move(config)) {}
+    : Metric(std::move(name), 2), fn_(std::move(fn)), config_(std::move(config)) {}
 
 void MeanMetricWrapper::update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) {
   LS_CHECK(y_true.defined() && y_pred.defined(), ValueError, "metric '", name(),
            "': update_state needs defined y_true and y_pred");
   if (y_true.numel() == 0 || y_pred.numel() == 0) return;
   NoGradGuard no_grad;
-  mean_.update_state(fn_(y_true, y_pred), sample_weight);
+  const Tensor values = fn_(y_true, y_pred);
+  if (values.numel() > 0) accumulate(mean_of_batch(values, sample_weight));
+}
+
+double MeanMetricWrapper::result_of(const std::vector<double>& state) const {
+  return mean_result(state);
 }
 
 nlohmann::json MeanMetricWrapper::get_config() const {

@@ -115,22 +115,21 @@ void Sequential::reset_metrics() {
 
 Logs Sequential::metric_logs() const {
   // Under a strategy the accumulators are summed over workers first: every worker reports the same numbers.
+  // (What a sync-on-read metric's result() does, for all of them with one all-reduce.)
   std::vector<double> state{s_->loss_total, s_->loss_count};
-  std::vector<std::vector<double>> local;
+  std::vector<size_t> sizes;
   for (const auto& m : s_->metrics) {
-    local.push_back(m->state());
-    state.insert(state.end(), local.back().begin(), local.back().end());
+    std::vector<double> local = m->state();
+    sizes.push_back(local.size());
+    state.insert(state.end(), local.begin(), local.end());
   }
   if (s_->distributed() && s_->strategy->num_workers() > 1) s_->strategy->all_reduce_sum(state);
   Logs logs;
   logs.set("loss", state[1] > 0 ? state[0] / state[1] : 0.0);
-  size_t at = 2;
+  auto at = state.begin() + 2;
   for (size_t i = 0; i < s_->metrics.size(); ++i) {
-    auto& m = s_->metrics[i];
-    const size_t n = local[i].size();
-    m->set_state(std::vector<double>(state.begin() + static_cast<std::ptrdiff_t>(at), state.begin() + static_cast<std::ptrdiff_t>(at + n)));
-    logs.set(m->name(), m->result());
-    m->set_state(local[i]);
+    const auto n = static_cast<std::ptrdiff_t>(sizes[i]);
+    logs.set(s_->metrics[i]->name(), s_->metrics[i]->result_of(std::vector<double>(at, at + n)));
     at += n;
   }
   return logs;
@@ -297,6 +296,17 @@ callbacks::History Sequential::fit(const Tensor& x, const Tensor& y, FitOptions 
   data::Dataset ds = data::Dataset::from_tensor_slices(x, y);
   if (opt.shuffle) ds = ds.shuffle(x.dim(0), utils::next_generator().next_u32());
   return fit(ds.batch(opt.batch_size), std::move(opt));
+}
+
+callbacks::History Sequential::fit(const distribute::DistributedDataset& dataset, FitOptions opt) {
+  LS_CHECK(dataset.strategy() == s_->strategy, ValueError,
+           "fit() got a dataset distributed by another strategy than the model's (",
+           s_->strategy ? "the one whose scope built it" : "none: it was built outside any strategy's scope",
+           "): distribute it with the model's strategy, or pass the dataset itself");
+  LS_CHECK(dataset.source().has_value(), ValueError,
+           "fit() takes experimental_distribute_dataset's result, not distribute_datasets_from_function's: pass "
+           "fit() the batched dataset itself, or train in a custom loop");
+  return fit(*dataset.source(), std::move(opt));  // split again the same way by the model's strategy
 }
 
 Logs Sequential::run_evaluation(const data::Dataset& dataset, int64_t steps, const std::vector<CallbackPtr>& callbacks) {

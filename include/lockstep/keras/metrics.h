@@ -1,38 +1,72 @@
 // Keras metrics (tf.keras.metrics): Mean and Sum of values, and the accuracies and cross-entropy that
-// compile(metrics=...) names. Metrics are update/result/reset objects that accumulate in double, never
-// record on a GradientTape, and expose their accumulators so replicas and workers can sum them.
+// compile(metrics=...) names. Metrics are update/result/reset objects that accumulate in double and never
+// record on a GradientTape. A metric created in a strategy's scope is sync-on-read, as TF's metric variables
+// are: every replica accumulates its own, and result() outside strategy.run sums them over every replica of
+// every worker.
 #pragma once
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "lockstep/tensor/tensor.h"
 
+namespace lockstep::distribute {
+class Strategy;
+}
+
 namespace lockstep::keras::metrics {
 
 class Metric {
  public:
   virtual ~Metric();
-  // Accumulates a batch of predictions (the form compile(metrics=...) uses). Mean and Sum take values
-  // instead, through their own update_state(values, sample_weight), and throw ValueError here.
+  // Accumulates a batch of predictions (the form compile(metrics=...) uses) into the calling replica's
+  // accumulators; safe from every replica's thread at once. Mean and Sum take values instead, through their
+  // own update_state(values, sample_weight), and throw ValueError here.
   virtual void update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight = {});
-  // The value so far; 0 before any update, as Keras.
-  virtual double result() const = 0;
-  virtual void reset_state() = 0;
-  // The accumulators (e.g. {total, count}): summing them over replicas and calling set_state merges them.
-  virtual std::vector<double> state() const = 0;
-  virtual void set_state(const std::vector<double>& state) = 0;
+  // update_state, then result() (TF's Metric.__call__): `eval_accuracy(labels, predictions)`.
+  double operator()(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight = {});
+  // The value so far; 0 before any update, as Keras. For a metric created in a strategy's scope, called
+  // outside strategy.run (cross-replica context) it is the value over every replica of every worker: under
+  // MultiWorkerMirroredStrategy a collective that every worker must call, as in TF (call it on every worker,
+  // then print on the chief only if you like); inside strategy.run, the calling replica's value.
+  double result() const;
+  // Clears the accumulators of every replica (this worker's; every worker resets its own, as in TF).
+  void reset_state();
+  // TF 2's name for reset_state(), which the tutorials use.
+  void reset_states() { reset_state(); }
+  // This worker's accumulators (e.g. {total, count}), summed over its replicas; no communication. Summed
+  // over workers and passed to result_of(), they give result() (fit() logs several metrics that way with one
+  // all-reduce).
+  std::vector<double> state() const;
+  // Makes state() return `state`: the first replica's accumulators take it, the others are cleared.
+  void set_state(const std::vector<double>& state);
+  // The value that accumulators `state` stand for.
+  virtual double result_of(const std::vector<double>& state) const = 0;
   const std::string& name() const { return name_; }
   // {"name", "dtype"} plus the metric's options.
   virtual nlohmann::json get_config() const;
+  // The strategy whose scope created this metric (it must outlive the metric), or null: a metric created
+  // outside any scope is local to its process, as before strategies existed.
+  distribute::Strategy* strategy() const { return strategy_; }
 
  protected:
-  explicit Metric(std::string name) : name_(std::move(name)) {}
+  // A metric of `state_size` accumulators, all 0; in a strategy's scope one set per local replica.
+  Metric(std::string name, size_t state_size);
+  // Adds one batch's accumulators to the calling replica's.
+  void accumulate(const std::vector<double>& batch_state);
 
  private:
+  size_t replica_slot() const;
   std::string name_;
+  distribute::Strategy* strategy_ = nullptr;
+  int num_workers_ = 1;
+  mutable std::mutex mutex_;
+  // One set of accumulators per local replica, so that threads never share one and the sum over replicas,
+  // taken in replica order, does not depend on their timing.
+  std::vector<std::vector<double>> replicas_;
 };
 
 // Weighted mean of values (keras.metrics.Mean). Values of rank > 1 are first averaged per sample (over
@@ -40,51 +74,39 @@ class Metric {
 // averaged down to its rank, and it is broadcast to them. State: {total, count}.
 class MeanMetric : public Metric {
  public:
-  explicit MeanMetric(std::string name = "mean") : Metric(std::move(name)) {}
+  explicit MeanMetric(std::string name = "mean") : Metric(std::move(name), 2) {}
   // Throws ValueError: a Mean takes values, not predictions.
   void update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) override;
   void update_state(const Tensor& values, const Tensor& sample_weight = {});
-  double result() const override { return count_ == 0 ? 0 : total_ / count_; }
-  void reset_state() override { total_ = count_ = 0; }
-  std::vector<double> state() const override { return {total_, count_}; }
-  void set_state(const std::vector<double>& state) override;
-
- private:
-  double total_ = 0, count_ = 0;
+  // update_state(values, sample_weight), then result(): `test_loss(t_loss)`.
+  double operator()(const Tensor& values, const Tensor& sample_weight = {});
+  double result_of(const std::vector<double>& state) const override;
 };
 
 // Weighted sum of values (keras.metrics.Sum). State: {total}.
 class SumMetric : public Metric {
  public:
-  explicit SumMetric(std::string name = "sum") : Metric(std::move(name)) {}
+  explicit SumMetric(std::string name = "sum") : Metric(std::move(name), 1) {}
   // Throws ValueError: a Sum takes values, not predictions.
   void update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) override;
   void update_state(const Tensor& values, const Tensor& sample_weight = {});
-  double result() const override { return total_; }
-  void reset_state() override { total_ = 0; }
-  std::vector<double> state() const override { return {total_}; }
-  void set_state(const std::vector<double>& state) override;
-
- private:
-  double total_ = 0;
+  double operator()(const Tensor& values, const Tensor& sample_weight = {});
+  double result_of(const std::vector<double>& state) const override;
 };
 
 // The mean of fn(y_true, y_pred) over all samples, weighted by sample_weight (Keras' MeanMetricWrapper):
 // the form of every accuracy and of the cross-entropy metric. `config` holds fn's options for get_config().
+// State: {total, count}, as Mean's.
 class MeanMetricWrapper : public Metric {
  public:
   using Fn = std::function<Tensor(const Tensor& y_true, const Tensor& y_pred)>;
   MeanMetricWrapper(Fn fn, std::string name, nlohmann::json config = nlohmann::json::object());
   void update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight = {}) override;
-  double result() const override { return mean_.result(); }
-  void reset_state() override { mean_.reset_state(); }
-  std::vector<double> state() const override { return mean_.state(); }
-  void set_state(const std::vector<double>& state) override { mean_.set_state(state); }
+  double result_of(const std::vector<double>& state) const override;
   nlohmann::json get_config() const override;
 
  private:
   Fn fn_;
-  MeanMetric mean_;
   nlohmann::json config_;
 };
 

@@ -17,6 +17,10 @@
 #include "lockstep/keras/optimizers.h"
 #include "lockstep/train/trackable.h"
 
+namespace lockstep::distribute {
+class DistributedDataset;
+}
+
 namespace lockstep::keras {
 
 // An optimizer, loss or metric given by Keras string or by object.
@@ -138,6 +142,9 @@ class Sequential {
   void compile(CompileOptions options);
   callbacks::History fit(const data::Dataset& dataset, FitOptions options = {});
   callbacks::History fit(const Tensor& x, const Tensor& y, FitOptions options = {});
+  // On experimental_distribute_dataset's result, as TF accepts it: trains on the dataset it split, as
+  // fit(dataset) would. ValueError when it comes from another strategy than the model's.
+  callbacks::History fit(const distribute::DistributedDataset& dataset, FitOptions options = {});
   // Returns "loss" and each metric by name.
   std::map<std::string, double> evaluate(const data::Dataset& dataset, EvaluateOptions options = {});
   std::map<std::string, double> evaluate(const Tensor& x, const Tensor& y, EvaluateOptions options = {});

@@ -7,8 +7,12 @@
 namespace lockstep::distribute {
 
 DistributedDataset::DistributedDataset(Strategy* strategy, std::vector<data::Dataset> per_replica, Resplit resplit,
-                                       int64_t global_batch)
-    : strategy_(strategy), datasets_(std::move(per_replica)), resplit_(std::move(resplit)), global_batch_(global_batch) {}
+                                       int64_t global_batch, std::optional<data::Dataset> source)
+    : strategy_(strategy),
+      datasets_(std::move(per_replica)),
+      resplit_(std::move(resplit)),
+      global_batch_(global_batch),
+      source_(std::move(source)) {}
 
 DistributedDataset::Iterator DistributedDataset::make_iterator(uint64_t iteration) const {
   Iterator it;
@@ -173,7 +177,7 @@ DistributedDataset Strategy::experimental_distribute_dataset(const data::Dataset
   };
   // With OFF every worker reads the whole stream: a worker's step consumes its local replicas' share only.
   const int64_t consumed = policy == data::Options::AutoShardPolicy::OFF ? per_replica * num_local_ : global;
-  return DistributedDataset(this, split(0), split, consumed);
+  return DistributedDataset(this, split(0), split, consumed, dataset);
 }
 
 DistributedDataset Strategy::distribute_datasets_from_function(const std::function<data::Dataset(const InputContext&)>& fn) {

@@ -92,17 +92,22 @@ class DistributedDataset {
   };
 
   DistributedDataset(Strategy* strategy, std::vector<data::Dataset> per_replica, Resplit resplit = nullptr,
-                     int64_t global_batch = 0);
+                     int64_t global_batch = 0, std::optional<data::Dataset> source = std::nullopt);
   Iterator begin() const;
   std::default_sentinel_t end() const { return std::default_sentinel; }
   Iterator make_iterator(uint64_t iteration) const;
   const std::vector<data::Dataset>& per_replica_datasets() const { return datasets_; }
+  Strategy* strategy() const { return strategy_; }
+  // The dataset that experimental_distribute_dataset split (none for distribute_datasets_from_function's):
+  // what model.fit(dist_dataset) trains on, split the same way.
+  const std::optional<data::Dataset>& source() const { return source_; }
 
  private:
   Strategy* strategy_;
   std::vector<data::Dataset> datasets_;
   Resplit resplit_;
   int64_t global_batch_;
+  std::optional<data::Dataset> source_;
 };
 
 class Strategy {
