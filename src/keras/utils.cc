@@ -1,6 +1,6 @@
 // image_dataset_from_directory as Keras 3 does it (keras/src/utils/image_dataset_utils.py, dataset_utils.py):
 // index the files (os.walk order), shuffle the list with numpy's RandomState, split off the validation files,
-// then range(files) -> shuffle(8 batches) -> map(read, decode, resize) -> batch -> prefetch.
+// then range(files).shuffle(8 batches, seed) in tf.data's order -> map(read, decode, resize) -> batch -> prefetch.
 #include "lockstep/keras/utils.h"
 
 #include <algorithm>
@@ -10,6 +10,8 @@
 #include <random>
 #include <set>
 
+#include "lockstep/core/philox.h"
+#include "lockstep/data/dataset_node.h"
 #include "lockstep/data/images.h"
 #include "lockstep/tensor/ops.h"
 
@@ -84,6 +86,82 @@ std::vector<size_t> numpy_shuffle_permutation(size_t n, uint32_t seed) {
     std::swap(perm[i], perm[j]);
   }
   return perm;
+}
+
+// range(n).shuffle(buffer_size, seed) in the order TF 2.21 yields it, iterator after iterator, so that epoch e of
+// a fit (make_iterator(e)) sees the files in the order Keras' epoch e does. TF's ShuffleDatasetV3 without a global
+// seed: a seed generator Philox(87654321 (TF's DEFAULT_GRAPH_SEED), seed) hands iterator k the seeds (draws 2k,
+// 2k + 1); that iterator's Philox(seeds) picks offset (draw % filled) in the oldest filled slice of a circular
+// buffer of buffer_size, yields that slot and moves the slice's first element into it, then refills one slot.
+// lockstep's Philox4x32-10 is TF's PhiloxRandom with (key, counter high half) = (seed, stream).
+class TFShuffledRangeNode final : public data::DatasetNode {
+ public:
+  TFShuffledRangeNode(int64_t n, int64_t buffer_size, uint32_t seed)
+      : DatasetNode("tf_shuffled_range", {{"n", n}, {"buffer_size", buffer_size}, {"seed", seed}}, {}),
+        n_(n),
+        buffer_size_(buffer_size),
+        seed_(seed) {}
+  int64_t cardinality() const override { return n_; }
+  data::NodePtr with_inputs(std::vector<data::NodePtr> inputs) const override {
+    LS_CHECK(inputs.empty(), ValueError, str(), " takes no input dataset, got ", inputs.size());
+    return std::make_shared<TFShuffledRangeNode>(n_, buffer_size_, seed_);
+  }
+  std::unique_ptr<data::ItemIterator> make_iterator(uint64_t salt) const override;
+
+  // The order for iterator number k (the salt; repeat() epochs get mixed salts, hence other orders).
+  std::vector<int64_t> order(uint64_t k) const {
+    constexpr uint64_t kTFDefaultGraphSeed = 87654321;
+    Philox seeds(kTFDefaultGraphSeed, seed_);
+    seeds.skip(2 * k);
+    const uint32_t seed1 = seeds.next_u32(), seed2 = seeds.next_u32();
+    Philox rng(seed1, seed2);
+    const auto size = static_cast<size_t>(std::max<int64_t>(1, std::min(buffer_size_, n_)));
+    std::vector<int64_t> buffer(size), out;
+    out.reserve(static_cast<size_t>(n_));
+    uint64_t start = 0, end = 0;
+    int64_t next = 0;
+    for (;;) {
+      for (; end - start < size && next < n_; ++end) buffer[end % size] = next++;
+      if (end == start) return out;
+      const size_t slot = (start + rng.next_u32() % (end - start)) % size;
+      out.push_back(buffer[slot]);
+      buffer[slot] = buffer[start % size];
+      ++start;
+    }
+  }
+
+ private:
+  int64_t n_, buffer_size_;
+  uint32_t seed_;
+};
+
+// Yields the order's indices as int64 scalars; the state is (salt, position), the order being recomputed.
+class TFShuffledRangeIterator final : public data::ItemIterator {
+ public:
+  TFShuffledRangeIterator(const TFShuffledRangeNode& node, uint64_t salt)
+      : node_(node), salt_(salt), order_(node.order(salt)) {}
+  std::optional<data::Item> next() override {
+    if (position_ >= order_.size()) return std::nullopt;
+    return data::Item{-1, {lockstep::scalar(static_cast<double>(order_[position_++]), DType::int64), {}, {}}};
+  }
+  nlohmann::json save_state() const override { return {{"salt", salt_}, {"position", position_}}; }
+  void restore_state(const nlohmann::json& state) override {
+    const auto salt = state.at("salt").get<uint64_t>();
+    if (salt != salt_) order_ = node_.order(salt_ = salt);
+    position_ = state.at("position").get<size_t>();
+    LS_CHECK(position_ <= order_.size(), ValueError, "restore_state: ", node_.str(), " was saved at element ",
+             position_, " of more than its ", order_.size(), "; the pipeline differs from the saved one");
+  }
+
+ private:
+  const TFShuffledRangeNode& node_;
+  uint64_t salt_;
+  std::vector<int64_t> order_;
+  size_t position_ = 0;
+};
+
+std::unique_ptr<data::ItemIterator> TFShuffledRangeNode::make_iterator(uint64_t salt) const {
+  return std::make_unique<TFShuffledRangeIterator>(*this, salt);
 }
 
 struct Index {
@@ -223,8 +301,10 @@ data::Dataset make_dataset(const Index& index, const ImageDatasetOptions& o, std
   auto loader = std::make_shared<Loader>(Loader{index.file_paths, index.labels, std::move(label_mode),
                                                 static_cast<int64_t>(index.class_names.size()), channels,
                                                 o.image_size, o.interpolation, o.crop_to_aspect_ratio});
-  data::Dataset ds = data::Dataset::range(0, static_cast<int64_t>(index.file_paths.size()));
-  if (shuffle) ds = ds.shuffle(o.batch_size ? *o.batch_size * 8 : 1024, seed);
+  const auto n = static_cast<int64_t>(index.file_paths.size());
+  data::Dataset ds = shuffle ? data::Dataset(std::make_shared<TFShuffledRangeNode>(
+                                   n, o.batch_size ? *o.batch_size * 8 : 1024, seed))
+                             : data::Dataset::range(0, n);
   ds = ds.map([loader](const data::Element& e) { return (*loader)(e); });
   if (o.batch_size) ds = ds.batch(*o.batch_size);
   return ds.prefetch(data::kAutotune);

@@ -151,59 +151,88 @@ def image_key(kw):
                                   "_crop" if kw.get("crop_to_aspect_ratio") else "")
 
 
-def dataset_record(ds, unshuffled):
-    """File order, labels and batch sizes as yielded; images kept per file when the order is known."""
-    rec = {"class_names": ds.class_names, "file_paths": [rel(p) for p in ds.file_paths], "batches": [],
-           "labels": [], "images": {}}
-    idx = 0
+SHUFFLED_EPOCHS = 3  # a new iterator over a shuffled dataset draws a new order: TF's order for each of these
+
+
+def iterate(ds):
+    """The yielded batch sizes, images (numpy) and labels (lists) of one pass, in order."""
+    batches, images, labels, dtype = [], [], [], None
     for element in ds:
         x, y = (element if isinstance(element, tuple) else (element, None))
         x = x.numpy()
         batched = x.ndim == 4
         xs = x if batched else x[None]
-        rec["batches"].append(int(xs.shape[0]) if batched else None)
-        rec["dtype"] = x.dtype.name
+        batches.append(int(xs.shape[0]) if batched else None)
+        dtype = x.dtype.name
+        images += list(xs)
         if y is not None:
             ys = y.numpy() if batched else y.numpy()[None]
-            rec["labels"] += [v.tolist() for v in ys]
-        for image in xs:
-            if unshuffled:
-                rec["images"][rec["file_paths"][idx]] = f32_list(image)
-            idx += 1
-    return rec
+            labels += [v.tolist() for v in ys]
+    return batches, images, labels, dtype
+
+
+def dataset_record(ds, shuffled, images):
+    """Class names, file order, batch sizes, and per epoch the files (identified by their images) and labels in
+    the order yielded; the images of an unshuffled set are added to `images` by file."""
+    rec = {"class_names": ds.class_names, "file_paths": [rel(p) for p in ds.file_paths], "epochs": []}
+    yields = []
+    for _ in range(SHUFFLED_EPOCHS if shuffled else 1):
+        batches, xs, labels, rec["dtype"] = iterate(ds)
+        rec["batches"] = batches
+        yields.append((xs, labels))
+    if not shuffled:
+        for f, x in zip(rec["file_paths"], yields[0][0]):
+            images[f] = f32_list(x)
+    return rec, yields
+
+
+def identify(rec, yields, images):
+    """Names the file behind every yielded image (each file's image is distinct)."""
+    by_image = {tuple(v): f for f, v in images.items() if f in rec["file_paths"]}
+    assert len(by_image) == len(rec["file_paths"]), "two files give the same image"
+    for xs, labels in yields:
+        rec["epochs"].append({"order": [by_image[tuple(f32_list(x))] for x in xs], "labels": labels})
 
 
 def dataset_golden():
-    out, images = {}, {}
+    out, images, pending = {}, {}, []
     for config in CONFIGS:
         kw = dict(config["kw"])
+        key = image_key(kw)
         captured = io.StringIO()
         with contextlib.redirect_stdout(captured):
             result = keras.utils.image_dataset_from_directory(ROOT, **kw)
         datasets = result if kw.get("subset") == "both" else [result]
         recs = []
         for k, ds in enumerate(datasets):
-            unshuffled = not kw.get("shuffle", True) or k == 1  # subset="both" never shuffles validation
-            rec = dataset_record(ds, unshuffled)
-            key = image_key(kw)
-            images.setdefault(key, {}).update(rec.pop("images"))
+            shuffled = kw.get("shuffle", True) and k == 0  # subset="both" never shuffles validation
+            rec, yields = dataset_record(ds, shuffled, images.setdefault(key, {}))
             rec["image_key"] = key
             recs.append(rec)
+            pending.append((rec, yields, kw))
         kw["image_size"] = list(kw["image_size"])
         out[config["name"]] = {"options": kw, "printed": captured.getvalue().splitlines(), "datasets": recs}
-    # Every file that a shuffled set yields needs its image too (from an unshuffled run with the same options).
-    for config in CONFIGS:
-        kw = dict(config["kw"])
+    # A shuffled set's files need their images too: from an unshuffled run with the same options.
+    for rec, yields, kw in pending:
         key = image_key(kw)
-        names = {p for rec in out[config["name"]]["datasets"] for p in rec["file_paths"]}
-        if names - set(images[key]):
-            for k in ("seed", "validation_split", "subset"):
-                kw.pop(k, None)
+        if set(rec["file_paths"]) - set(images[key]):
+            kw = {k: v for k, v in kw.items() if k not in ("seed", "validation_split", "subset")}
             kw["shuffle"] = False
             with contextlib.redirect_stdout(io.StringIO()):
                 ds = keras.utils.image_dataset_from_directory(ROOT, **kw)
-            images[key].update(dataset_record(ds, True)["images"])
+            dataset_record(ds, False, images[key])
+        identify(rec, yields, images[key])
     return out, images
+
+
+def tf_shuffle_golden():
+    """tf.data's shuffle(buffer_size, seed) order for successive iterators, smaller and larger buffers than data."""
+    out = []
+    for n, buffer_size, seed in [(10, 24, 42), (50, 8, 7), (100, 16, 0), (33, 32, 123)]:
+        ds = tf.data.Dataset.range(n).shuffle(buffer_size, seed=seed)
+        out.append({"n": n, "buffer_size": buffer_size, "seed": seed,
+                    "epochs": [[int(v) for v in ds] for _ in range(SHUFFLED_EPOCHS)]})
+    return out
 
 
 def main():
@@ -211,6 +240,7 @@ def main():
     datasets, images = dataset_golden()
     golden = {"tensorflow": tf.__version__, "keras": keras.__version__, "numpy": np.__version__,
               "decode": decode_golden(), "resize": resize_golden(), "numpy_shuffle": shuffle_golden(),
+              "tf_shuffle": tf_shuffle_golden(),
               "datasets": datasets, "images": images}
     with open(os.path.join(HERE, "image_golden.json"), "w") as f:
         json.dump(golden, f, separators=(",", ":"))
