@@ -4,11 +4,12 @@
 // context declared before setjmp, so the jump skips no destructor, and throws only after returning from it.
 #include "lockstep/data/images.h"
 
-// jpeglib.h needs size_t and FILE declared before it.
-#include <cstddef>
+// clang-format off
+#include <cstddef>  // jpeglib.h needs size_t and FILE declared before it
 #include <cstdio>
 #include <jpeglib.h>
 #include <png.h>
+// clang-format on
 
 #include <algorithm>
 #include <cerrno>
@@ -37,19 +38,21 @@ void check_channels(int channels, const std::string& name, const char* format, i
 }
 
 Tensor new_image(uint64_t height, uint64_t width, uint64_t channels, const std::string& name) {
-  LS_CHECK(height * width * channels <= kMaxDecodedBytes, InvalidArgumentError, name, ": a ", height, "x", width,
-           "x", channels, " image exceeds lockstep's limit of ", kMaxDecodedBytes, " decoded bytes");
-  return Tensor::empty(Shape({static_cast<int64_t>(height), static_cast<int64_t>(width),
-                              static_cast<int64_t>(channels)}),
-                       DType::uint8);
+  LS_CHECK(height * width * channels <= kMaxDecodedBytes, InvalidArgumentError, name, ": a ", height, "x", width, "x",
+           channels, " image exceeds lockstep's limit of ", kMaxDecodedBytes, " decoded bytes");
+  return Tensor::empty(
+      Shape({static_cast<int64_t>(height), static_cast<int64_t>(width), static_cast<int64_t>(channels)}), DType::uint8);
 }
 
 // ---- PNG ----
 
+// Everything that lives across setjmp, reached by libpng through a pointer, so a longjmp finds it in memory.
 struct PngContext {
   std::span<const uint8_t> bytes;
   size_t offset = 0;
   std::string error;  // what libpng (or our reader) said, set before the longjmp
+  Tensor out;
+  std::vector<png_bytep> rows;
 };
 
 void png_read_bytes(png_structp png, png_bytep out, png_size_t n) {
@@ -75,8 +78,6 @@ Tensor decode_png(std::span<const uint8_t> bytes, int channels, const std::strin
   check_channels(channels, name, "PNG", 4);
   PngContext ctx;
   ctx.bytes = bytes;
-  Tensor out;
-  std::vector<png_bytep> rows;
   png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &ctx, png_on_error, png_on_warning);
   LS_CHECK(png != nullptr, RuntimeError, "libpng could not create a reader (out of memory?)");
   png_infop info = png_create_info_struct(png);
@@ -101,8 +102,10 @@ Tensor decode_png(std::span<const uint8_t> bytes, int channels, const std::strin
   const bool has_alpha = (color_type & PNG_COLOR_MASK_ALPHA) != 0;
   if (want % 2 == 0) {
     if (!has_alpha) {
-      if (has_trns) png_set_tRNS_to_alpha(png);
-      else png_set_add_alpha(png, (1u << bit_depth) - 1, PNG_FILLER_AFTER);  // TF's filler value
+      if (has_trns)
+        png_set_tRNS_to_alpha(png);
+      else
+        png_set_add_alpha(png, (1u << bit_depth) - 1, PNG_FILLER_AFTER);  // TF's filler value
     }
   } else if (has_alpha || has_trns) {
     png_set_strip_alpha(png);
@@ -128,26 +131,27 @@ Tensor decode_png(std::span<const uint8_t> bytes, int channels, const std::strin
                              kMaxDecodedBytes, " decoded bytes");
     png_longjmp(png, 1);
   }
-  out = new_image(height, width, got_channels, name);
-  rows.resize(height);
-  for (png_uint_32 y = 0; y < height; ++y) rows[y] = out.data<uint8_t>() + uint64_t{y} * width * got_channels;
-  png_read_image(png, rows.data());
+  ctx.out = new_image(height, width, got_channels, name);
+  ctx.rows.resize(height);
+  for (png_uint_32 y = 0; y < height; ++y) ctx.rows[y] = ctx.out.data<uint8_t>() + uint64_t{y} * width * got_channels;
+  png_read_image(png, ctx.rows.data());
   png_read_end(png, nullptr);
   png_destroy_read_struct(&png, &info, nullptr);
-  return out;
+  return std::move(ctx.out);
 }
 
 // ---- JPEG ----
 
 namespace {
 
-// Reached from libjpeg's callbacks through cinfo->client_data.
+// Everything that lives across setjmp, reached by libjpeg's callbacks through cinfo->client_data.
 struct JpegContext {
   jpeg_error_mgr err;
   std::jmp_buf jump;
   jpeg_source_mgr source;
   std::span<const uint8_t> bytes;
   std::string error;
+  Tensor out;
 };
 
 void jpeg_on_error(j_common_ptr cinfo) {
@@ -180,7 +184,6 @@ Tensor decode_jpeg(std::span<const uint8_t> bytes, int channels, const std::stri
   check_channels(channels, name, "JPEG", 3);
   JpegContext ctx{};
   ctx.bytes = bytes;
-  Tensor out;
   jpeg_decompress_struct cinfo{};
   cinfo.err = jpeg_std_error(&ctx.err);
   cinfo.client_data = &ctx;
@@ -214,8 +217,7 @@ Tensor decode_jpeg(std::span<const uint8_t> bytes, int channels, const std::stri
   cinfo.do_fancy_upsampling = TRUE;
   jpeg_start_decompress(&cinfo);
   if (cinfo.output_components != want) {
-    ctx.error = make_message("libjpeg produced ", cinfo.output_components, " channels where ", want,
-                             " were asked for");
+    ctx.error = make_message("libjpeg produced ", cinfo.output_components, " channels where ", want, " were asked for");
     std::longjmp(ctx.jump, 1);
   }
   if (uint64_t{cinfo.output_height} * cinfo.output_width * want > kMaxDecodedBytes) {
@@ -223,15 +225,15 @@ Tensor decode_jpeg(std::span<const uint8_t> bytes, int channels, const std::stri
                              " image is beyond lockstep's limit of ", kMaxDecodedBytes, " decoded bytes");
     std::longjmp(ctx.jump, 1);
   }
-  out = new_image(cinfo.output_height, cinfo.output_width, static_cast<uint64_t>(want), name);
+  ctx.out = new_image(cinfo.output_height, cinfo.output_width, static_cast<uint64_t>(want), name);
   const uint64_t stride = uint64_t{cinfo.output_width} * static_cast<uint64_t>(want);
   while (cinfo.output_scanline < cinfo.output_height) {
-    JSAMPROW row = out.data<uint8_t>() + cinfo.output_scanline * stride;
+    JSAMPROW row = ctx.out.data<uint8_t>() + cinfo.output_scanline * stride;
     jpeg_read_scanlines(&cinfo, &row, 1);
   }
   jpeg_finish_decompress(&cinfo);
   jpeg_destroy_decompress(&cinfo);
-  return out;
+  return std::move(ctx.out);
 }
 
 // ---- any format ----
@@ -246,8 +248,7 @@ bool starts_with(std::span<const uint8_t> bytes, std::string_view magic) {
 std::string other_format(std::span<const uint8_t> bytes) {
   if (starts_with(bytes, "GIF8")) return "GIF";
   if (starts_with(bytes, "BM")) return "BMP";
-  if (starts_with(bytes, "RIFF") && bytes.size() >= 12 && std::memcmp(bytes.data() + 8, "WEBP", 4) == 0)
-    return "WebP";
+  if (starts_with(bytes, "RIFF") && bytes.size() >= 12 && std::memcmp(bytes.data() + 8, "WEBP", 4) == 0) return "WebP";
   return "";
 }
 

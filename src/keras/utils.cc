@@ -60,8 +60,10 @@ void walk(const std::string& top, bool follow_links, std::set<fs::path>& seen,
   for (const fs::directory_entry& entry : it) {
     const std::string name = entry.path().filename().string();
     std::error_code dir_ec;
-    if (entry.is_directory(dir_ec)) dirs.push_back(name);
-    else files.push_back(name);
+    if (entry.is_directory(dir_ec))
+      dirs.push_back(name);
+    else
+      files.push_back(name);
   }
   out.emplace_back(top, std::move(files));
   for (const std::string& name : dirs) {
@@ -195,8 +197,6 @@ Index index_directory(const std::string& directory, bool inferred, std::vector<s
       subdirs = class_names;  // the given order
     }
   } else {
-    LS_CHECK(class_names.empty(), ValueError,
-             "image_dataset_from_directory: class_names cannot be given without labels (labels=None)");
     subdirs = {""};
   }
 
@@ -230,8 +230,8 @@ Index index_directory(const std::string& directory, bool inferred, std::vector<s
   }
   for (const std::string& path : index.file_paths) {
     const std::string ext = lower(path);
-    LS_CHECK(!ends_with(ext, ".gif") && !ends_with(ext, ".bmp"), InvalidArgumentError, "image_dataset_from_directory: ",
-             path, " is a ", ends_with(ext, ".gif") ? "GIF" : "BMP",
+    LS_CHECK(!ends_with(ext, ".gif") && !ends_with(ext, ".bmp"), InvalidArgumentError,
+             "image_dataset_from_directory: ", path, " is a ", ends_with(ext, ".gif") ? "GIF" : "BMP",
              " file; lockstep decodes PNG and JPEG only: convert it or move it out of ", directory);
   }
   return index;
@@ -244,8 +244,10 @@ Index split(const Index& all, double validation_split, const std::string& subset
   const auto num_val = static_cast<size_t>(validation_split * static_cast<double>(n));
   const bool training = subset == "training";
   if (verbose) {
-    if (training) std::cout << "Using " << n - num_val << " files for training." << std::endl;
-    else std::cout << "Using " << num_val << " files for validation." << std::endl;
+    if (training)
+      std::cout << "Using " << n - num_val << " files for training." << std::endl;
+    else
+      std::cout << "Using " << num_val << " files for validation." << std::endl;
   }
   const size_t begin = training ? 0 : (num_val == 0 ? 0 : n - num_val);
   const size_t end = training ? (num_val == 0 ? 0 : n - num_val) : n;
@@ -296,48 +298,55 @@ struct Loader {
   }
 };
 
-data::Dataset make_dataset(const Index& index, const ImageDatasetOptions& o, std::optional<std::string> label_mode,
-                           int channels, bool shuffle, uint32_t seed) {
-  auto loader = std::make_shared<Loader>(Loader{index.file_paths, index.labels, std::move(label_mode),
-                                                static_cast<int64_t>(index.class_names.size()), channels,
-                                                o.image_size, o.interpolation, o.crop_to_aspect_ratio});
-  const auto n = static_cast<int64_t>(index.file_paths.size());
-  data::Dataset ds = shuffle ? data::Dataset(std::make_shared<TFShuffledRangeNode>(
-                                   n, o.batch_size ? *o.batch_size * 8 : 1024, seed))
-                             : data::Dataset::range(0, n);
-  ds = ds.map([loader](const data::Element& e) { return (*loader)(e); });
-  if (o.batch_size) ds = ds.batch(*o.batch_size);
-  return ds.prefetch(data::kAutotune);
-}
-
 // Everything both entry points share: argument checks, indexing, the global shuffle. Returns the settings that
 // make_dataset needs.
 struct Prepared {
   Index index;
   std::optional<std::string> label_mode;
   int channels = 3;
+  std::string interpolation;
   uint32_t seed = 0;
 };
 
+data::Dataset make_dataset(const Index& index, const ImageDatasetOptions& o, const Prepared& p, bool shuffle) {
+  auto loader = std::make_shared<Loader>(Loader{index.file_paths, index.labels, p.label_mode,
+                                                static_cast<int64_t>(index.class_names.size()), p.channels,
+                                                o.image_size, p.interpolation, o.crop_to_aspect_ratio});
+  const auto n = static_cast<int64_t>(index.file_paths.size());
+  data::Dataset ds =
+      shuffle ? data::Dataset(std::make_shared<TFShuffledRangeNode>(n, o.batch_size ? *o.batch_size * 8 : 1024, p.seed))
+              : data::Dataset::range(0, n);
+  ds = ds.map([loader](const data::Element& e) { return (*loader)(e); });
+  if (o.batch_size) ds = ds.batch(*o.batch_size);
+  return ds.prefetch(data::kAutotune);
+}
+
 Prepared prepare(const std::string& directory, const ImageDatasetOptions& o) {
   const char* fn = "image_dataset_from_directory: ";
-  LS_CHECK(!o.labels || *o.labels == "inferred", ValueError, fn, "labels must be \"inferred\" or std::nullopt (no labels), got \"",
-           *o.labels, "\"; lockstep does not take a list of labels");
+  LS_CHECK(!o.labels || *o.labels == "inferred", ValueError, fn,
+           "labels must be \"inferred\" or std::nullopt (no labels), got \"", *o.labels,
+           "\"; lockstep does not take a list of labels");
   LS_CHECK(!o.label_mode || *o.label_mode == "int" || *o.label_mode == "categorical" || *o.label_mode == "binary",
            ValueError, fn, "label_mode must be \"int\", \"categorical\", \"binary\" or std::nullopt, got \"",
            o.label_mode.value_or(""), "\"");
   Prepared p;
   const bool inferred = o.labels && o.label_mode;  // Keras: either None means no labels
   if (inferred) p.label_mode = o.label_mode;
-  if (o.color_mode == "rgb") p.channels = 3;
-  else if (o.color_mode == "rgba") p.channels = 4;
-  else if (o.color_mode == "grayscale") p.channels = 1;
-  else throw ValueError(make_message(fn, "color_mode must be \"rgb\", \"rgba\" or \"grayscale\", got \"", o.color_mode, "\""));
-  LS_CHECK(o.image_size[0] > 0 && o.image_size[1] > 0, ValueError, fn, "image_size must be two positive integers, got {",
-           o.image_size[0], ", ", o.image_size[1], "}");
+  if (o.color_mode == "rgb")
+    p.channels = 3;
+  else if (o.color_mode == "rgba")
+    p.channels = 4;
+  else if (o.color_mode == "grayscale")
+    p.channels = 1;
+  else
+    throw ValueError(
+        make_message(fn, "color_mode must be \"rgb\", \"rgba\" or \"grayscale\", got \"", o.color_mode, "\""));
+  LS_CHECK(o.image_size[0] > 0 && o.image_size[1] > 0, ValueError, fn,
+           "image_size must be two positive integers, got {", o.image_size[0], ", ", o.image_size[1], "}");
   LS_CHECK(!o.batch_size || *o.batch_size > 0, ValueError, fn, "batch_size must be positive or std::nullopt, got ",
            o.batch_size.value_or(0));
-  LS_CHECK(std::count(kSupportedInterpolations.begin(), kSupportedInterpolations.end(), o.interpolation) == 1,
+  p.interpolation = lower(o.interpolation);  // Keras accepts any case
+  LS_CHECK(std::count(kSupportedInterpolations.begin(), kSupportedInterpolations.end(), p.interpolation) == 1,
            ValueError, fn, "interpolation \"", o.interpolation, "\" is not supported; use \"bilinear\" or \"nearest\"");
   // dataset_utils.check_validation_split_arg.
   const bool splitting = o.validation_split != 0;
@@ -351,12 +360,12 @@ Prepared prepare(const std::string& directory, const ImageDatasetOptions& o) {
   LS_CHECK(!splitting || !o.shuffle || o.seed.has_value(), ValueError, fn,
            "when using validation_split and shuffling, give a seed, so that the training and validation subsets do "
            "not overlap");
-  LS_CHECK(o.labels || o.class_names.empty(), ValueError, fn,
-           "class_names cannot be given without labels (labels=None)");
+  LS_CHECK(inferred || o.class_names.empty(), ValueError, fn,
+           "class_names cannot be given without labels (labels or label_mode std::nullopt)");
 
   p.seed = o.seed.value_or(static_cast<uint32_t>(data::kDefaultShuffleSeed));
-  p.index = index_directory(directory, inferred, inferred ? o.class_names : std::vector<std::string>{},
-                            o.follow_links, o.verbose);
+  p.index = index_directory(directory, inferred, inferred ? o.class_names : std::vector<std::string>{}, o.follow_links,
+                            o.verbose);
   LS_CHECK(p.label_mode != "binary" || p.index.class_names.size() == 2, ValueError, fn,
            "label_mode=\"binary\" needs exactly 2 classes, got ", python_list(p.index.class_names));
   if (o.shuffle) {  // Keras shuffles paths and labels with two generators of the same seed: one permutation
@@ -383,26 +392,28 @@ ImageDataset image_dataset_from_directory(const std::string& directory, const Im
   LS_CHECK(options.subset != "both", ValueError,
            "image_dataset_from_directory: subset=\"both\" makes two datasets: call image_dataset_from_directory_both");
   Prepared p = prepare(directory, options);
-  Index index = options.subset ? split(p.index, options.validation_split, *options.subset, options.verbose)
-                               : std::move(p.index);
+  Index index =
+      options.subset ? split(p.index, options.validation_split, *options.subset, options.verbose) : std::move(p.index);
   if (index.file_paths.empty()) no_images("", directory);
-  data::Dataset ds = make_dataset(index, options, p.label_mode, p.channels, options.shuffle, p.seed);
+  data::Dataset ds = make_dataset(index, options, p, options.shuffle);
   return {std::move(ds), std::move(index.class_names), std::move(index.file_paths)};
 }
 
 std::pair<ImageDataset, ImageDataset> image_dataset_from_directory_both(const std::string& directory,
                                                                         const ImageDatasetOptions& options) {
   ImageDatasetOptions o = options;
-  LS_CHECK(!o.subset || *o.subset == "both", ValueError, "image_dataset_from_directory_both: subset must be \"both\" "
-           "or unset, got \"", *o.subset, "\"; call image_dataset_from_directory for one subset");
+  LS_CHECK(!o.subset || *o.subset == "both", ValueError,
+           "image_dataset_from_directory_both: subset must be \"both\" "
+           "or unset, got \"",
+           *o.subset, "\"; call image_dataset_from_directory for one subset");
   o.subset = "both";
   Prepared p = prepare(directory, o);
   Index training = split(p.index, o.validation_split, "training", o.verbose);
   Index validation = split(p.index, o.validation_split, "validation", o.verbose);
   if (training.file_paths.empty()) no_images("training ", directory);
   if (validation.file_paths.empty()) no_images("validation ", directory);
-  data::Dataset train_ds = make_dataset(training, o, p.label_mode, p.channels, o.shuffle, p.seed);
-  data::Dataset val_ds = make_dataset(validation, o, p.label_mode, p.channels, false, p.seed);
+  data::Dataset train_ds = make_dataset(training, o, p, o.shuffle);
+  data::Dataset val_ds = make_dataset(validation, o, p, false);
   return {{std::move(train_ds), std::move(training.class_names), std::move(training.file_paths)},
           {std::move(val_ds), std::move(validation.class_names), std::move(validation.file_paths)}};
 }

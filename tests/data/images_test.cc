@@ -25,12 +25,15 @@ std::string source_dir() {
   const char* root = std::getenv("LOCKSTEP_SOURCE_DIR");
   return root ? root : LOCKSTEP_SOURCE_DIR;
 }
-std::string image_root() { return source_dir() + "/tests/golden/image_data"; }
+std::string image_root() {
+  return source_dir() + "/tests/golden/image_data";
+}
 
 const json& golden() {
   static const json g = [] {
     std::ifstream in(source_dir() + "/tests/golden/image_golden.json");
-    if (!in) throw std::runtime_error("tests/golden/image_golden.json is missing: run tests/golden/make_image_golden.py");
+    if (!in)
+      throw std::runtime_error("tests/golden/image_golden.json is missing: run tests/golden/make_image_golden.py");
     return json::parse(in);
   }();
   return g;
@@ -48,15 +51,19 @@ struct ScratchDir {
   ~ScratchDir() { fs::remove_all(path); }
   std::string write(const std::string& name, const std::vector<uint8_t>& bytes) const {
     const std::string file = (path / name).string();
-    std::ofstream(file, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+    std::ofstream(file, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
     return file;
   }
 };
 
-std::vector<uint8_t> golden_file(const std::string& rel) { return read_file_bytes(image_root() + "/" + rel); }
+std::vector<uint8_t> golden_file(const std::string& rel) {
+  return read_file_bytes(image_root() + "/" + rel);
+}
 
 // The message of the error `f` throws as E, or a failure when it throws nothing or something else.
-template <typename E, typename F> std::string error_of(F&& f) {
+template <typename E, typename F>
+std::string error_of(F&& f) {
   try {
     f();
   } catch (const E& e) {
@@ -77,8 +84,9 @@ TEST(DecodeImage, MatchesTensorFlowForEveryFileAndChannelCount) {
       SCOPED_TRACE(file + " channels=" + ch);
       const int channels = std::stoi(ch);
       if (expected.contains("error")) {
-        EXPECT_NE(error_of<InvalidArgumentError>([&] { read_image(path, channels); }).find("does not support 4 channels"),
-                  std::string::npos);
+        EXPECT_NE(
+            error_of<InvalidArgumentError>([&] { read_image(path, channels); }).find("does not support 4 channels"),
+            std::string::npos);
         continue;
       }
       const Tensor image = read_image(path, channels);
@@ -116,7 +124,8 @@ TEST(ResizeImage, MatchesTensorFlowBilinearAndNearest) {
     const auto got = out.to_vector<float>();
     float worst = 0;
     for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]));
-    EXPECT_EQ(worst, 0.0f) << "largest difference from tf.image.resize (bit-identical: both round in float32 after every step)";
+    EXPECT_EQ(worst, 0.0f)
+        << "largest difference from tf.image.resize (bit-identical: both round in float32 after every step)";
   }
 }
 
@@ -125,11 +134,13 @@ TEST(ResizeImage, BatchedSameSizeAndErrors) {
   // Resizing to the same size is the identity, as float32.
   EXPECT_EQ(resize_image(image, {9, 12}).to_vector<float>(), image.to_vector<float>());
   // A batch resizes image by image.
-  const Tensor batch = resize_image(Tensor(image.storage(), Shape({1, 9, 12, 3}), {324, 36, 3, 1}, 0, DType::uint8),
-                                    {4, 5});
+  const Tensor batch =
+      resize_image(Tensor(image.storage(), Shape({1, 9, 12, 3}), {324, 36, 3, 1}, 0, DType::uint8), {4, 5});
   EXPECT_EQ(batch.shape(), Shape({1, 4, 5, 3}));
   EXPECT_EQ(batch.to_vector<float>(), resize_image(image, {4, 5}).to_vector<float>());
-  EXPECT_NE(error_of<ValueError>([&] { resize_image(image, {4, 4}, "bicubic"); }).find("\"bilinear\" or \"nearest\""),
+  EXPECT_NE(error_of<ValueError>([&] {
+              resize_image(image, {4, 4}, "bicubic");
+            }).find("\"bilinear\" or \"nearest\""),
             std::string::npos);
   EXPECT_NE(error_of<InvalidArgumentError>([&] { resize_image(image, {0, 4}); }).find("positive"), std::string::npos);
 }
@@ -160,7 +171,8 @@ TEST(DecodeImage, TruncatedAndCorruptFilesAreDataLossNamingFileAndOffset) {
   // A JPEG whose frame header claims 0 lines.
   std::vector<uint8_t> jpeg = golden_file("ants/a1.jpg");
   for (size_t i = 0; i + 6 < jpeg.size(); ++i)
-    if (jpeg[i] == 0xff && jpeg[i + 1] == 0xc0) jpeg[i + 5] = jpeg[i + 6] = 0;  // SOF0: length(2) precision(1) height(2)
+    if (jpeg[i] == 0xff && jpeg[i + 1] == 0xc0)
+      jpeg[i + 5] = jpeg[i + 6] = 0;  // SOF0: length(2) precision(1) height(2)
   message = error_of<DataLossError>([&] { decode_jpeg(jpeg, 0, "zero.jpg"); });
   EXPECT_NE(message.find("zero.jpg: corrupt or truncated JPEG (Empty JPEG image"), std::string::npos) << message;
 }
@@ -174,8 +186,9 @@ TEST(DecodeImage, UnsupportedFormatsAndArgumentsAreClearErrors) {
             std::string::npos);
   EXPECT_NE(error_of<InvalidArgumentError>([&] { decode_image({}, 0, "empty"); }).find("empty: not a PNG or JPEG"),
             std::string::npos);
-  EXPECT_NE(error_of<InvalidArgumentError>([&] { decode_png(golden_file("ants/a0.png"), 2, "a0"); })
-                .find("a0: PNG does not support 2 channels; use 0 (as stored), 1, 3 or 4"),
+  EXPECT_NE(error_of<InvalidArgumentError>([&] {
+              decode_png(golden_file("ants/a0.png"), 2, "a0");
+            }).find("a0: PNG does not support 2 channels; use 0 (as stored), 1, 3 or 4"),
             std::string::npos);
   EXPECT_NE(error_of<NotFoundError>([&] { read_image("/nonexistent/x.png"); }).find("/nonexistent/x.png: cannot open"),
             std::string::npos);

@@ -1,8 +1,6 @@
 // keras::utils::image_dataset_from_directory against Keras 3.15's image_dataset_from_directory on the committed
 // tree (tests/golden/image_data, values in image_golden.json from make_image_golden.py): printed lines, class
 // names, file order (numpy's shuffle included), validation split, labels and images; iterator state; and errors.
-#include "lockstep/keras/utils.h"
-
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -15,6 +13,7 @@
 
 #include "lockstep/data/dataset_node.h"
 #include "lockstep/data/images.h"
+#include "lockstep/keras/utils.h"
 
 namespace lockstep::keras::utils {
 namespace {
@@ -29,12 +28,15 @@ std::string source_dir() {
   const char* root = std::getenv("LOCKSTEP_SOURCE_DIR");
   return root ? root : LOCKSTEP_SOURCE_DIR;
 }
-std::string image_root() { return source_dir() + "/tests/golden/image_data"; }
+std::string image_root() {
+  return source_dir() + "/tests/golden/image_data";
+}
 
 const json& golden() {
   static const json g = [] {
     std::ifstream in(source_dir() + "/tests/golden/image_golden.json");
-    if (!in) throw std::runtime_error("tests/golden/image_golden.json is missing: run tests/golden/make_image_golden.py");
+    if (!in)
+      throw std::runtime_error("tests/golden/image_golden.json is missing: run tests/golden/make_image_golden.py");
     return json::parse(in);
   }();
   return g;
@@ -48,8 +50,10 @@ ImageDatasetOptions options_from(const json& kw) {
   if (kw.contains("class_names")) o.class_names = kw["class_names"].get<std::vector<std::string>>();
   if (kw.contains("color_mode")) o.color_mode = kw["color_mode"];
   if (kw.contains("batch_size")) {
-    if (kw["batch_size"].is_null()) o.batch_size.reset();
-    else o.batch_size = kw["batch_size"].get<int64_t>();
+    if (kw["batch_size"].is_null())
+      o.batch_size.reset();
+    else
+      o.batch_size = kw["batch_size"].get<int64_t>();
   }
   const auto size = kw.at("image_size").get<std::vector<int64_t>>();
   o.image_size = {size[0], size[1]};
@@ -62,7 +66,9 @@ ImageDatasetOptions options_from(const json& kw) {
   return o;
 }
 
-std::string relative(const std::string& path) { return fs::relative(path, image_root()).string(); }
+std::string relative(const std::string& path) {
+  return fs::relative(path, image_root()).string();
+}
 
 std::vector<std::string> lines(const std::string& text) {
   std::vector<std::string> out;
@@ -76,7 +82,8 @@ std::vector<float> row(const Tensor& t, bool batched, int64_t i) {
   const std::vector<float> all = t.to_vector<float>();
   if (!batched) return all;
   const size_t per = all.size() / static_cast<size_t>(t.dim(0));
-  return {all.begin() + static_cast<std::ptrdiff_t>(per * size_t(i)), all.begin() + static_cast<std::ptrdiff_t>(per * size_t(i + 1))};
+  return {all.begin() + static_cast<std::ptrdiff_t>(per * size_t(i)),
+          all.begin() + static_cast<std::ptrdiff_t>(per * size_t(i + 1))};
 }
 
 float max_difference(const std::vector<float>& a, const std::vector<float>& b) {
@@ -109,8 +116,10 @@ void expect_matches(const ImageDataset& ds, const json& rec, const json& images)
         yielded.push_back(row(e->x, batched, i));
         if (!e->y.defined()) continue;
         const std::vector<float> y = row(e->y, batched, i);
-        if (e->y.dtype() == DType::int32) labels.push_back(static_cast<int>(y[0]));
-        else labels.push_back(y);
+        if (e->y.dtype() == DType::int32)
+          labels.push_back(static_cast<int>(y[0]));
+        else
+          labels.push_back(y);
       }
     }
     EXPECT_EQ(json(batches), rec.at("batches"));
@@ -153,7 +162,8 @@ struct ScratchTree {
   std::string path() const { return root.string(); }
   void touch(const std::string& rel, const std::vector<uint8_t>& bytes = {}) const {
     fs::create_directories((root / rel).parent_path());
-    std::ofstream(root / rel, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+    std::ofstream(root / rel, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
   }
   void copy(const std::string& golden_rel, const std::string& rel) const {
     fs::create_directories((root / rel).parent_path());
@@ -170,7 +180,8 @@ TEST(ImageDatasetFromDirectory, FileOrderFollowsNumpyRandomStateShuffle) {
       std::snprintf(name, sizeof name, "c/f%03d.png", i);
       tree.touch(name);
     }
-    const ImageDataset ds = image_dataset_from_directory(tree.path(), {.seed = s.at("seed").get<uint32_t>(), .verbose = false});
+    const ImageDataset ds =
+        image_dataset_from_directory(tree.path(), {.seed = s.at("seed").get<uint32_t>(), .verbose = false});
     std::vector<int> order;
     for (const std::string& p : ds.file_paths) order.push_back(std::stoi(p.substr(p.size() - 7, 3)));
     EXPECT_EQ(json(order), s.at("permutation")) << "n=" << n << " seed=" << s.at("seed");
@@ -205,8 +216,8 @@ TEST(ImageDatasetFromDirectory, ShufflesEachEpochInTensorFlowsOrder) {
 }
 
 TEST(ImageDatasetFromDirectory, LoadsLazilyAndRestoresIteratorState) {
-  const ImageDataset ds = image_dataset_from_directory(
-      image_root(), {.batch_size = 3, .image_size = {5, 5}, .seed = 11, .verbose = false});
+  const ImageDataset ds =
+      image_dataset_from_directory(image_root(), {.batch_size = 3, .image_size = {5, 5}, .seed = 11, .verbose = false});
   EXPECT_EQ(ds.dataset.cardinality(), 5);  // 13 files in batches of 3
   data::Iterator it = ds.dataset.make_iterator(2);
   ASSERT_TRUE(it.next() && it.next());
@@ -226,7 +237,8 @@ TEST(ImageDatasetFromDirectory, LoadsLazilyAndRestoresIteratorState) {
   auto labels_of = [&](uint64_t epoch) {
     std::vector<float> all;
     data::Iterator e = ds.dataset.make_iterator(epoch);
-    while (auto b = e.next()) for (float v : b->x.to_vector<float>()) all.push_back(v);
+    while (auto b = e.next())
+      for (float v : b->x.to_vector<float>()) all.push_back(v);
     return all;
   };
   EXPECT_NE(labels_of(0), labels_of(1));
@@ -235,7 +247,8 @@ TEST(ImageDatasetFromDirectory, LoadsLazilyAndRestoresIteratorState) {
 
 TEST(ImageDatasetFromDirectory, WithoutLabelsYieldsImagesOnly) {
   const ImageDataset ds = image_dataset_from_directory(
-      image_root(), {.label_mode = std::nullopt, .batch_size = 16, .image_size = {4, 4}, .shuffle = false, .verbose = false});
+      image_root(),
+      {.label_mode = std::nullopt, .batch_size = 16, .image_size = {4, 4}, .shuffle = false, .verbose = false});
   EXPECT_TRUE(ds.class_names.empty());
   data::Iterator it = ds.dataset.make_iterator();
   const data::Element e = *it.next();
@@ -252,17 +265,18 @@ TEST(ImageDatasetFromDirectory, FollowsLinksOnlyWhenAsked) {
   tree.touch("c/readme.md");
   fs::create_directory_symlink(tree.root / "outside", tree.root / "c" / "linked");
   fs::create_directory_symlink(tree.root / "c", tree.root / "c" / "loop");  // must not hang with follow_links
-  EXPECT_EQ(image_dataset_from_directory(tree.path(), {.class_names = {"c"}, .shuffle = false, .verbose = false})
-                .file_paths,
-            std::vector<std::string>{tree.path() + "/c/a.png"});
-  EXPECT_EQ(image_dataset_from_directory(tree.path(), {.class_names = {"c"}, .shuffle = false, .follow_links = true,
-                                                       .verbose = false})
+  EXPECT_EQ(
+      image_dataset_from_directory(tree.path(), {.class_names = {"c"}, .shuffle = false, .verbose = false}).file_paths,
+      std::vector<std::string>{tree.path() + "/c/a.png"});
+  EXPECT_EQ(image_dataset_from_directory(
+                tree.path(), {.class_names = {"c"}, .shuffle = false, .follow_links = true, .verbose = false})
                 .file_paths,
             (std::vector<std::string>{tree.path() + "/c/a.png", tree.path() + "/c/linked/x.png",
                                       tree.path() + "/c/linked/y.jpg"}));
 }
 
-template <typename E, typename F> std::string error_of(F&& f) {
+template <typename E, typename F>
+std::string error_of(F&& f) {
   try {
     f();
   } catch (const E& e) {
@@ -307,13 +321,17 @@ TEST(ImageDatasetFromDirectory, ArgumentErrorsAreKeras) {
                         "class_names ['ants', 'moths'] do not match the subfolders of");
   expect_error_contains(value_error({.labels = std::nullopt, .class_names = {"ants"}, .verbose = false}),
                         "class_names cannot be given without labels");
+  expect_error_contains(value_error({.label_mode = std::nullopt, .class_names = {"ants"}, .verbose = false}),
+                        "class_names cannot be given without labels");
   expect_error_contains(value_error({.color_mode = "cmyk", .verbose = false}), "color_mode must be");
+  EXPECT_NO_THROW(image_dataset_from_directory(root, {.interpolation = "Nearest", .verbose = false}));  // any case
   expect_error_contains(value_error({.interpolation = "bicubic", .verbose = false}),
                         "interpolation \"bicubic\" is not supported");
   expect_error_contains(value_error({.image_size = {0, 8}, .verbose = false}), "image_size must be");
   // Too few files for a validation file: Keras' slicing leaves the training subset empty.
   expect_error_contains(
-      value_error({.class_names = {"wasps"}, .seed = 1, .validation_split = 0.2, .subset = "training", .verbose = false}),
+      value_error(
+          {.class_names = {"wasps"}, .seed = 1, .validation_split = 0.2, .subset = "training", .verbose = false}),
       "no images found in directory");
   expect_error_contains(error_of<ValueError>([&] {
                           image_dataset_from_directory_both(
@@ -350,7 +368,8 @@ TEST(ImageDatasetFromDirectory, UnsupportedAndCorruptImagesNameTheFile) {
   // RGBA from a JPEG is TF's error too, raised when the file is read.
   tree.copy("ants/a1.jpg", "b/photo.jpg");
   fs::remove(tree.root / "a/truncated.png");
-  const ImageDataset rgba = image_dataset_from_directory(tree.path(), {.color_mode = "rgba", .shuffle = false, .verbose = false});
+  const ImageDataset rgba =
+      image_dataset_from_directory(tree.path(), {.color_mode = "rgba", .shuffle = false, .verbose = false});
   expect_error_contains(error_of<InvalidArgumentError>([&] {
                           for (const data::Element& e : rgba.dataset) (void)e;
                         }),

@@ -21,19 +21,21 @@ struct ImageDatasetOptions {
   std::optional<std::string> label_mode = "int";
   // Subfolders to use, in this order (their labels are their positions); empty: every subfolder, sorted.
   std::vector<std::string> class_names = {};
-  std::string color_mode = "rgb";  // "rgb" (3 channels), "grayscale" (1), "rgba" (4; PNG files only)
-  std::optional<int64_t> batch_size = 32;  // std::nullopt: single images
+  std::string color_mode = "rgb";                  // "rgb" (3 channels), "grayscale" (1), "rgba" (4; PNG files only)
+  std::optional<int64_t> batch_size = 32;          // std::nullopt: single images
   std::array<int64_t, 2> image_size = {256, 256};  // {height, width}
   bool shuffle = true;
-  // Shuffles the file list as numpy.random.RandomState(seed) does, then each epoch through a buffer of
-  // 8 batches. Keras draws a seed when none is given; lockstep uses a fixed one, so runs repeat.
+  // Shuffles the file list as numpy.random.RandomState(seed) does (this decides the validation split), then each
+  // epoch as tf.data's shuffle(8 batches, seed) does: make_iterator(e) yields Keras' epoch e order (without
+  // tf.random.set_seed). Keras draws a seed when none is given; lockstep uses a fixed one, so runs repeat.
   std::optional<uint32_t> seed = {};
-  double validation_split = 0;  // 0: no split
+  double validation_split = 0;             // 0: no split
   std::optional<std::string> subset = {};  // "training" | "validation" ("both": image_dataset_from_directory_both)
   std::string interpolation = "bilinear";  // or "nearest" (images then stay uint8, as in Keras)
-  bool follow_links = false;  // descend into symbolic links to folders
-  bool crop_to_aspect_ratio = false;  // crop the largest centred window of image_size's aspect ratio first
-  bool verbose = true;  // print "Found N files belonging to C classes." and the split's sizes on stdout
+  bool follow_links = false;               // descend into symbolic links to folders
+  bool crop_to_aspect_ratio = false;       // crop the largest centred window of image_size's aspect ratio first
+  // Print Keras' lines on stdout: "Found N files belonging to C classes." and "Using M files for training."
+  bool verbose = true;
 };
 
 struct ImageDataset {
@@ -41,7 +43,7 @@ struct ImageDataset {
   // without labels). Files are read and decoded lazily as the iterator advances; iterator state saves and restores.
   data::Dataset dataset;
   std::vector<std::string> class_names;  // TF's dataset.class_names; empty without labels (Keras: None)
-  std::vector<std::string> file_paths;   // TF's dataset.file_paths: the files in Keras' (pre-batch-shuffle) order
+  std::vector<std::string> file_paths;   // TF's dataset.file_paths: the files in Keras' order before the epoch shuffle
 };
 
 // Throws NotFoundError for a missing directory and ValueError for Keras' argument errors (no images found,
