@@ -12,11 +12,11 @@
 // clang-format on
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <csetjmp>
 #include <cstring>
-#include <fstream>
+
+#include "lockstep/data/readers.h"
 
 namespace lockstep::data {
 
@@ -263,16 +263,8 @@ Tensor decode_image(std::span<const uint8_t> bytes, int channels, const std::str
       "; lockstep decodes PNG and JPEG only: convert it or remove it"));
 }
 
-std::vector<uint8_t> read_file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw NotFoundError(make_message(path, ": cannot open (", std::strerror(errno), "); check the path"));
-  std::vector<uint8_t> out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  LS_CHECK(!in.bad(), NotFoundError, path, ": read failed (", std::strerror(errno), ")");
-  return out;
-}
-
 Tensor read_image(const std::string& path, int channels) {
-  return decode_image(read_file_bytes(path), channels, path);
+  return decode_image(read_file(path), channels, path);
 }
 
 // ---- resize ----

@@ -11,6 +11,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "lockstep/data/readers.h"
+
 namespace lockstep::data {
 namespace {
 
@@ -58,7 +60,7 @@ struct ScratchDir {
 };
 
 std::vector<uint8_t> golden_file(const std::string& rel) {
-  return read_file_bytes(image_root() + "/" + rel);
+  return read_file(image_root() + "/" + rel);
 }
 
 // The message of the error `f` throws as E, or a failure when it throws nothing or something else.

@@ -13,6 +13,7 @@
 
 #include "lockstep/data/dataset_node.h"
 #include "lockstep/data/images.h"
+#include "lockstep/data/readers.h"
 #include "lockstep/keras/utils.h"
 
 namespace lockstep::keras::utils {
@@ -356,7 +357,7 @@ TEST(ImageDatasetFromDirectory, UnsupportedAndCorruptImagesNameTheFile) {
       tree.path() + "/a/anim.gif is a GIF file; lockstep decodes PNG and JPEG only");
   fs::remove(tree.root / "a/anim.gif");
 
-  std::vector<uint8_t> png = data::read_file_bytes(image_root() + "/ants/a0.png");
+  std::vector<uint8_t> png = data::read_file(image_root() + "/ants/a0.png");
   png.resize(png.size() / 2);
   tree.touch("a/truncated.png", png);
   const ImageDataset ds = image_dataset_from_directory(tree.path(), {.shuffle = false, .verbose = false});

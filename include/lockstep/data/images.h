@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <span>
 #include <string>
-#include <vector>
 
 #include "lockstep/tensor/tensor.h"
 
@@ -23,9 +22,7 @@ Tensor decode_jpeg(std::span<const uint8_t> bytes, int channels = 0, const std::
 // format (GIF, BMP, WebP...) is an InvalidArgumentError naming it and the supported formats.
 Tensor decode_image(std::span<const uint8_t> bytes, int channels = 0, const std::string& name = "image data");
 
-// The file's bytes (tf.io.read_file, nothing decompressed); NotFoundError naming the path when it cannot be read.
-std::vector<uint8_t> read_file_bytes(const std::string& path);
-// decode_image(read_file_bytes(path), channels, path).
+// decode_image(read_file(path), channels, path) (readers.h' read_file: NotFoundError naming a missing file).
 Tensor read_image(const std::string& path, int channels = 0);
 
 // tf.image.resize(images, size, method, antialias=False) for [h, w, c] or [n, h, w, c] images of any real dtype:
