@@ -11,6 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "../golden/image_golden.h"
 #include "lockstep/data/readers.h"
 
 namespace lockstep::data {
@@ -23,23 +24,9 @@ using nlohmann::json;
 // JPEGs decode to identical bytes; a different libjpeg-turbo build may round an IDCT output differently.
 constexpr int kJpegTolerance = 0;
 
-std::string source_dir() {
-  const char* root = std::getenv("LOCKSTEP_SOURCE_DIR");
-  return root ? root : LOCKSTEP_SOURCE_DIR;
-}
-std::string image_root() {
-  return source_dir() + "/tests/golden/image_data";
-}
-
-const json& golden() {
-  static const json g = [] {
-    std::ifstream in(source_dir() + "/tests/golden/image_golden.json");
-    if (!in)
-      throw std::runtime_error("tests/golden/image_golden.json is missing: run tests/golden/make_image_golden.py");
-    return json::parse(in);
-  }();
-  return g;
-}
+using image_golden::error_of;
+using image_golden::golden;
+using image_golden::image_root;
 
 bool is_jpeg(const std::string& file) {
   const std::string ext = fs::path(file).extension().string();
@@ -61,21 +48,6 @@ struct ScratchDir {
 
 std::vector<uint8_t> golden_file(const std::string& rel) {
   return read_file(image_root() + "/" + rel);
-}
-
-// The message of the error `f` throws as E, or a failure when it throws nothing or something else.
-template <typename E, typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw another error: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "did not throw";
-  return "";
 }
 
 TEST(DecodeImage, MatchesTensorFlowForEveryFileAndChannelCount) {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "../golden/image_golden.h"
 #include "lockstep/data/dataset_node.h"
 #include "lockstep/data/images.h"
 #include "lockstep/data/readers.h"
@@ -25,23 +26,9 @@ using nlohmann::json;
 // Decoding and resizing are bit-identical to TF's (tests/data/images_test.cc), JPEG included.
 constexpr float kTolerance = 0;
 
-std::string source_dir() {
-  const char* root = std::getenv("LOCKSTEP_SOURCE_DIR");
-  return root ? root : LOCKSTEP_SOURCE_DIR;
-}
-std::string image_root() {
-  return source_dir() + "/tests/golden/image_data";
-}
-
-const json& golden() {
-  static const json g = [] {
-    std::ifstream in(source_dir() + "/tests/golden/image_golden.json");
-    if (!in)
-      throw std::runtime_error("tests/golden/image_golden.json is missing: run tests/golden/make_image_golden.py");
-    return json::parse(in);
-  }();
-  return g;
-}
+using image_golden::error_of;
+using image_golden::golden;
+using image_golden::image_root;
 
 ImageDatasetOptions options_from(const json& kw) {
   ImageDatasetOptions o;
@@ -274,20 +261,6 @@ TEST(ImageDatasetFromDirectory, FollowsLinksOnlyWhenAsked) {
                 .file_paths,
             (std::vector<std::string>{tree.path() + "/c/a.png", tree.path() + "/c/linked/x.png",
                                       tree.path() + "/c/linked/y.jpg"}));
-}
-
-template <typename E, typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw another error: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "did not throw";
-  return "";
 }
 
 void expect_error_contains(const std::string& message, const std::string& part) {
