@@ -151,6 +151,33 @@ TEST(DecodeImage, TruncatedAndCorruptFilesAreDataLossNamingFileAndOffset) {
   EXPECT_NE(message.find("zero.jpg: corrupt or truncated JPEG (Empty JPEG image"), std::string::npos) << message;
 }
 
+// Any damage to a file is either decoded (JPEG, like TF, decodes through damaged entropy data) or a DataLossError:
+// never a crash, a hang, another error type or a read outside the buffer (the sanitizer builds check that).
+TEST(DecodeImage, DamagedBytesDecodeOrFailCleanly) {
+  uint32_t state = 12345;
+  auto next = [&state] { return state = state * 1664525u + 1013904223u; };
+  int failures = 0, decoded = 0;
+  for (const auto& [file, unused] : golden().at("decode").items()) {
+    const std::vector<uint8_t> original = golden_file(file);
+    for (int trial = 0; trial < 60; ++trial) {
+      std::vector<uint8_t> bytes = original;
+      if (trial % 3 == 0) bytes.resize(8 + next() % (bytes.size() - 8));  // cut after the signature
+      for (int k = 0; k < 1 + trial % 4; ++k)
+        bytes[8 + next() % (bytes.size() - 8)] = static_cast<uint8_t>(next() >> 24);
+      try {
+        const Tensor image = decode_image(bytes, trial % 2 ? 3 : 0, file);
+        EXPECT_EQ(image.rank(), 3);
+        ++decoded;
+      } catch (const DataLossError& e) {
+        EXPECT_EQ(std::string(e.what()).rfind(file + ": corrupt or truncated ", 0), 0u) << e.what();
+        ++failures;
+      }
+    }
+  }
+  EXPECT_GT(failures, 100);
+  EXPECT_GT(decoded, 10);
+}
+
 TEST(DecodeImage, UnsupportedFormatsAndArgumentsAreClearErrors) {
   const std::vector<uint8_t> gif = {'G', 'I', 'F', '8', '9', 'a', 1, 0, 1, 0, 0, 0, 0};
   std::string message = error_of<InvalidArgumentError>([&] { decode_image(gif, 0, "anim.png"); });
