@@ -59,8 +59,9 @@ int64_t H5Writer::open_group(const std::string& path) {
     size_t end = path.find('/', start);
     if (end == std::string::npos) end = path.size();
     const std::string part = path.substr(start, end - start);
-    hid_t next = H5Lexists(g, part.c_str(), H5P_DEFAULT) > 0 ? H5Gopen2(g, part.c_str(), H5P_DEFAULT)
-                                                               : H5Gcreate2(g, part.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t next = H5Lexists(g, part.c_str(), H5P_DEFAULT) > 0
+                     ? H5Gopen2(g, part.c_str(), H5P_DEFAULT)
+                     : H5Gcreate2(g, part.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     H5Gclose(g);
     LS_CHECK(next >= 0, Error, "HDF5: cannot create group ", path);
     g = next;
@@ -78,7 +79,8 @@ void H5Writer::group(const std::string& path, const std::string& name_attribute)
   Handle space{H5Screate(H5S_SCALAR), H5Sclose};
   Handle attr{H5Acreate2(g.id, "name", type.id, space.id, H5P_DEFAULT, H5P_DEFAULT), H5Aclose};
   const char* value = name_attribute.c_str();
-  LS_CHECK(attr.id >= 0 && H5Awrite(attr.id, type.id, &value) >= 0, Error, "HDF5: cannot write attribute name of ", path);
+  LS_CHECK(attr.id >= 0 && H5Awrite(attr.id, type.id, &value) >= 0, Error, "HDF5: cannot write attribute name of ",
+           path);
 }
 
 void H5Writer::dataset(const std::string& path, const Tensor& t) {
@@ -87,8 +89,9 @@ void H5Writer::dataset(const std::string& path, const Tensor& t) {
   const bool integer = t.dtype() == DType::int64;
   const Tensor values = (integer ? t : raw_ops::cast(t, DType::float32)).contiguous();
   std::vector<hsize_t> dims(values.shape().dims().begin(), values.shape().dims().end());
-  Handle space{dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
-               H5Sclose};
+  Handle space{
+      dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+      H5Sclose};
   Handle d{H5Dcreate2(g.id, path.substr(slash + 1).c_str(), integer ? H5T_STD_I64LE : H5T_IEEE_F32LE, space.id,
                       H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
            H5Dclose};
@@ -115,7 +118,8 @@ H5Reader::H5Reader(const std::string& image, std::string where) : where_(std::mo
   LS_CHECK(!image.empty() && H5Pset_file_image(fapl.id, const_cast<char*>(image.data()), image.size()) >= 0,
            DataLossError, where_, " is empty or cannot be read: the .keras file is corrupt; save the model again");
   file_ = H5Fopen("model.weights.h5", H5F_ACC_RDONLY, fapl.id);
-  LS_CHECK(file_ >= 0, DataLossError, where_, " is not a readable HDF5 file: the .keras file is corrupt; save the model again");
+  LS_CHECK(file_ >= 0, DataLossError, where_,
+           " is not a readable HDF5 file: the .keras file is corrupt; save the model again");
 }
 
 H5Reader::~H5Reader() {

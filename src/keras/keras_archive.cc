@@ -65,7 +65,8 @@ std::string zip_members(const std::vector<std::pair<std::string, std::string>>& 
 }
 
 [[noreturn]] void corrupt(const std::string& path, const std::string& what) {
-  throw DataLossError(make_message(path, ": ", what, "; the .keras file is corrupt or truncated: save the model again"));
+  throw DataLossError(
+      make_message(path, ": ", what, "; the .keras file is corrupt or truncated: save the model again"));
 }
 
 // The members Keras reads, CRC-checked. Deflate cannot inflate more than 1032-fold, so a header claiming more
@@ -93,10 +94,11 @@ std::map<std::string, std::string> unzip(const std::string& bytes, const std::st
                                        " is missing: it is not a Keras 3 model archive (save it with model.save(\"",
                                        "x.keras\") in Keras 3 or lockstep)"));
     }
-    LS_CHECK(st.comp_method == ZIP_CM_STORE || st.comp_method == ZIP_CM_DEFLATE, DataLossError, path, ": member ",
-             name, " uses zip compression method ", st.comp_method, "; only stored and deflate are supported");
+    LS_CHECK(st.comp_method == ZIP_CM_STORE || st.comp_method == ZIP_CM_DEFLATE, DataLossError, path, ": member ", name,
+             " uses zip compression method ", st.comp_method, "; only stored and deflate are supported");
     if ((st.comp_method == ZIP_CM_STORE && st.size != st.comp_size) || st.size / 1032 > st.comp_size)
-      corrupt(path, make_message("member ", name, " claims ", st.size, " bytes from ", st.comp_size, " in the archive"));
+      corrupt(path,
+              make_message("member ", name, " claims ", st.size, " bytes from ", st.comp_size, " in the archive"));
     std::unique_ptr<zip_file_t, int (*)(zip_file_t*)> file(zip_fopen_index(archive, st.index, 0), zip_fclose);
     if (!file) corrupt(path, make_message("member ", name, " cannot be opened (libzip: ", zip_strerror(archive), ")"));
     std::string data(st.size, '\0');
@@ -170,7 +172,8 @@ std::string date_saved() {
 
 // The optimizer's variables as Keras 3 saves them: iterations, the learning rate unless it is a schedule,
 // then the slots (zeros for variables not updated yet, as Keras' build creates them).
-std::vector<Tensor> keras_optimizer_variables(const optimizers::Optimizer& opt, const std::vector<Variable>& trainable) {
+std::vector<Tensor> keras_optimizer_variables(const optimizers::Optimizer& opt,
+                                              const std::vector<Variable>& trainable) {
   std::vector<Tensor> out{from_vector(std::vector<int64_t>{opt.iterations()}, Shape{})};
   if (opt.get_config().at("learning_rate").is_number())
     out.push_back(from_vector(std::vector<float>{static_cast<float>(opt.learning_rate())}, Shape{}));
@@ -258,6 +261,26 @@ void restore_optimizer(Sequential& model, const H5Reader& h5, const std::string&
   }
 }
 
+// A model from Keras 3's serialised form ({"class_name": "Sequential", "config", "build_config"}), built when
+// the document gives its input shape.
+Sequential model_from_document(const nlohmann::json& doc, const std::string& where) {
+  LS_CHECK(doc.value("class_name", nlohmann::json()) == "Sequential", ValueError, where, ": model class ",
+           doc.value("class_name", nlohmann::json()).dump(),
+           " is not supported by lockstep (it loads Sequential models)");
+  Sequential model = Sequential::from_config(doc.at("config"));
+  try {
+    if (!model.built() && doc.contains("build_config")) {
+      const nlohmann::json& shape = doc["build_config"].at("input_shape");
+      std::vector<int64_t> dims;
+      for (size_t i = 1; i < shape.size(); ++i) dims.push_back(json_int(shape[i], "input_shape"));
+      model.build(Shape(dims));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw DataLossError(make_message(where, ": invalid build_config (", e.what(), ")"));
+  }
+  return model;
+}
+
 std::string read_whole_file(const std::string& path) {
   LS_CHECK(std::filesystem::is_regular_file(path), NotFoundError, "no saved model at ", path,
            ": the file is missing (save one with model.save(\"", path, "\"))");
@@ -272,7 +295,8 @@ std::string read_whole_file(const std::string& path) {
 
 void save_keras_archive(const Sequential& model, const std::string& path, const SaveOptions& options) {
   nlohmann::json config = model.get_config();
-  nlohmann::json doc = {{"module", "keras"}, {"class_name", "Sequential"}, {"config", config}, {"registered_name", nullptr}};
+  nlohmann::json doc = {
+      {"module", "keras"}, {"class_name", "Sequential"}, {"config", config}, {"registered_name", nullptr}};
   if (config.contains("build_input_shape")) doc["build_config"] = {{"input_shape", config["build_input_shape"]}};
   std::optional<nlohmann::json> compiled;
   if (options.include_optimizer && model.optimizer()) compiled = compile_config(model);
@@ -302,7 +326,8 @@ void save_keras_archive(const Sequential& model, const std::string& path, const 
   h5.group("vars", model.name());
 
   const nlohmann::json metadata = {{"keras_version", kKerasVersion}, {"date_saved", date_saved()}};
-  write_file_atomically(path, zip_members({{kMetadata, metadata.dump()}, {kConfig, doc.dump()}, {kWeights, h5.image()}}));
+  write_file_atomically(path,
+                        zip_members({{kMetadata, metadata.dump()}, {kConfig, doc.dump()}, {kWeights, h5.image()}}));
 }
 
 Sequential load_keras_archive(const std::string& path, const LoadOptions& options) {
@@ -319,22 +344,11 @@ Sequential load_keras_archive(const std::string& path, const LoadOptions& option
   }
   LS_CHECK(doc.is_object() && doc.contains("config") && doc.contains("class_name"), DataLossError, where,
            " has no model \"class_name\" and \"config\": it is not a Keras 3 model archive");
-  LS_CHECK(doc["class_name"] == "Sequential", ValueError, where, ": model class '", doc["class_name"].dump(),
-           "' is not supported by lockstep's load_model (it loads Sequential models)");
   // No more parameters than model.weights.h5 has bytes: a corrupt size fails before it is allocated.
   const WeightBudget budget(static_cast<int64_t>(files.at(1).size()));
-  Sequential model = Sequential::from_config(doc["config"]);
-  try {
-    if (!model.built() && doc.contains("build_config")) {
-      const nlohmann::json& shape = doc["build_config"].at("input_shape");
-      std::vector<int64_t> dims;
-      for (size_t i = 1; i < shape.size(); ++i) dims.push_back(json_int(shape[i], "input_shape"));
-      model.build(Shape(dims));
-    }
-  } catch (const nlohmann::json::exception& e) {
-    throw DataLossError(make_message(where, ": invalid build_config (", e.what(), ")"));
-  }
-  LS_CHECK(model.built(), ValueError, where, ": the model has no input shape (no Input layer and no build_config), "
+  Sequential model = model_from_document(doc, where);
+  LS_CHECK(model.built(), ValueError, where,
+           ": the model has no input shape (no Input layer and no build_config), "
            "so its weights cannot be placed; build it in Keras before saving");
 
   const H5Reader h5(files.at(1), path + ": " + kWeights);
@@ -367,7 +381,23 @@ Sequential load_keras_archive(const std::string& path, const LoadOptions& option
 
 }  // namespace detail
 
-Sequential models::load_model(const std::string& path, LoadOptions options) { return Sequential::load_model(path, options); }
-void models::save_model(const Sequential& model, const std::string& path, SaveOptions options) { model.save(path, options); }
+Sequential models::model_from_json(const std::string& json) {
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(json);
+  } catch (const nlohmann::json::exception& e) {
+    throw ValueError(make_message("model_from_json: not valid JSON (", e.what(), ")"));
+  }
+  LS_CHECK(doc.is_object() && doc.contains("config"), ValueError,
+           "model_from_json: no \"config\": expected what model.to_json() writes");
+  return detail::model_from_document(doc, "model_from_json");
+}
+
+Sequential models::load_model(const std::string& path, LoadOptions options) {
+  return Sequential::load_model(path, options);
+}
+void models::save_model(const Sequential& model, const std::string& path, SaveOptions options) {
+  model.save(path, options);
+}
 
 }  // namespace lockstep::keras

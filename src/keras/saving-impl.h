@@ -2,11 +2,10 @@
 #pragma once
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "lockstep/keras/model.h"
 
@@ -24,7 +23,9 @@ void compile_from_config(Sequential& model, const nlohmann::json& compile_config
 std::vector<std::string> read_on_chief(const std::function<std::vector<std::string>()>& read);
 
 // A path ending in ".keras": Keras 3's zip archive rather than lockstep's directory.
-inline bool is_keras_archive(const std::string& path) { return path.size() > 6 && path.ends_with(".keras"); }
+inline bool is_keras_archive(const std::string& path) {
+  return path.size() > 6 && path.ends_with(".keras");
+}
 void save_keras_archive(const Sequential& model, const std::string& path, const SaveOptions& options);
 Sequential load_keras_archive(const std::string& path, const LoadOptions& options);
 

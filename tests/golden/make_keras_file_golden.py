@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Writes the .keras golden files that tests/keras/keras_file_test.cc loads: small Sequential models trained a few
 steps in TensorFlow 2.21 / Keras 3 and saved with model.save(...keras), and keras_file_golden.json with, for each,
-predictions on fixed inputs, a digest of the optimizer's variables, and one more train_on_batch step (its loss and
-the predictions after it).
+predictions on fixed inputs, a digest of the optimizer's variables, model.to_json(), and one more train_on_batch step
+(its loss and the predictions after it).
 
 Run: /work/tfvenv/bin/python tests/golden/make_keras_file_golden.py   (or any Python with tensorflow==2.21.*)
 """
@@ -70,6 +70,7 @@ def main():
                  "abs_sum": float(np.sum(np.abs(v.numpy()), dtype=np.float64))}
                 for v in model.optimizer.variables],
         }
+        entry["to_json"] = model.to_json()
         if not dropout:
             entry["x_step"] = x_step.tolist()
             entry["y_step"] = y_step.tolist()

@@ -1,8 +1,6 @@
 // Keras 3 .keras archives both ways: TensorFlow-written golden files (tests/golden/make_keras_file_golden.py)
 // load, predict, hold TF's optimizer state and take the same next step; lockstep's archives round-trip, are read
 // by TensorFlow (when the test venv has it), and damaged or unsupported ones are one clear error.
-#include "lockstep/keras/saving.h"
-
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -17,6 +15,7 @@
 #include "../interop_python.h"
 #include "lockstep/distribute/strategy/strategy.h"
 #include "lockstep/keras/layers.h"
+#include "lockstep/keras/saving.h"
 #include "lockstep/tensor/ops.h"
 
 namespace lockstep::keras {
@@ -39,7 +38,9 @@ std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
-void write_bytes(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
 
 // ---- a stored-only zip, enough to take an archive apart and put it back together changed ----
 
@@ -75,13 +76,17 @@ std::vector<std::pair<std::string, std::string>> unzip_stored(const std::string&
 std::string zip_stored(const std::vector<std::pair<std::string, std::string>>& members) {
   std::string out, directory;
   for (const auto& [name, data] : members) {
-    const uint32_t offset = static_cast<uint32_t>(out.size()), crc = crc32(data), size = static_cast<uint32_t>(data.size());
+    const uint32_t offset = static_cast<uint32_t>(out.size()), crc = crc32(data),
+                   size = static_cast<uint32_t>(data.size());
     put(out, 0x04034b50, 4), put(out, 20, 2), put(out, 0, 2), put(out, 0, 2), put(out, 0, 4);
-    put(out, crc, 4), put(out, size, 4), put(out, size, 4), put(out, static_cast<uint32_t>(name.size()), 2), put(out, 0, 2);
+    put(out, crc, 4), put(out, size, 4), put(out, size, 4), put(out, static_cast<uint32_t>(name.size()), 2),
+        put(out, 0, 2);
     out += name + data;
-    put(directory, 0x02014b50, 4), put(directory, 20, 2), put(directory, 20, 2), put(directory, 0, 2), put(directory, 0, 2);
+    put(directory, 0x02014b50, 4), put(directory, 20, 2), put(directory, 20, 2), put(directory, 0, 2),
+        put(directory, 0, 2);
     put(directory, 0, 4), put(directory, crc, 4), put(directory, size, 4), put(directory, size, 4);
-    put(directory, static_cast<uint32_t>(name.size()), 2), put(directory, 0, 2), put(directory, 0, 2), put(directory, 0, 2);
+    put(directory, static_cast<uint32_t>(name.size()), 2), put(directory, 0, 2), put(directory, 0, 2),
+        put(directory, 0, 2);
     put(directory, 0, 2), put(directory, 0, 4), put(directory, offset, 4);
     directory += name;
   }
@@ -137,10 +142,17 @@ TEST_P(TfArchive, LoadsPredictsAndHoldsTheOptimizerState) {
   json tf_config = json::parse(members.at(1).second)["config"];
   std::function<void(json&)> strip = [&](json& j) {
     if (j.is_object()) j.erase("shared_object_id");
-    for (json& e : j) if (e.is_structured()) strip(e);
+    for (json& e : j)
+      if (e.is_structured()) strip(e);
   };
   strip(tf_config);
   EXPECT_EQ(model.get_config(), tf_config) << "lockstep: " << model.get_config().dump() << "\nTF: " << tf_config.dump();
+
+  // model_from_json(model.to_json()) gives the same architecture.
+  const Sequential from_json = models::model_from_json(g["to_json"].get<std::string>());
+  EXPECT_EQ(from_json.get_config(), model.get_config());
+  EXPECT_EQ(from_json.count_params(), model.count_params());
+  EXPECT_THROW(models::model_from_json("{\"class_name\": \"Functional\", \"config\": {}}"), ValueError);
 
   ASSERT_TRUE(model.optimizer());
   EXPECT_EQ(model.optimizer()->iterations(), g["iterations"].get<int64_t>());
@@ -169,12 +181,14 @@ TEST_P(TfArchive, LoadsPredictsAndHoldsTheOptimizerState) {
 
   if (!g.contains("x_step")) return;  // a model with Dropout: TF's next step is random
   const Tensor y_step = cast(tensor_of(g["y_step"]), DType::int64);
-  const auto logs = model.train_on_batch(tensor_of(g["x_step"]), GetParam() == "mlp_rmsprop_centered" ? tensor_of(g["y_step"]) : y_step);
+  const auto logs = model.train_on_batch(tensor_of(g["x_step"]),
+                                         GetParam() == "mlp_rmsprop_centered" ? tensor_of(g["y_step"]) : y_step);
   EXPECT_NEAR(logs.at("loss"), g["step_loss"].get<double>(), 1e-5);
   expect_near(model.predict(tensor_of(g["x_pred"])), g["y_pred_after_step"], 1e-5, "predictions after one more step");
 }
 
-INSTANTIATE_TEST_SUITE_P(KerasFile, TfArchive, ::testing::Values("cnn_adam", "bn_sgd_momentum", "mlp_rmsprop_centered"));
+INSTANTIATE_TEST_SUITE_P(KerasFile, TfArchive,
+                         ::testing::Values("cnn_adam", "bn_sgd_momentum", "mlp_rmsprop_centered"));
 
 // ---- lockstep's own archives ----
 
@@ -184,7 +198,8 @@ Sequential trained_cnn() {
                     kl::BatchNormalization(), kl::MaxPooling2D(), kl::Flatten(), kl::Dense(8, {.activation = "relu"}),
                     kl::Dense(3)});
   model.compile({.optimizer = optimizers::Adam({.learning_rate = 0.01}),
-                 .loss = losses::SparseCategoricalCrossentropy({.from_logits = true}), .metrics = {"accuracy"}});
+                 .loss = losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                 .metrics = {"accuracy"}});
   Philox rng(3);
   const Tensor x = random_uniform({32, 6, 6}, rng, 0, 1, DType::float32);
   const Tensor y = cast(random_uniform({32}, rng, 0, 3, DType::float32), DType::int64);
@@ -216,7 +231,8 @@ TEST(KerasFile, RoundTripKeepsWeightsOptimizerStateAndTraining) {
   EXPECT_EQ(loaded.optimizer()->iterations(), 8);
   const auto a = model.optimizer()->state(), b = loaded.optimizer()->state();
   ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].second.to_vector<float>(), b[i].second.to_vector<float>()) << a[i].first;
+  for (size_t i = 0; i < a.size(); ++i)
+    EXPECT_EQ(a[i].second.to_vector<float>(), b[i].second.to_vector<float>()) << a[i].first;
   // One more step of each: the same weights.
   model.train_on_batch(x, y);
   loaded.train_on_batch(x, y);
@@ -299,7 +315,8 @@ TEST(KerasFile, UnsupportedLayersAndOptionsAreNamed) {
 TEST(KerasFile, MultiWorkerSaveOnTheChiefAndLoadWithoutASharedFile) {
   TempFile chief_file("chief.keras"), other_file("other.keras");
   const distribute::ClusterSpec spec(
-      {{"worker", {"127.0.0.1:" + std::to_string(testing::free_port()), "127.0.0.1:" + std::to_string(testing::free_port())}}});
+      {{"worker",
+        {"127.0.0.1:" + std::to_string(testing::free_port()), "127.0.0.1:" + std::to_string(testing::free_port())}}});
   Philox rng(6);
   const Tensor x = random_uniform({32, 6}, rng, 0, 1, DType::float32);
   const Tensor y = cast(random_uniform({32}, rng, 0, 3, DType::float32), DType::int64);
@@ -315,7 +332,8 @@ TEST(KerasFile, MultiWorkerSaveOnTheChiefAndLoadWithoutASharedFile) {
       Sequential model;
       {
         auto scope = strategy.scope();
-        model = Sequential({Input({6}), kl::Dense(8, {.activation = "relu", .name = "hidden"}), kl::Dense(3, {.name = "logits"})});
+        model = Sequential(
+            {Input({6}), kl::Dense(8, {.activation = "relu", .name = "hidden"}), kl::Dense(3, {.name = "logits"})});
         model.compile({.optimizer = optimizers::SGD({.learning_rate = 0.1, .momentum = 0.9}),
                        .loss = losses::SparseCategoricalCrossentropy({.from_logits = true})});
       }
@@ -365,7 +383,8 @@ json.dump({"y": model.predict(x, verbose=0).ravel().tolist(), "optimizer": type(
            "slots": [float(np.abs(v.numpy()).sum()) for v in opt.variables[2:]],
            "loss": type(model.loss).__name__}, open(sys.argv[3], "w"))
 )");
-  const std::string command = python + " " + script.path + " " + file.path + " " + inputs.path + " " + out.path + " 2>&1";
+  const std::string command =
+      python + " " + script.path + " " + file.path + " " + inputs.path + " " + out.path + " 2>&1";
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
   const json r = json::parse(read_bytes(out.path));
   const std::vector<float> want = model.predict(x).to_vector<float>();
@@ -385,7 +404,8 @@ json.dump({"y": model.predict(x, verbose=0).ravel().tolist(), "optimizer": type(
     slots.push_back(s);
   }
   ASSERT_EQ(r["slots"].size(), slots.size());
-  for (size_t i = 0; i < slots.size(); ++i) EXPECT_NEAR(r["slots"][i].get<double>(), slots[i], 1e-5 * std::max(1.0, slots[i])) << i;
+  for (size_t i = 0; i < slots.size(); ++i)
+    EXPECT_NEAR(r["slots"][i].get<double>(), slots[i], 1e-5 * std::max(1.0, slots[i])) << i;
 }
 
 }  // namespace

@@ -18,4 +18,8 @@ Sequential load_model(const std::string& path, LoadOptions options = {});
 // the chief alone under a multi-worker strategy.
 void save_model(const Sequential& model, const std::string& path, SaveOptions options = {});
 
+// The model (layers, freshly initialised weights) that Keras' model.to_json() describes; built when the JSON
+// gives its input shape. ValueError naming the layer and option lockstep does not support.
+Sequential model_from_json(const std::string& json);
+
 }  // namespace lockstep::keras::models
