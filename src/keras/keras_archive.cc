@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <memory>
 
 #include "h5-impl.h"
 #include "keras-impl.h"
@@ -37,10 +38,14 @@ std::string zip_members(const std::vector<std::pair<std::string, std::string>>& 
   zip_error_t error;
   zip_error_init(&error);
   zip_source_t* buffer = zip_source_buffer_create(nullptr, 0, 0, &error);
+  zip_error_fini(&error);
   LS_CHECK(buffer, Error, "libzip: cannot create an in-memory archive");
-  zip_source_keep(buffer);  // zip_close would free it; its bytes are read after
-  zip_t* archive = zip_open_from_source(buffer, ZIP_TRUNCATE, &error);
-  LS_CHECK(archive, Error, "libzip: cannot open an in-memory archive (", zip_error_strerror(&error), ")");
+  // Kept past zip_close (which would free it) to read the archive's bytes; freed on every path.
+  std::unique_ptr<zip_source_t, void (*)(zip_source_t*)> keep(buffer, zip_source_free);
+  zip_source_keep(buffer);
+  zip_t* archive = zip_open_from_source(buffer, ZIP_TRUNCATE, nullptr);
+  LS_CHECK(archive, Error, "libzip: cannot open an in-memory archive");
+  std::unique_ptr<zip_t, void (*)(zip_t*)> open(archive, zip_discard);  // released once closed
   for (const auto& [name, bytes] : members) {
     zip_source_t* member = zip_source_buffer(archive, bytes.data(), bytes.size(), 0);
     const zip_int64_t index = member ? zip_file_add(archive, name.c_str(), member, ZIP_FL_ENC_UTF_8) : -1;
@@ -49,6 +54,7 @@ std::string zip_members(const std::vector<std::pair<std::string, std::string>>& 
              "libzip: cannot add ", name, " (", zip_strerror(archive), ")");
   }
   LS_CHECK(zip_close(archive) == 0, Error, "libzip: cannot finish the archive (", zip_strerror(archive), ")");
+  open.release();
   std::string out;
   zip_stat_t st;
   zip_stat_init(&st);
@@ -58,8 +64,6 @@ std::string zip_members(const std::vector<std::pair<std::string, std::string>>& 
     zip_source_close(buffer);
     if (n != zip_int64_t(out.size())) out.clear();
   }
-  zip_source_free(buffer);
-  zip_error_fini(&error);
   LS_CHECK(!out.empty(), Error, "libzip: cannot read back the in-memory archive");
   return out;
 }
