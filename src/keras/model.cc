@@ -448,17 +448,21 @@ void Sequential::save(const std::string& dir, SaveOptions options) const {
 
 void detail::compile_from_config(Sequential& model, const nlohmann::json& cc, const std::string& where) {
   // Keras options lockstep does not have are refused by name rather than dropped.
-  const nlohmann::json& opt = cc.value("optimizer", nlohmann::json()).value("config", nlohmann::json::object());
+  auto config_of = [&](const char* key) {  // a serialised object's config; {} for a name or anything malformed
+    const nlohmann::json& o = cc.is_object() && cc.contains(key) ? cc[key] : nlohmann::json();
+    return o.is_object() && o.contains("config") && o["config"].is_object() ? o["config"] : nlohmann::json::object();
+  };
+  const nlohmann::json opt = config_of("optimizer");
   for (const char* key : {"weight_decay", "clipnorm", "global_clipnorm", "clipvalue", "ema_overwrite_frequency",
                           "loss_scale_factor", "gradient_accumulation_steps"})
     LS_CHECK(!opt.contains(key) || opt[key].is_null(), ValueError, where, ": optimizer option ", key, "=",
              opt[key].dump(), " is not supported by lockstep; compile the model again without it");
-  LS_CHECK(!opt.value("use_ema", false), ValueError, where, ": optimizer option use_ema=true is not supported by lockstep");
-  const nlohmann::json& lc = cc.contains("loss") && cc["loss"].is_object() ? cc["loss"].value("config", nlohmann::json::object())
-                                                                         : nlohmann::json::object();
-  LS_CHECK(lc.value("ignore_class", nlohmann::json()).is_null() && lc.value("axis", -1) == -1, ValueError, where,
-           ": loss options ignore_class and axis are not supported by lockstep (only null and -1)");
-  const std::string reduction = lc.value("reduction", "auto");
+  LS_CHECK(!opt.contains("use_ema") || opt["use_ema"] == false, ValueError, where,
+           ": optimizer option use_ema=", opt.contains("use_ema") ? opt["use_ema"].dump() : "", " is not supported by lockstep");
+  const nlohmann::json lc = config_of("loss");
+  LS_CHECK((!lc.contains("ignore_class") || lc["ignore_class"].is_null()) && (!lc.contains("axis") || lc["axis"] == -1),
+           ValueError, where, ": loss options ignore_class and axis are not supported by lockstep (only null and -1)");
+  const std::string reduction = lc.contains("reduction") && lc["reduction"].is_string() ? lc["reduction"].get<std::string>() : "auto";
   LS_CHECK(reduction == "auto" || reduction == "sum_over_batch_size" || reduction == "sum" || reduction == "none",
            ValueError, where, ": loss reduction '", reduction,
            "' is not supported by lockstep (sum_over_batch_size, sum or none)");
