@@ -21,6 +21,7 @@
 #include "lockstep/keras/mixed_precision.h"
 #include "lockstep/keras/model.h"
 #include "lockstep/keras/optimizers.h"
+#include "lockstep/keras/saving.h"
 #include "lockstep/keras/utils.h"
 #include "lockstep/tensor/ops.h"
 #include "lockstep/train/checkpoint.h"

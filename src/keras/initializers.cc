@@ -54,6 +54,15 @@ Philox generator(const std::optional<uint64_t>& seed) { return seed ? Philox(*se
 
 nlohmann::json seed_json(const std::optional<uint64_t>& seed) { return seed ? nlohmann::json(*seed) : nlohmann::json(); }
 
+// Keras 3's serialised form of an initializer.
+nlohmann::json keras_object(const char* class_name, nlohmann::json config) {
+  return {{"module", "keras.initializers"}, {"class_name", class_name}, {"config", std::move(config)}, {"registered_name", nullptr}};
+}
+// The variance-scaling initializers' config, with Keras 3's (unused here) axes.
+nlohmann::json fan_config(const std::optional<uint64_t>& seed) {
+  return {{"seed", seed_json(seed)}, {"input_axes", nullptr}, {"output_axes", nullptr}};
+}
+
 class GlorotUniformInit : public Initializer {
  public:
   explicit GlorotUniformInit(std::optional<uint64_t> seed) : seed_(seed) {}
@@ -63,7 +72,7 @@ class GlorotUniformInit : public Initializer {
     Philox rng = generator(seed_);
     return random_uniform(shape, rng, -limit, limit, dtype);
   }
-  nlohmann::json get_config() const override { return {{"class_name", "GlorotUniform"}, {"config", {{"seed", seed_json(seed_)}}}}; }
+  nlohmann::json get_config() const override { return keras_object("GlorotUniform", fan_config(seed_)); }
 
  private:
   std::optional<uint64_t> seed_;
@@ -78,7 +87,7 @@ class HeNormalInit : public Initializer {
     Philox rng = generator(seed_);
     return truncated_normal(shape, rng, 0, stddev, dtype);
   }
-  nlohmann::json get_config() const override { return {{"class_name", "HeNormal"}, {"config", {{"seed", seed_json(seed_)}}}}; }
+  nlohmann::json get_config() const override { return keras_object("HeNormal", fan_config(seed_)); }
 
  private:
   std::optional<uint64_t> seed_;
@@ -92,7 +101,7 @@ class RandomNormalInit : public Initializer {
     return random_normal(shape, rng, mean_, stddev_, dtype);
   }
   nlohmann::json get_config() const override {
-    return {{"class_name", "RandomNormal"}, {"config", {{"mean", mean_}, {"stddev", stddev_}, {"seed", seed_json(seed_)}}}};
+    return keras_object("RandomNormal", {{"mean", mean_}, {"stddev", stddev_}, {"seed", seed_json(seed_)}});
   }
 
  private:
@@ -104,7 +113,7 @@ class ConstantInit : public Initializer {
  public:
   explicit ConstantInit(double value) : value_(value) {}
   Tensor operator()(const Shape& shape, DType dtype) const override { return full(shape, value_, dtype); }
-  nlohmann::json get_config() const override { return {{"class_name", value_ == 0 ? "Zeros" : "Ones"}, {"config", nlohmann::json::object()}}; }
+  nlohmann::json get_config() const override { return keras_object(value_ == 0 ? "Zeros" : "Ones", nlohmann::json::object()); }
 
  private:
   double value_;
@@ -135,6 +144,7 @@ InitializerPtr get(const std::string& id) {
 }
 
 InitializerPtr from_config(const nlohmann::json& config) {
+  if (config.is_string()) return get(config.get<std::string>());  // Keras also accepts a bare name
   const std::string name = config.at("class_name");
   const nlohmann::json c = config.value("config", nlohmann::json::object());
   if (name == "GlorotUniform") return GlorotUniform(seed_from(c));

@@ -12,6 +12,9 @@ namespace lockstep::keras::detail {
 // "Conv2D" -> "conv2d", then "conv2d_1", ...: Keras' default names, unique per process until clear_session().
 std::string unique_name(const std::string& class_name);
 
+// Keras' naming.to_snake_case: "MaxPooling2D" -> "max_pooling2d".
+std::string to_snake_case(const std::string& class_name);
+
 // "(None, 26, 26, 32)": a feature shape with the batch dimension shown as Keras shows it.
 std::string with_none(const Shape& features);
 

@@ -15,8 +15,10 @@ namespace {
 std::mutex g_names_mutex;
 std::map<std::string, int> g_name_counts;
 
+}  // namespace
+
 // "MaxPooling2D" -> "max_pooling2d", as Keras derives default layer names.
-std::string to_snake_case(const std::string& s) {
+std::string detail::to_snake_case(const std::string& s) {
   std::string out;
   for (size_t i = 0; i < s.size(); ++i) {
     const bool upper = std::isupper(static_cast<unsigned char>(s[i]));
@@ -28,13 +30,14 @@ std::string to_snake_case(const std::string& s) {
   return out;
 }
 
+namespace {
 Shape without_batch(const Shape& s) { return Shape(std::vector<int64_t>(s.dims().begin() + 1, s.dims().end())); }
 
 }  // namespace
 
 namespace detail {
 std::string unique_name(const std::string& class_name) {
-  std::string base = to_snake_case(class_name);
+  std::string base = detail::to_snake_case(class_name);
   std::lock_guard lock(g_names_mutex);
   int n = g_name_counts[base]++;
   return n == 0 ? base : base + "_" + std::to_string(n);
@@ -116,7 +119,9 @@ Tensor Layer::autocast(const Variable& v) const {
 }
 
 nlohmann::json Layer::get_config() const {
-  return {{"name", name_}, {"trainable", true}, {"dtype", dtype_policy_.name()}};
+  const nlohmann::json policy = {{"module", "keras"}, {"class_name", "DTypePolicy"},
+                                 {"config", {{"name", dtype_policy_.name()}}}, {"registered_name", nullptr}};
+  return {{"name", name_}, {"trainable", true}, {"dtype", policy}};
 }
 
 std::vector<Variable> Layer::trainable_weights() const {
@@ -175,12 +180,10 @@ Tensor InputLayer::call(const Tensor& x, bool) {
 }
 
 nlohmann::json InputLayer::get_config() const {
-  nlohmann::json c = Layer::get_config();
   std::vector<nlohmann::json> shape{nullptr};
   for (int64_t d : shape_.dims()) shape.push_back(d);
-  c["batch_input_shape"] = shape;
-  c["dtype"] = std::string(dtype_name(dtype_));
-  return c;
+  return {{"name", name()}, {"batch_shape", shape}, {"dtype", std::string(dtype_name(dtype_))},
+          {"sparse", false}, {"ragged", false}, {"optional", false}};
 }
 
 // ---- Reshape, Flatten ----
@@ -214,6 +217,11 @@ nlohmann::json Reshape::get_config() const {
 }
 
 Flatten::Flatten(std::string name) : Layer("Flatten", std::move(name)) {}
+nlohmann::json Flatten::get_config() const {
+  nlohmann::json c = Layer::get_config();
+  c["data_format"] = "channels_last";
+  return c;
+}
 Shape Flatten::compute_output_shape(const Shape& input_shape) const { return Shape{input_shape.numel()}; }
 Tensor Flatten::call(const Tensor& x, bool) { return reshape(x, Shape{x.dim(0), -1}); }
 
@@ -252,11 +260,16 @@ nlohmann::json Conv2D::get_config() const {
   c["kernel_size"] = {kernel_size_, kernel_size_};
   c["strides"] = {opt_.strides, opt_.strides};
   c["padding"] = opt_.padding;
+  c["data_format"] = "channels_last";
+  c["dilation_rate"] = {1, 1};
+  c["groups"] = 1;
   c["activation"] = opt_.activation.empty() ? "linear" : opt_.activation;
   c["use_bias"] = opt_.use_bias;
   c["kernel_initializer"] = opt_.kernel_initializer.ptr->get_config();
   c["bias_initializer"] = opt_.bias_initializer.ptr->get_config();
   c["kernel_regularizer"] = opt_.kernel_regularizer ? opt_.kernel_regularizer->get_config() : nlohmann::json();
+  for (const char* none : {"bias_regularizer", "activity_regularizer", "kernel_constraint", "bias_constraint"})
+    c[none] = nullptr;
   return c;
 }
 
@@ -284,6 +297,7 @@ nlohmann::json Pooling2D::get_config() const {
   c["pool_size"] = {pool_.pool_h, pool_.pool_w};
   c["strides"] = {pool_.stride_h, pool_.stride_w};
   c["padding"] = pool_.padding == Padding::same ? "same" : "valid";
+  c["data_format"] = "channels_last";
   return c;
 }
 
@@ -331,13 +345,16 @@ nlohmann::json Dense::get_config() const {
   c["kernel_initializer"] = opt_.kernel_initializer.ptr->get_config();
   c["bias_initializer"] = opt_.bias_initializer.ptr->get_config();
   c["kernel_regularizer"] = opt_.kernel_regularizer ? opt_.kernel_regularizer->get_config() : nlohmann::json();
+  for (const char* none : {"bias_regularizer", "kernel_constraint", "bias_constraint", "quantization_config"})
+    c[none] = nullptr;
   return c;
 }
 
 // ---- Dropout ----
 
 Dropout::Dropout(double rate, DropoutOptions options)
-    : Layer("Dropout", options.name), rate_(rate), rng_(options.seed ? Philox(*options.seed) : utils::next_generator()) {
+    : Layer("Dropout", options.name), rate_(rate), seed_(options.seed),
+      rng_(options.seed ? Philox(*options.seed) : utils::next_generator()) {
   LS_CHECK(rate >= 0 && rate < 1, ValueError, "Dropout rate must be in [0, 1), got ", rate);
 }
 
@@ -389,6 +406,8 @@ void Dropout::set_rng_state(const nlohmann::json& state) {
 nlohmann::json Dropout::get_config() const {
   nlohmann::json c = Layer::get_config();
   c["rate"] = rate_;
+  c["seed"] = seed_ ? nlohmann::json(*seed_) : nlohmann::json();
+  c["noise_shape"] = nullptr;
   return c;
 }
 
@@ -445,8 +464,20 @@ Tensor BatchNormalization::call(const Tensor& x_in, bool training) {
 
 nlohmann::json BatchNormalization::get_config() const {
   nlohmann::json c = Layer::get_config();
+  c["axis"] = -1;
   c["momentum"] = opt_.momentum;
   c["epsilon"] = opt_.epsilon;
+  c["center"] = true;
+  c["scale"] = true;
+  c["beta_initializer"] = initializers::Zeros()->get_config();
+  c["gamma_initializer"] = initializers::Ones()->get_config();
+  c["moving_mean_initializer"] = initializers::Zeros()->get_config();
+  c["moving_variance_initializer"] = initializers::Ones()->get_config();
+  for (const char* none : {"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint", "renorm_clipping"})
+    c[none] = nullptr;
+  c["synchronized"] = false;
+  c["renorm"] = false;
+  c["renorm_momentum"] = 0.99;
   return c;
 }
 
@@ -474,65 +505,169 @@ mixed_precision::DTypePolicy policy_from_config(const nlohmann::json& dtype) {
   return dtype.get<std::string>();
 }
 
+// Reads one layer's config and refuses, naming the layer and the option, what lockstep cannot do.
+class ConfigReader {
+ public:
+  ConfigReader(const std::string& cls, const nlohmann::json& c) : cls_(cls), c_(c), name_(c.value("name", "")) {}
+  const nlohmann::json& at(const char* key) const { return c_.at(key); }
+  std::string name() const { return name_; }
+  // A key that must be absent, null or one of `allowed` (TF writes the defaults).
+  void only(const char* key, std::initializer_list<nlohmann::json> allowed = {}) const {
+    if (!c_.contains(key) || c_[key].is_null()) return;
+    for (const nlohmann::json& a : allowed)
+      if (c_[key] == a) return;
+    std::string expected;
+    for (const nlohmann::json& a : allowed) expected += (expected.empty() ? "" : " or ") + a.dump();
+    throw ValueError(make_message("layer '", name_, "' (", cls_, "): ", key, "=", c_[key].dump().substr(0, 60),
+                                  " is not supported by lockstep (supported: ", expected.empty() ? "null" : expected,
+                                  "); change the model or file an issue"));
+  }
+  // A size given as n or [n, n] (Keras' tuples): lockstep's pooling and convolution are square.
+  int64_t square(const char* key) const {
+    const nlohmann::json& v = c_.at(key);
+    if (!v.is_array()) return detail::json_int(v, key);
+    LS_CHECK(!v.empty(), ValueError, "layer '", name_, "' (", cls_, "): ", key, " is an empty list");
+    const int64_t n = detail::json_int(v[0], key);
+    for (const nlohmann::json& d : v)
+      LS_CHECK(detail::json_int(d, key) == n, ValueError, "layer '", name_, "' (", cls_, "): ", key, "=", v.dump(),
+               " is not supported by lockstep (only equal sizes in both dimensions)");
+    return n;
+  }
+  std::string activation() const {
+    const nlohmann::json& a = c_.value("activation", nlohmann::json("linear"));
+    LS_CHECK(a.is_string(), ValueError, "layer '", name_, "' (", cls_, "): activation ", a.dump().substr(0, 60),
+             " is not supported by lockstep (only built-in activations by name)");
+    return a == "linear" ? std::string() : a.get<std::string>();
+  }
+  InitializerRef initializer(const char* key, const char* fallback) const {
+    if (!c_.contains(key) || c_[key].is_null()) return InitializerRef(fallback);
+    try {
+      return initializers::from_config(c_[key]);
+    } catch (const std::exception& e) {
+      throw ValueError(make_message("layer '", name_, "' (", cls_, "): ", key, ": ", e.what()));
+    }
+  }
+  regularizers::RegularizerPtr regularizer(const char* key) const {
+    try {
+      return regularizers::from_config(c_.value(key, nlohmann::json()));
+    } catch (const std::exception& e) {
+      throw ValueError(make_message("layer '", name_, "' (", cls_, "): ", key, ": ", e.what()));
+    }
+  }
+
+ private:
+  const std::string& cls_;
+  const nlohmann::json& c_;
+  std::string name_;
+};
+
 LayerPtr layer_from_config(const std::string& cls, const nlohmann::json& c) {
-  const std::string name = c.value("name", "");
+  const ConfigReader r(cls, c);
+  const std::string name = r.name();
   if (cls == "InputLayer") {
+    // Keras 2 wrote batch_input_shape, Keras 3 writes batch_shape.
+    const nlohmann::json& batch_shape = c.contains("batch_input_shape") ? c["batch_input_shape"] : c.at("batch_shape");
     std::vector<int64_t> shape;
-    for (size_t i = 1; i < c.at("batch_input_shape").size(); ++i)
-      shape.push_back(detail::json_int(c["batch_input_shape"][i], "batch_input_shape"));
+    for (size_t i = 1; i < batch_shape.size(); ++i) shape.push_back(detail::json_int(batch_shape[i], "batch_shape"));
+    r.only("sparse", {false});
+    r.only("ragged", {false});
+    r.only("optional", {false});
     return std::make_shared<InputLayer>(Shape(shape), dtype_from_name(c.value("dtype", "float32")), name);
   }
+  r.only("trainable", {true});
+  r.only("data_format", {"channels_last"});
   if (cls == "Reshape")
     return std::make_shared<Reshape>(Shape(detail::json_ints(c.at("target_shape"), "target_shape")), name);
   if (cls == "Flatten") return std::make_shared<Flatten>(name);
-  auto activation = [&] {
-    std::string a = c.value("activation", "linear");
-    return a == "linear" ? std::string() : a;
-  };
-  if (cls == "Conv2D")
-    return std::make_shared<Conv2D>(
-        detail::json_int(c.at("filters"), "filters"), detail::json_int(c.at("kernel_size").at(0), "kernel_size"),
-        Conv2DOptions{.strides = detail::json_int(c.at("strides").at(0), "strides"),
-                      .padding = c.value("padding", "valid"),
-                      .activation = activation(),
-                      .use_bias = c.value("use_bias", true),
-                      .kernel_initializer = initializers::from_config(c.at("kernel_initializer")),
-                      .bias_initializer = initializers::from_config(c.at("bias_initializer")),
-                      .kernel_regularizer = regularizers::from_config(c.value("kernel_regularizer", nlohmann::json())),
-                      .name = name});
+  if (cls == "Conv2D" || cls == "Dense") {
+    for (const char* key : {"bias_regularizer", "activity_regularizer", "kernel_constraint", "bias_constraint",
+                            "quantization_config"})
+      r.only(key);
+    r.only("lora_rank");
+  }
+  if (cls == "Conv2D") {
+    r.only("dilation_rate", {1, {1, 1}});
+    r.only("groups", {1});
+    return std::make_shared<Conv2D>(detail::json_int(c.at("filters"), "filters"), r.square("kernel_size"),
+                                    Conv2DOptions{.strides = r.square("strides"),
+                                                  .padding = c.value("padding", "valid"),
+                                                  .activation = r.activation(),
+                                                  .use_bias = c.value("use_bias", true),
+                                                  .kernel_initializer = r.initializer("kernel_initializer", "glorot_uniform"),
+                                                  .bias_initializer = r.initializer("bias_initializer", "zeros"),
+                                                  .kernel_regularizer = r.regularizer("kernel_regularizer"),
+                                                  .name = name});
+  }
   if (cls == "Dense")
-    return std::make_shared<Dense>(
-        detail::json_int(c.at("units"), "units"),
-        DenseOptions{.activation = activation(),
-                     .use_bias = c.value("use_bias", true),
-                     .kernel_initializer = initializers::from_config(c.at("kernel_initializer")),
-                     .bias_initializer = initializers::from_config(c.at("bias_initializer")),
-                     .kernel_regularizer = regularizers::from_config(c.value("kernel_regularizer", nlohmann::json())),
-                     .name = name});
+    return std::make_shared<Dense>(detail::json_int(c.at("units"), "units"),
+                                   DenseOptions{.activation = r.activation(),
+                                                .use_bias = c.value("use_bias", true),
+                                                .kernel_initializer = r.initializer("kernel_initializer", "glorot_uniform"),
+                                                .bias_initializer = r.initializer("bias_initializer", "zeros"),
+                                                .kernel_regularizer = r.regularizer("kernel_regularizer"),
+                                                .name = name});
   if (cls == "MaxPooling2D" || cls == "AveragePooling2D") {
-    Pooling2DOptions o{.strides = detail::json_int(c.at("strides").at(0), "strides"),
+    const int64_t size = r.square("pool_size");
+    Pooling2DOptions o{.strides = c.contains("strides") && !c["strides"].is_null() ? std::optional(r.square("strides"))
+                                                                                   : std::nullopt,
                        .padding = c.value("padding", "valid"),
                        .name = name};
-    int64_t size = detail::json_int(c.at("pool_size").at(0), "pool_size");
     if (cls == "MaxPooling2D") return std::make_shared<MaxPooling2D>(size, o);
     return std::make_shared<AveragePooling2D>(size, o);
   }
-  if (cls == "Dropout") return std::make_shared<Dropout>(c.at("rate").get<double>(), DropoutOptions{.name = name});
-  if (cls == "BatchNormalization")
+  if (cls == "Dropout") {
+    r.only("noise_shape");
+    std::optional<uint64_t> seed;
+    if (c.contains("seed") && !c["seed"].is_null()) seed = static_cast<uint64_t>(detail::json_int(c["seed"], "seed"));
+    return std::make_shared<Dropout>(c.at("rate").get<double>(), DropoutOptions{.seed = seed, .name = name});
+  }
+  if (cls == "BatchNormalization") {
+    r.only("axis", {-1, {-1}});
+    r.only("center", {true});
+    r.only("scale", {true});
+    r.only("renorm", {false});
+    for (const char* key : {"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"}) r.only(key);
+    const nlohmann::json zeros = {{"module", "keras.initializers"}, {"class_name", "Zeros"}, {"config", nlohmann::json::object()},
+                                  {"registered_name", nullptr}};
+    const nlohmann::json ones = {{"module", "keras.initializers"}, {"class_name", "Ones"}, {"config", nlohmann::json::object()},
+                                 {"registered_name", nullptr}};
+    for (const char* key : {"beta_initializer", "moving_mean_initializer"}) r.only(key, {zeros, "zeros"});
+    for (const char* key : {"gamma_initializer", "moving_variance_initializer"}) r.only(key, {ones, "ones"});
     return std::make_shared<BatchNormalization>(BatchNormalizationOptions{
         .momentum = c.value("momentum", 0.99), .epsilon = c.value("epsilon", 1e-3), .name = name});
-  if (cls == "Activation") return std::make_shared<Activation>(c.at("activation").get<std::string>(), name);
-  throw ValueError(make_message("unknown layer class '", cls, "' in model config"));
+  }
+  if (cls == "Activation") return std::make_shared<Activation>(r.activation().empty() ? "linear" : r.activation(), name);
+  throw ValueError(make_message("layer '", name, "': layer class '", cls,
+                                "' is not supported by lockstep (it has InputLayer, Reshape, Flatten, Conv2D, "
+                                "MaxPooling2D, AveragePooling2D, Dense, Dropout, BatchNormalization, Activation)"));
 }
 }  // namespace
 
 LayerPtr from_config(const nlohmann::json& j) {
   const std::string cls = j.at("class_name");
   const nlohmann::json& c = j.at("config");
-  LayerPtr layer = layer_from_config(cls, c);
+  LayerPtr layer;
+  try {
+    layer = layer_from_config(cls, c);
+  } catch (const ValueError& e) {  // a constructor's check (units > 0, a known activation) with the layer named
+    if (std::string(e.what()).starts_with("layer '")) throw;
+    throw ValueError(make_message("layer '", c.value("name", ""), "' (", cls, "): ", e.what()));
+  }
   // An InputLayer's dtype is its input's, not a policy.
   if (cls != "InputLayer" && c.contains("dtype")) layer->set_dtype_policy(policy_from_config(c["dtype"]));
   return layer;
+}
+
+nlohmann::json serialize(const Layer& layer, const Shape* input_shape) {
+  nlohmann::json j = {{"module", "keras.layers"}, {"class_name", layer.class_name()}, {"config", layer.get_config()},
+                      {"registered_name", nullptr}};
+  // Keras records the build shape of layers that build something (weights, or Flatten's input spec).
+  if (input_shape && (!layer.weights().empty() || layer.class_name() == "Flatten")) {
+    std::vector<nlohmann::json> shape{nullptr};
+    for (int64_t d : input_shape->dims()) shape.push_back(d);
+    j["build_config"] = {{"input_shape", shape}};
+  }
+  return j;
 }
 
 }  // namespace layers

@@ -12,6 +12,7 @@
 #include "lockstep/distribute/collective/communicator.h"
 #include "lockstep/train/safetensors.h"
 #include "model-impl.h"
+#include "saving-impl.h"
 
 namespace lockstep::keras {
 
@@ -175,17 +176,37 @@ void Sequential::set_weights(const std::vector<Tensor>& weights) {
 }
 
 nlohmann::json Sequential::get_config() const {
+  // Keras 3's form: serialised layers (with their build shapes once built) and the model's dtype policy.
   nlohmann::json layers = nlohmann::json::array();
-  if (s_->input) layers.push_back({{"class_name", "InputLayer"}, {"config", s_->input->get_config()}});
-  for (const LayerPtr& l : s_->layers) layers.push_back({{"class_name", l->class_name()}, {"config", l->get_config()}});
-  return {{"name", s_->name}, {"layers", layers}};
+  if (s_->input) layers.push_back(layers::serialize(*s_->input));
+  Shape shape = s_->input_shape;
+  for (const LayerPtr& l : s_->layers) {
+    layers.push_back(layers::serialize(*l, s_->built ? &shape : nullptr));
+    if (s_->built) shape = l->compute_output_shape(shape);
+  }
+  const nlohmann::json policy = {{"module", "keras"}, {"class_name", "DTypePolicy"},
+                                 {"config", {{"name", mixed_precision::global_policy().name()}}}, {"registered_name", nullptr}};
+  nlohmann::json c = {{"name", s_->name}, {"trainable", true}, {"dtype", policy}, {"layers", layers}};
+  if (s_->built) {
+    std::vector<nlohmann::json> batch_shape{nullptr};
+    for (int64_t d : s_->input_shape.dims()) batch_shape.push_back(d);
+    c["build_input_shape"] = batch_shape;
+  }
+  return c;
 }
 
 Sequential Sequential::from_config(const nlohmann::json& config) {
   try {
     std::vector<LayerHandle> layers;
     for (const auto& l : config.at("layers")) layers.emplace_back(layers::from_config(l));
-    return Sequential(std::move(layers), config.value("name", ""));
+    Sequential model(std::move(layers), config.value("name", ""));
+    if (!model.built() && config.contains("build_input_shape") && config["build_input_shape"].is_array()) {
+      std::vector<int64_t> shape;  // Keras 3's [null, features...]
+      for (size_t i = 1; i < config["build_input_shape"].size(); ++i)
+        shape.push_back(detail::json_int(config["build_input_shape"][i], "build_input_shape"));
+      model.build(Shape(shape));
+    }
+    return model;
   } catch (const nlohmann::json::exception& e) {
     throw ValueError(make_message("invalid Sequential config: ", e.what()));
   }
@@ -226,6 +247,10 @@ bool rebuildable_loss(const std::string& cls) {
 nlohmann::json serialized(const char* module, const std::string& class_name, nlohmann::json config) {
   return {{"module", module}, {"class_name", class_name}, {"config", std::move(config)}, {"registered_name", nullptr}};
 }
+
+}  // namespace
+
+namespace detail {
 
 // Keras 3's compile_config, or nullopt (with a warning) when the optimizer or loss is not one load_model can
 // rebuild.
@@ -270,6 +295,7 @@ optimizers::LearningRate learning_rate_from(const nlohmann::json& lr) {
 }
 
 std::shared_ptr<optimizers::Optimizer> optimizer_from(const nlohmann::json& o) {
+  if (o.is_string()) return optimizers::get(o.get<std::string>());
   const std::string cls = o.at("class_name");
   const nlohmann::json& c = o.at("config");
   const optimizers::LearningRate lr = learning_rate_from(c.at("learning_rate"));
@@ -287,6 +313,7 @@ std::shared_ptr<optimizers::Optimizer> optimizer_from(const nlohmann::json& o) {
 
 std::shared_ptr<losses::Loss> loss_from(const nlohmann::json& l) {
   if (l.is_null()) return nullptr;
+  if (l.is_string()) return losses::get(l.get<std::string>());  // compile(loss="mse") saves the name
   const std::string cls = l.at("class_name");
   const nlohmann::json& c = l.at("config");
   losses::Reduction reduction = losses::Reduction::AUTO;
@@ -309,6 +336,10 @@ std::shared_ptr<losses::Loss> loss_from(const nlohmann::json& l) {
   if (cls == "MeanSquaredError") return losses::MeanSquaredError({.reduction = reduction, .name = c.at("name").get<std::string>()});
   throw ValueError(make_message("unknown loss class '", cls, "'"));
 }
+
+}  // namespace detail
+
+namespace {
 
 // A saved model's files as bytes: read by the chief of the current multi-worker strategy and broadcast to the
 // other workers (so they need no shared file system), or read here when there is none. A reading error is
@@ -349,15 +380,27 @@ void broadcast_string(distribute::Communicator* comm, std::string& s) {
 }
 
 SavedModelFiles read_saved_model_collectively(const std::string& dir) {
+  const std::vector<std::string> f = detail::read_on_chief([&] {
+    SavedModelFiles files = read_saved_model(dir);
+    return std::vector<std::string>{files.config, files.weights, files.optimizer};
+  });
+  return {f.at(0), f.at(1), f.at(2)};
+}
+
+}  // namespace
+
+std::vector<std::string> detail::read_on_chief(const std::function<std::vector<std::string>()>& read) {
   distribute::Communicator* comm = distribute::has_strategy() ? distribute::get_strategy().cross_worker() : nullptr;
-  if (!comm) return read_saved_model(dir);
-  SavedModelFiles f;
+  if (!comm) return read();
+  std::vector<std::string> files;
   std::string error;  // its first character says the type
   if (comm->rank() == 0) {
     try {
-      f = read_saved_model(dir);
+      files = read();
     } catch (const NotFoundError& e) {
       error = std::string("N") + e.what();
+    } catch (const ValueError& e) {
+      error = std::string("V") + e.what();
     } catch (const std::exception& e) {
       error = std::string("D") + e.what();
     }
@@ -365,13 +408,15 @@ SavedModelFiles read_saved_model_collectively(const std::string& dir) {
   broadcast_string(comm, error);
   if (!error.empty()) {
     if (error[0] == 'N') throw NotFoundError(error.substr(1));
+    if (error[0] == 'V') throw ValueError(error.substr(1));
     throw DataLossError(error.substr(1));
   }
-  for (std::string* s : {&f.config, &f.weights, &f.optimizer}) broadcast_string(comm, *s);
-  return f;
+  int64_t count = static_cast<int64_t>(files.size());
+  comm->broadcast(&count, sizeof count, 0, kLoadCollective);
+  files.resize(static_cast<size_t>(count));
+  for (std::string& s : files) broadcast_string(comm, s);
+  return files;
 }
-
-}  // namespace
 
 void Sequential::load_weights(const std::string& path) {
   assign_weights(train::load_safetensors(path), path, variables(), s_->name);
@@ -380,13 +425,14 @@ void Sequential::load_weights(const std::string& path) {
 void Sequential::save(const std::string& dir, SaveOptions options) const {
   // Every worker holds the same weights: the chief alone writes, and the others do not touch its directory.
   if (s_->strategy && !s_->strategy->is_chief()) return;
+  if (detail::is_keras_archive(dir)) return detail::save_keras_archive(*this, dir, options);
   AtomicDirectory out(dir, "config.json");  // a failed save leaves no half-written model
   nlohmann::json doc = {{"module", "keras"},           {"class_name", "Sequential"},
                         {"config", get_config()},      {"registered_name", nullptr},
                         {"lockstep_version", "0.1.0"}, {"include_optimizer", false}};
   if (s_->built && !s_->input) doc["build_config"] = {{"input_shape", s_->input_shape.dims()}};
   std::optional<nlohmann::json> compiled;
-  if (options.include_optimizer && s_->optimizer) compiled = compile_config(*this);
+  if (options.include_optimizer && s_->optimizer) compiled = detail::compile_config(*this);
   if (compiled) {
     doc["compile_config"] = *compiled;
     doc["include_optimizer"] = true;
@@ -400,7 +446,52 @@ void Sequential::save(const std::string& dir, SaveOptions options) const {
   out.commit();
 }
 
+void detail::compile_from_config(Sequential& model, const nlohmann::json& cc, const std::string& where) {
+  // Keras options lockstep does not have are refused by name rather than dropped.
+  auto config_of = [&](const char* key) {  // a serialised object's config; {} for a name or anything malformed
+    const nlohmann::json& o = cc.is_object() && cc.contains(key) ? cc[key] : nlohmann::json();
+    return o.is_object() && o.contains("config") && o["config"].is_object() ? o["config"] : nlohmann::json::object();
+  };
+  const nlohmann::json opt = config_of("optimizer");
+  for (const char* key : {"weight_decay", "clipnorm", "global_clipnorm", "clipvalue", "ema_overwrite_frequency",
+                          "loss_scale_factor", "gradient_accumulation_steps"})
+    LS_CHECK(!opt.contains(key) || opt[key].is_null(), ValueError, where, ": optimizer option ", key, "=",
+             opt[key].dump(), " is not supported by lockstep; compile the model again without it");
+  LS_CHECK(!opt.contains("use_ema") || opt["use_ema"] == false, ValueError, where,
+           ": optimizer option use_ema=", opt.contains("use_ema") ? opt["use_ema"].dump() : "", " is not supported by lockstep");
+  const nlohmann::json lc = config_of("loss");
+  LS_CHECK((!lc.contains("ignore_class") || lc["ignore_class"].is_null()) && (!lc.contains("axis") || lc["axis"] == -1),
+           ValueError, where, ": loss options ignore_class and axis are not supported by lockstep (only null and -1)");
+  const std::string reduction = lc.contains("reduction") && lc["reduction"].is_string() ? lc["reduction"].get<std::string>() : "auto";
+  LS_CHECK(reduction == "auto" || reduction == "sum_over_batch_size" || reduction == "sum" || reduction == "none",
+           ValueError, where, ": loss reduction '", reduction,
+           "' is not supported by lockstep (sum_over_batch_size, sum or none)");
+  std::shared_ptr<optimizers::Optimizer> optimizer;
+  std::shared_ptr<losses::Loss> loss;
+  std::vector<MetricRef> metric_refs;
+  try {
+    optimizer = optimizer_from(cc.at("optimizer"));
+    loss = loss_from(cc.value("loss", nlohmann::json()));
+    for (const auto& m : cc.value("metrics", nlohmann::json::array())) {
+      // A name ("accuracy"), or Keras 3's serialised metric, which lockstep rebuilds by its name.
+      const nlohmann::json name = m.is_object() ? m.at("config").at("name") : m;
+      try {
+        metric_refs.emplace_back(metrics::get(name.get<std::string>(), loss ? loss->name() : ""));
+      } catch (const ValueError&) {
+        log(LogLevel::warning, "saved model ", where, ": metric '", name.get<std::string>(),
+            "' is not a built-in metric and is left out; compile the model again to add it");
+      }
+    }
+  } catch (const std::exception& e) {  // malformed JSON (nlohmann) or values the factories refuse
+    throw DataLossError(make_message("saved model config ", where, ": invalid compile_config (", e.what(),
+                                     "): save the model again"));
+  }
+  CompileOptions compile{.optimizer = optimizer, .loss = loss, .metrics = std::move(metric_refs)};
+  model.compile(std::move(compile));
+}
+
 Sequential Sequential::load_model(const std::string& dir, LoadOptions options) {
+  if (detail::is_keras_archive(dir)) return detail::load_keras_archive(dir, options);
   const SavedModelFiles files = read_saved_model_collectively(dir);
   const std::string config_path = dir + "/config.json";
   nlohmann::json doc;
@@ -426,27 +517,7 @@ Sequential Sequential::load_model(const std::string& dir, LoadOptions options) {
                  model.variables(), model.name());
   if (!options.compile || !doc.contains("compile_config")) return model;
 
-  const nlohmann::json& cc = doc["compile_config"];
-  std::shared_ptr<optimizers::Optimizer> optimizer;
-  std::shared_ptr<losses::Loss> loss;
-  std::vector<MetricRef> metric_refs;
-  try {
-    optimizer = optimizer_from(cc.at("optimizer"));
-    loss = loss_from(cc.value("loss", nlohmann::json()));
-    for (const auto& name : cc.value("metrics", nlohmann::json::array())) {
-      try {
-        metric_refs.emplace_back(metrics::get(name.get<std::string>(), loss ? loss->name() : ""));
-      } catch (const ValueError&) {
-        log(LogLevel::warning, "saved model ", dir, ": metric '", name.get<std::string>(),
-            "' is not a built-in metric and is left out; compile the model again to add it");
-      }
-    }
-  } catch (const std::exception& e) {  // malformed JSON (nlohmann) or values the factories refuse
-    throw DataLossError(make_message("saved model config ", config_path, ": invalid compile_config (", e.what(),
-                                     "): save the model again"));
-  }
-  CompileOptions compile{.optimizer = optimizer, .loss = loss, .metrics = std::move(metric_refs)};
-  model.compile(std::move(compile));
+  detail::compile_from_config(model, doc["compile_config"], config_path);
   if (doc.value("include_optimizer", false)) {
     const std::string path = dir + "/" + kOptimizerFile;
     LS_CHECK(!files.optimizer.empty(), NotFoundError, "saved model ", dir, ": ", path,

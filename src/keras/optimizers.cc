@@ -187,7 +187,11 @@ void Optimizer::set_state(const std::vector<std::pair<std::string, Tensor>>& sta
 }
 
 nlohmann::json Optimizer::get_config() const {
-  return {{"name", name_}, {"learning_rate", learning_rate_.to_json()}};
+  // Keras 3's base options, at the values that mean "off" (lockstep has none of them).
+  return {{"name", name_},          {"learning_rate", learning_rate_.to_json()}, {"weight_decay", nullptr},
+          {"clipnorm", nullptr},    {"global_clipnorm", nullptr},               {"clipvalue", nullptr},
+          {"use_ema", false},       {"ema_momentum", 0.99},                     {"ema_overwrite_frequency", nullptr},
+          {"loss_scale_factor", nullptr}, {"gradient_accumulation_steps", nullptr}};
 }
 
 // ---- update rules ----

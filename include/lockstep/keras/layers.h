@@ -116,6 +116,7 @@ class Flatten : public Layer {
  public:
   explicit Flatten(std::string name = "");
   Shape compute_output_shape(const Shape& input_shape) const override;
+  nlohmann::json get_config() const override;
 
  protected:
   Tensor call(const Tensor& x, bool training) override;
@@ -232,6 +233,7 @@ class Dropout : public Layer {
 
  private:
   double rate_;
+  std::optional<uint64_t> seed_;  // for get_config
   Philox rng_;  // the caller's thread and replica 0
   struct ReplicaStreams {
     std::mutex mutex;
@@ -273,8 +275,12 @@ class Activation : public Layer {
   activations::Activation activation_;
 };
 
-// Makes a layer from its {"class_name", "config"} (Sequential.from_config uses it).
+// Makes a layer from its {"class_name", "config"} (Sequential.from_config uses it). A layer class or option
+// lockstep does not have (Conv2D's dilation_rate, channels_first, a constraint...) is a ValueError naming both.
 LayerPtr from_config(const nlohmann::json& config);
+// Keras 3's serialised layer: {"module", "class_name", "config", "registered_name"}, with "build_config" when
+// `input_shape` (without batch) is given.
+nlohmann::json serialize(const Layer& layer, const Shape* input_shape = nullptr);
 
 }  // namespace layers
 

@@ -130,13 +130,14 @@ class Sequential {
   // A directory with config.json (the model's config and, once compiled, Keras 3's compile_config),
   // model.weights.safetensors and optimizer.safetensors (iterations and slots, as Optimizer::state() gives
   // them; left out with include_optimizer = false), swapped in whole. Under a multi-worker strategy every
-  // worker may call it: the chief writes `dir`, the others write nothing.
+  // worker may call it: the chief writes `dir`, the others write nothing. A path ending in ".keras" is written
+  // as Keras 3's archive instead (lockstep/keras/saving.h), which TensorFlow's keras.models.load_model reads.
   void save(const std::string& dir, SaveOptions options = {}) const;
   // Rebuilds a model saved by save(): created in the current strategy's scope when there is one (its
   // variables mirrored by that strategy, whatever strategy and number of workers saved it), compiled from
   // the compile config and its optimizer's state restored, so fit() continues. Under a multi-worker strategy
   // every worker calls it; the chief reads `dir` and broadcasts it, so the others need no copy. NotFoundError
-  // for a missing model, DataLossError for a corrupted file.
+  // for a missing model, DataLossError for a corrupted file. A ".keras" path is read as Keras 3's archive.
   static Sequential load_model(const std::string& dir, LoadOptions options = {});
 
   void compile(CompileOptions options);

@@ -116,7 +116,7 @@ class Optimizer {
   // shape mismatch or a name that does not belong to this optimizer raises ValueError naming the entry.
   void set_state(const std::vector<std::pair<std::string, Tensor>>& state);
 
-  // {"name", "learning_rate"} plus the optimizer's own options.
+  // {"name", "learning_rate"}, Keras 3's base options (all off), plus the optimizer's own options.
   virtual nlohmann::json get_config() const;
   // The Keras class name ("Adam"), saved with get_config() in a model's compile config.
   virtual std::string class_name() const = 0;

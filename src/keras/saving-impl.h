@@ -1,0 +1,32 @@
+// What the saved-model directory (model.cc) and the .keras archive (keras_archive.cc) share.
+#pragma once
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lockstep/keras/model.h"
+
+namespace lockstep::keras::detail {
+
+// Keras 3's compile_config of a compiled model, or nullopt (with a warning) when load_model could not rebuild
+// its optimizer or loss.
+std::optional<nlohmann::json> compile_config(const Sequential& model);
+// Compiles `model` from a compile_config; `where` names the file in errors. Options lockstep does not have
+// (clipnorm, weight_decay, ...) are a ValueError naming them; a malformed config is DataLossError.
+void compile_from_config(Sequential& model, const nlohmann::json& compile_config, const std::string& where);
+
+// Runs `read` on the chief of the current multi-worker strategy and broadcasts what it returns (or its error)
+// to every worker, so that only the chief needs the files; without one it just runs `read`.
+std::vector<std::string> read_on_chief(const std::function<std::vector<std::string>()>& read);
+
+// A path ending in ".keras": Keras 3's zip archive rather than lockstep's directory.
+inline bool is_keras_archive(const std::string& path) {
+  return path.size() > 6 && path.ends_with(".keras");
+}
+void save_keras_archive(const Sequential& model, const std::string& path, const SaveOptions& options);
+Sequential load_keras_archive(const std::string& path, const LoadOptions& options);
+
+}  // namespace lockstep::keras::detail
