@@ -1,0 +1,42 @@
+// Private to src/data: the sequential file reader of the file-based sources (TFRecordDataset, the CSV reader) and
+// the node interface through which auto-shard FILE gives each worker its own files.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lockstep/data/dataset_node.h"
+
+namespace lockstep::data::detail {
+
+// One file read front to back through zlib's bounded buffer, plain or gzipped (compression_type "" or "GZIP"),
+// with the number of (uncompressed) bytes consumed so far as its position. Opening a missing file is a
+// NotFoundError; a gzip stream that is damaged or cut short is a DataLossError naming the file and the offset.
+class InputFile {
+ public:
+  InputFile(std::string path, const std::string& compression_type, const char* reader);
+  ~InputFile();
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
+
+  // Up to n bytes into dst; fewer only at the end of the file.
+  size_t read(void* dst, size_t n);
+  // The next byte, or -1 at the end.
+  int get();
+  uint64_t offset() const { return offset_; }
+  // Continues at `offset` (for GZIP zlib decompresses up to it again). DataLossError when the file is shorter.
+  void seek(uint64_t offset);
+  const std::string& path() const { return path_; }
+
+ private:
+  [[noreturn]] void fail_stream();
+  std::string path_;
+  const char* reader_;
+  void* file_ = nullptr;  // gzFile
+  uint64_t offset_ = 0;
+};
+
+// Checks compression_type ("" or "GZIP") for `reader`'s error message.
+void check_compression_type(const std::string& compression_type, const char* reader);
+
+}  // namespace lockstep::data::detail

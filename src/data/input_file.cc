@@ -1,0 +1,102 @@
+// InputFile: zlib's gzFile reads plain and gzipped files alike; the declared compression is checked against what
+// the file holds, so that a gzipped file read as plain (or the reverse) is a clear error rather than garbage.
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <zlib.h>
+
+#include "input_file-impl.h"
+
+namespace lockstep::data::detail {
+
+namespace {
+gzFile gz(void* f) { return static_cast<gzFile>(f); }
+constexpr unsigned kBufferBytes = 256 * 1024;  // zlib's input and output buffers: memory per open file
+}  // namespace
+
+void check_compression_type(const std::string& compression_type, const char* reader) {
+  LS_CHECK(compression_type.empty() || compression_type == "GZIP", InvalidArgumentError, reader, ": compression_type \"",
+           compression_type, "\" is not supported; use \"\" (plain) or \"GZIP\"");
+}
+
+InputFile::InputFile(std::string path, const std::string& compression_type, const char* reader)
+    : path_(std::move(path)), reader_(reader) {
+  check_compression_type(compression_type, reader);
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) != 0) {
+    const int err = errno;
+    if (err == ENOENT || err == ENOTDIR) throw NotFoundError(make_message(reader, ": file not found: ", path_));
+    throw Error(make_message(reader, ": cannot open ", path_, ": ", std::strerror(err)));
+  }
+  LS_CHECK(!S_ISDIR(st.st_mode), InvalidArgumentError, reader, ": ", path_, " is a directory; pass the files in it ",
+           "(list_files(\"", path_, "/*\"))");
+  file_ = gzopen(path_.c_str(), "rb");
+  if (!file_) throw Error(make_message(reader, ": cannot open ", path_, ": ", std::strerror(errno)));
+  gzbuffer(gz(file_), kBufferBytes);
+  // gzdirect looks at the first bytes: 1 means they are not a gzip header. An empty file is empty either way.
+  const bool plain = gzdirect(gz(file_)) == 1;
+  if (st.st_size > 0 && plain != compression_type.empty()) {
+    gzclose(gz(file_));
+    file_ = nullptr;
+    throw DataLossError(make_message(reader, ": ", path_, plain ? " is not gzip-compressed but compression_type is "
+                                                                  "\"GZIP\"; pass compression_type \"\""
+                                                                : " is gzip-compressed; pass compression_type \"GZIP\""));
+  }
+}
+
+InputFile::~InputFile() {
+  if (file_) gzclose(gz(file_));
+}
+
+void InputFile::fail_stream() {
+  int err = 0;
+  const char* what = gzerror(gz(file_), &err);
+  throw DataLossError(make_message(reader_, ": ", path_, " is damaged: zlib says \"", what, "\" at uncompressed byte offset ",
+                                   offset_, "; the gzip stream is corrupt or truncated: write the file again"));
+}
+
+size_t InputFile::read(void* dst, size_t n) {
+  size_t done = 0;
+  auto* out = static_cast<char*>(dst);
+  while (done < n) {
+    const unsigned want = static_cast<unsigned>(std::min<size_t>(n - done, 1u << 30));
+    const int got = gzread(gz(file_), out + done, want);
+    if (got < 0) fail_stream();
+    done += static_cast<size_t>(got);
+    offset_ += static_cast<uint64_t>(got);
+    if (static_cast<unsigned>(got) < want) {
+      // A short read is the end of the data, or a gzip stream that stops early (Z_BUF_ERROR).
+      int err = 0;
+      gzerror(gz(file_), &err);
+      if (err != Z_OK) fail_stream();
+      break;
+    }
+  }
+  return done;
+}
+
+int InputFile::get() {
+  const int c = gzgetc(gz(file_));
+  if (c < 0) {
+    int err = 0;
+    gzerror(gz(file_), &err);
+    if (err != Z_OK) fail_stream();
+    return -1;
+  }
+  ++offset_;
+  return c;
+}
+
+void InputFile::seek(uint64_t offset) {
+  // gzseek past the end of a file being read stops there without complaint: land one byte short and read it.
+  const uint64_t before = offset > 0 ? offset - 1 : 0;
+  if (gzseek(gz(file_), static_cast<z_off_t>(before), SEEK_SET) < 0) fail_stream();
+  offset_ = before;
+  char probe;
+  LS_CHECK(offset == 0 || read(&probe, 1) == 1, DataLossError, reader_, ": cannot resume ", path_, " at byte offset ",
+           offset, ": the file is shorter now; restore the state into a pipeline over the same, unchanged files");
+}
+
+}  // namespace lockstep::data::detail
