@@ -6,6 +6,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "data/example.pb.h"
@@ -79,8 +80,11 @@ Values feature_values(const proto::Features& features, const std::string& key,
     }
     const int64_t n = count_of(fixed->shape);
     if (!fixed->default_value.defined()) {
+      std::vector<std::string> keys;
+      for (const auto& [k, v] : features.feature()) keys.push_back(k);
+      std::sort(keys.begin(), keys.end());  // protobuf's map has no order
       std::string present;
-      for (const auto& [k, v] : features.feature()) present += (present.empty() ? "" : ", ") + k;
+      for (const std::string& k : keys) present += (present.empty() ? "" : ", ") + k;
       throw InvalidArgumentError(make_message(where.str(key), " (", spec_dtype_name(dtype),
                                               ") is required but the example does not have it (it has: ",
                                               present.empty() ? "no features" : present,

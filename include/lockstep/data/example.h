@@ -30,9 +30,9 @@ inline constexpr DType kString = DType::uint8;
 // broadcast, or as many values as the shape holds) stands in when an example lacks the feature; left undefined,
 // the feature is required.
 struct FixedLenFeature {
-  std::vector<int64_t> shape;
+  std::vector<int64_t> shape = {};
   DType dtype = DType::float32;
-  Tensor default_value;
+  Tensor default_value = {};
 };
 
 // A feature with any number of values (0 included) of `dtype`; parsed into a SparseTensor.
