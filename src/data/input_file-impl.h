@@ -36,6 +36,9 @@ class InputFile {
   uint64_t offset_ = 0;
 };
 
+// A file list for a reader node's str(), which saved states repeat: long lists are abridged.
+std::string describe_files(const std::vector<std::string>& files);
+
 // Checks compression_type ("" or "GZIP") for `reader`'s error message.
 void check_compression_type(const std::string& compression_type, const char* reader);
 

@@ -21,6 +21,19 @@ void check_compression_type(const std::string& compression_type, const char* rea
            compression_type, "\" is not supported; use \"\" (plain) or \"GZIP\"");
 }
 
+std::string describe_files(const std::vector<std::string>& files) {
+  std::string out = "[";
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (i > 0) out += ", ";
+    if (files.size() > 4 && i == 2) {
+      out += "... (" + std::to_string(files.size()) + " files), ";
+      i = files.size() - 1;
+    }
+    out += files[i];
+  }
+  return out + "]";
+}
+
 InputFile::InputFile(std::string path, const std::string& compression_type, const char* reader)
     : path_(std::move(path)), reader_(reader) {
   check_compression_type(compression_type, reader);

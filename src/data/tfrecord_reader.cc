@@ -32,23 +32,10 @@ std::string hex32(uint32_t v) {
   return os.str();
 }
 
-// A short description of a file list for the node's str(), which saved states repeat: long lists are abridged.
-std::string describe_files(const std::vector<std::string>& files) {
-  std::string out = "[";
-  for (size_t i = 0; i < files.size(); ++i) {
-    if (files.size() > 4 && i == 2) {
-      out += "... (" + std::to_string(files.size()) + " files), ";
-      i = files.size() - 1;
-    }
-    out += (i ? (out.back() == ' ' ? "" : ", ") : "") + files[i];
-  }
-  return out + "]";
-}
-
 class TFRecordNode final : public DatasetNode {
  public:
   TFRecordNode(std::vector<std::string> files, TFRecordOptions options)
-      : DatasetNode(kReader, {{"filenames", describe_files(files)}, {"compression_type", options.compression_type}}, {}),
+      : DatasetNode(kReader, {{"filenames", detail::describe_files(files)}, {"compression_type", options.compression_type}}, {}),
         files_(std::move(files)),
         options_(std::move(options)) {}
   int64_t cardinality() const override { return kUnknownCardinality; }

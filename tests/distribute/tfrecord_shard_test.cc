@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "../data/tfrecord_test_util.h"
+#include "lockstep/data/csv.h"
 #include "lockstep/data/tfrecord.h"
 #include "lockstep/distribute/strategy/strategy.h"
 
@@ -106,6 +107,25 @@ TEST(AutoShard, DataAndOffIgnoreTheFiles) {
   EXPECT_EQ(records_of(auto_shard_dataset(with_policy(data::TFRecordDataset(files), AutoShardPolicy::OFF), {2, 1, 2})).size(), 8u);
   // One pipeline: nothing to shard, whatever the policy.
   EXPECT_EQ(records_of(auto_shard_dataset(with_policy(data::TFRecordDataset(files), AutoShardPolicy::FILE), {1, 0, 1})).size(), 8u);
+}
+
+// make_csv_dataset's reader is found under its shuffle, repeat and batch.
+TEST(AutoShard, CsvFilesToo) {
+  TempDir tmp;
+  for (int f = 0; f < 3; ++f) {
+    std::string csv = "a,label\n";
+    for (int r = 0; r < 4; ++r) csv.append(std::to_string(10 * f + r)).append(",0\n");
+    data::testing::write_bytes(tmp / ("part-" + std::to_string(f) + ".csv"), csv);
+  }
+  const data::Dataset ds = data::experimental::make_csv_dataset(tmp / "part-*.csv", 2, {.label_name = "label", .num_epochs = 1});
+  std::vector<float> seen[2];
+  for (int w = 0; w < 2; ++w)
+    for (const data::Element& b : auto_shard_dataset(ds, {2, w, 2}))
+      for (float v : b.x.to_vector<float>()) seen[w].push_back(v);
+  std::sort(seen[0].begin(), seen[0].end());
+  std::sort(seen[1].begin(), seen[1].end());
+  EXPECT_EQ(seen[0], (std::vector<float>{0, 1, 2, 3, 20, 21, 22, 23}));
+  EXPECT_EQ(seen[1], (std::vector<float>{10, 11, 12, 13}));
 }
 
 }  // namespace
