@@ -35,6 +35,11 @@ std::string join(const std::vector<std::string>& names) {
   return out;
 }
 
+// Text never starts with gzip's magic number.
+void check_not_gzipped(const detail::InputFile& in) {
+  LS_CHECK(!in.starts_like_gzip(), DataLossError, kReader, ": ", in.path(), " is gzip-compressed; pass compression_type \"GZIP\"");
+}
+
 // Reads RFC 4180 records from an InputFile: fields separated by the delimiter, records by \n or \r\n; a quoted field
 // may hold the delimiter, line breaks and "" for a quote. Counts lines for error messages.
 class RecordReader {
@@ -212,6 +217,7 @@ class CsvIterator final : public ItemIterator {
   void open() {
     const CsvOptions& o = layout_.options;
     in_ = std::make_unique<detail::InputFile>(node_.files_[file_], o.compression_type, kReader);
+    check_not_gzipped(*in_);
     if (offset_ > 0) in_->seek(offset_);
     reader_ = std::make_unique<RecordReader>(*in_, o.field_delim, o.use_quote_delim, line_, layout_.names);
     if (offset_ == 0 && o.header) {
@@ -292,6 +298,7 @@ std::shared_ptr<CsvLayout> resolve_layout(const std::vector<std::string>& files,
   std::vector<std::pair<std::string, int64_t>> row_at;
   for (size_t f = 0; f < files.size() && (layout->names.empty() || static_cast<int64_t>(rows.size()) < o.num_rows_for_inference); ++f) {
     detail::InputFile in(files[f], o.compression_type, kReader);
+    check_not_gzipped(in);
     RecordReader reader(in, o.field_delim, o.use_quote_delim, 1, layout->names);
     std::vector<std::string> fields;
     int64_t line = 0;

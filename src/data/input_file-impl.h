@@ -2,6 +2,7 @@
 // the node interface through which auto-shard FILE gives each worker its own files.
 #pragma once
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -9,8 +10,8 @@
 
 namespace lockstep::data::detail {
 
-// One file read front to back through zlib's bounded buffer, plain or gzipped (compression_type "" or "GZIP"),
-// with the number of (uncompressed) bytes consumed so far as its position. Opening a missing file is a
+// One file read front to back through a bounded buffer, plain (stdio) or gzipped (zlib; compression_type "" or
+// "GZIP"), with the number of (uncompressed) bytes consumed so far as its position. Opening a missing file is a
 // NotFoundError; a gzip stream that is damaged or cut short is a DataLossError naming the file and the offset.
 class InputFile {
  public:
@@ -27,12 +28,17 @@ class InputFile {
   // Continues at `offset` (for GZIP zlib decompresses up to it again). DataLossError when the file is shorter.
   void seek(uint64_t offset);
   const std::string& path() const { return path_; }
+  // A plain file whose first bytes are gzip's magic number: what a reader names when the data makes no sense.
+  bool starts_like_gzip() const { return starts_like_gzip_; }
 
  private:
   [[noreturn]] void fail_stream();
   std::string path_;
   const char* reader_;
-  void* file_ = nullptr;  // gzFile
+  bool gzip_;
+  bool starts_like_gzip_ = false;
+  std::FILE* plain_ = nullptr;
+  void* file_ = nullptr;  // gzFile, for GZIP
   uint64_t offset_ = 0;
 };
 

@@ -108,7 +108,8 @@ class TFRecordIterator final : public ItemIterator {
     const uint32_t stored_length_crc = static_cast<uint32_t>(little_endian(header + 8, 4));
     const uint32_t length_crc = masked_crc32c(header, 8);
     if (stored_length_crc != length_crc)
-      damaged(at, "length CRC mismatch (stored " + hex32(stored_length_crc) + ", computed " + hex32(length_crc) + ")");
+      damaged(at, "length CRC mismatch (stored " + hex32(stored_length_crc) + ", computed " + hex32(length_crc) + ")" +
+                      (at == 0 && in_->starts_like_gzip() ? "; it starts like a gzip file: pass compression_type \"GZIP\"" : ""));
     const uint64_t length = little_endian(header, 8);
     // Read in bounded chunks, so that a length that runs past the end of the file allocates no more than is there.
     buffer_.clear();

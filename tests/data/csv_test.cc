@@ -151,6 +151,9 @@ TEST(MakeCsvDataset, ReadsGzipAndResumesMidFile) {
     while (auto b = restored.next()) got.push_back(b->x.to_vector<float>());
     EXPECT_EQ(got, want) << compression;
   }
+  o.compression_type = "";
+  EXPECT_NE(error_of<DataLossError>([&] { make_csv_dataset(tmp / "a.csv.gz", 3, o); }).find("is gzip-compressed; pass compression_type \"GZIP\""),
+            std::string::npos);
 }
 
 }  // namespace

@@ -47,7 +47,7 @@ TEST(TFRecordDataset, ReadsTensorFlowsFileRecordForRecord) {
 
 TEST(TFRecordDataset, CompressionMustMatchTheFile) {
   EXPECT_NE(error_of<DataLossError>([] { records_of(TFRecordDataset({golden("examples.tfrecord.gz")})); })
-                .find("is gzip-compressed; pass compression_type \"GZIP\""),
+                .find("it starts like a gzip file: pass compression_type \"GZIP\""),
             std::string::npos);
   EXPECT_NE(error_of<DataLossError>([] { records_of(TFRecordDataset({golden("examples.tfrecord")}, {"GZIP"})); })
                 .find("is not gzip-compressed"),
@@ -152,6 +152,10 @@ TEST(TFRecordDataset, ReadsWhatTFRecordWriterWrote) {
     }
     EXPECT_EQ(records_of(TFRecordDataset({path}, {compression})), records) << compression;
   }
+  // A plain file that starts with gzip's magic bytes: a first record of 0x8b1f bytes.
+  TFRecordWriter(tmp / "magic.tfrecord").write(std::string(0x8b1f, 'm'));
+  EXPECT_EQ(read_bytes(tmp / "magic.tfrecord").substr(0, 2), "\x1f\x8b");
+  EXPECT_EQ(records_of(TFRecordDataset({tmp / "magic.tfrecord"})), std::vector<std::string>{std::string(0x8b1f, 'm')});
 }
 
 // The state is (file, record, offset): a new iterator of a rebuilt pipeline continues mid-file, plain or gzipped,
