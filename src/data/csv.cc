@@ -37,7 +37,8 @@ std::string join(const std::vector<std::string>& names) {
 
 // Text never starts with gzip's magic number.
 void check_not_gzipped(const detail::InputFile& in) {
-  LS_CHECK(!in.starts_like_gzip(), DataLossError, kReader, ": ", in.path(), " is gzip-compressed; pass compression_type \"GZIP\"");
+  LS_CHECK(!in.starts_like_gzip(), DataLossError, kReader, ": ", in.path(),
+           " is gzip-compressed; pass compression_type \"GZIP\"");
 }
 
 // Reads RFC 4180 records from an InputFile: fields separated by the delimiter, records by \n or \r\n; a quoted field
@@ -86,13 +87,15 @@ class RecordReader {
         }
         if (closed) {
           if (c == '\r') continue;  // \r\n after a quoted field
-          fail(line_, fields.size(), make_message("unexpected '", static_cast<char>(c),
-                                                  "' after a quoted field's closing quote (a quote inside a quoted field "
-                                                  "is written \"\")"));
+          fail(line_, fields.size(),
+               make_message("unexpected '", static_cast<char>(c),
+                            "' after a quoted field's closing quote (a quote inside a quoted field "
+                            "is written \"\")"));
         }
         if (c == '"' && quotes_) {
           if (!fields.back().empty())
-            fail(line_, fields.size(), "a quote inside an unquoted field; quote the whole field and double the quote (\"\")");
+            fail(line_, fields.size(),
+                 "a quote inside an unquoted field; quote the whole field and double the quote (\"\")");
           in_quotes = quoted = true;
           continue;
         }
@@ -167,7 +170,9 @@ class CsvNode final : public DatasetNode {
     return std::make_shared<CsvNode>(files_, layout_);
   }
   std::vector<std::string> files() const override { return files_; }
-  NodePtr with_files(std::vector<std::string> files) const override { return std::make_shared<CsvNode>(std::move(files), layout_); }
+  NodePtr with_files(std::vector<std::string> files) const override {
+    return std::make_shared<CsvNode>(std::move(files), layout_);
+  }
   std::unique_ptr<ItemIterator> make_iterator(uint64_t salt) const override;
 
   std::vector<std::string> files_;
@@ -204,8 +209,8 @@ class CsvIterator final : public ItemIterator {
     const int64_t file = state.at("file").get<int64_t>(), offset = state.at("offset").get<int64_t>(),
                   line = state.at("line").get<int64_t>();
     LS_CHECK(file >= 0 && file <= static_cast<int64_t>(node_.files_.size()) && offset >= 0 && line >= 1, ValueError,
-             "restore_state: the saved CSV position (file ", file, ", offset ", offset, ", line ", line, ") does not fit its ",
-             node_.files_.size(), " files; restore into an iterator of the same pipeline");
+             "restore_state: the saved CSV position (file ", file, ", offset ", offset, ", line ", line,
+             ") does not fit its ", node_.files_.size(), " files; restore into an iterator of the same pipeline");
     reader_.reset();
     in_.reset();
     file_ = static_cast<size_t>(file);
@@ -241,8 +246,9 @@ class CsvIterator final : public ItemIterator {
 
   Element row(const std::vector<std::string>& fields, int64_t line) const {
     if (fields.size() != layout_.names.size())
-      reader_->fail(line, 0, make_message("expected ", layout_.names.size(), " fields (", join(layout_.names), "), got ",
-                                          fields.size()));
+      reader_->fail(
+          line, 0,
+          make_message("expected ", layout_.names.size(), " fields (", join(layout_.names), "), got ", fields.size()));
     Tensor x = Tensor::empty({static_cast<int64_t>(layout_.features.size())}, DType::float32);
     float* px = x.data<float>();
     for (size_t k = 0; k < layout_.features.size(); ++k) {
@@ -253,8 +259,9 @@ class CsvIterator final : public ItemIterator {
       }
       const std::optional<double> v = parse_number(fields[c]);
       if (!v)
-        reader_->fail(line, c + 1, make_message("\"", fields[c], "\" is not a number; feature columns are stacked into ",
-                                                "float32 x: leave text columns out with select_columns"));
+        reader_->fail(line, c + 1,
+                      make_message("\"", fields[c], "\" is not a number; feature columns are stacked into ",
+                                   "float32 x: leave text columns out with select_columns"));
       px[k] = static_cast<float>(*v);
     }
     if (!layout_.label) return Element{std::move(x)};
@@ -268,10 +275,13 @@ class CsvIterator final : public ItemIterator {
       const std::optional<int64_t> v =
           is_empty(fields[c]) ? static_cast<int64_t>(default_of(c, line)) : parse_integer(fields[c]);
       if (!v || (layout_.label_dtype == DType::int32 && (*v < INT32_MIN || *v > INT32_MAX)))
-        reader_->fail(line, c + 1, make_message("the label \"", fields[c], "\" is not an integer of ",
-                                                dtype_name(layout_.label_dtype), ", the dtype the first rows gave the label"));
-      if (layout_.label_dtype == DType::int32) *y.data<int32_t>() = static_cast<int32_t>(*v);
-      else *y.data<int64_t>() = *v;
+        reader_->fail(line, c + 1,
+                      make_message("the label \"", fields[c], "\" is not an integer of ",
+                                   dtype_name(layout_.label_dtype), ", the dtype the first rows gave the label"));
+      if (layout_.label_dtype == DType::int32)
+        *y.data<int32_t>() = static_cast<int32_t>(*v);
+      else
+        *y.data<int64_t>() = *v;
     }
     return Element{std::move(x), std::move(y)};
   }
@@ -286,7 +296,9 @@ class CsvIterator final : public ItemIterator {
   int64_t line_ = 1;
 };
 
-std::unique_ptr<ItemIterator> CsvNode::make_iterator(uint64_t) const { return std::make_unique<CsvIterator>(*this); }
+std::unique_ptr<ItemIterator> CsvNode::make_iterator(uint64_t) const {
+  return std::make_unique<CsvIterator>(*this);
+}
 
 // Column names, selection, defaults and the label's dtype, from the options and the first rows of the files (TF
 // does the same when it builds the dataset).
@@ -296,7 +308,9 @@ std::shared_ptr<CsvLayout> resolve_layout(const std::vector<std::string>& files,
   layout->names = o.column_names;
   std::vector<std::vector<std::string>> rows;  // the first rows, for inference
   std::vector<std::pair<std::string, int64_t>> row_at;
-  for (size_t f = 0; f < files.size() && (layout->names.empty() || static_cast<int64_t>(rows.size()) < o.num_rows_for_inference); ++f) {
+  for (size_t f = 0;
+       f < files.size() && (layout->names.empty() || static_cast<int64_t>(rows.size()) < o.num_rows_for_inference);
+       ++f) {
     detail::InputFile in(files[f], o.compression_type, kReader);
     check_not_gzipped(in);
     RecordReader reader(in, o.field_delim, o.use_quote_delim, 1, layout->names);
@@ -311,17 +325,19 @@ std::shared_ptr<CsvLayout> resolve_layout(const std::vector<std::string>& files,
       row_at.emplace_back(files[f], line);
     }
   }
-  LS_CHECK(!layout->names.empty(), ValueError, kReader, ": no column names: pass column_names, or set header and give the files a header line",
+  LS_CHECK(!layout->names.empty(), ValueError, kReader,
+           ": no column names: pass column_names, or set header and give the files a header line",
            o.header ? " (the first file is empty)" : "");
   const std::vector<std::string>& names = layout->names;
   for (size_t i = 0; i < names.size(); ++i)
     for (size_t j = i + 1; j < names.size(); ++j)
-      LS_CHECK(names[i] != names[j], ValueError, kReader, ": the column name \"", names[i], "\" appears twice in (", join(names),
-               "); give every column its own name");
+      LS_CHECK(names[i] != names[j], ValueError, kReader, ": the column name \"", names[i], "\" appears twice in (",
+               join(names), "); give every column its own name");
   auto index_of = [&](const std::string& name, const char* what) {
     for (size_t i = 0; i < names.size(); ++i)
       if (names[i] == name) return i;
-    throw ValueError(make_message(kReader, ": ", what, " \"", name, "\" is not a column; the columns are: ", join(names)));
+    throw ValueError(
+        make_message(kReader, ": ", what, " \"", name, "\" is not a column; the columns are: ", join(names)));
   };
   std::vector<bool> selected(names.size(), o.select_columns.empty());
   for (const std::string& s : o.select_columns) selected[index_of(s, "select_columns entry")] = true;
@@ -335,16 +351,18 @@ std::shared_ptr<CsvLayout> resolve_layout(const std::vector<std::string>& files,
     if (selected[c]) used.push_back(c);
   for (size_t c : used)
     if (!layout->label || c != *layout->label) layout->features.push_back(c);
-  LS_CHECK(!layout->features.empty(), ValueError, kReader, ": no feature columns are left besides the label \"", o.label_name,
-           "\"; select at least one more column");
+  LS_CHECK(!layout->features.empty(), ValueError, kReader, ": no feature columns are left besides the label \"",
+           o.label_name, "\"; select at least one more column");
   // Defaults: one per column, or one per selected column (TF's rule), else 0 everywhere.
   layout->defaults.assign(names.size(), 0.0);
   if (!o.column_defaults.empty()) {
     const bool per_selected = !o.select_columns.empty() && o.column_defaults.size() == used.size();
-    LS_CHECK(per_selected || o.column_defaults.size() == names.size(), ValueError, kReader, ": ", o.column_defaults.size(),
-             " column_defaults for ", names.size(), " columns", o.select_columns.empty() ? "" : make_message(" (", used.size(), " selected)"),
+    LS_CHECK(per_selected || o.column_defaults.size() == names.size(), ValueError, kReader, ": ",
+             o.column_defaults.size(), " column_defaults for ", names.size(), " columns",
+             o.select_columns.empty() ? "" : make_message(" (", used.size(), " selected)"),
              "; give one default (or nullopt) per column");
-    for (size_t k = 0; k < o.column_defaults.size(); ++k) layout->defaults[per_selected ? used[k] : k] = o.column_defaults[k];
+    for (size_t k = 0; k < o.column_defaults.size(); ++k)
+      layout->defaults[per_selected ? used[k] : k] = o.column_defaults[k];
   }
   // Inference over the first rows: every feature must be numeric; the label is int32, int64 or float32 (TF's order
   // of preference, from the least permissive type that fits every value).
@@ -354,14 +372,17 @@ std::shared_ptr<CsvLayout> resolve_layout(const std::vector<std::string>& files,
     for (size_t c : used) {
       const std::string& f = rows[r][c];
       if (trim(f).empty() || f == o.na_value) continue;
-      LS_CHECK(parse_number(f).has_value(), ValueError, kReader, ": column \"", names[c], "\" holds text (\"", f, "\" at ",
-               row_at[r].first, ":", row_at[r].second, "); lockstep stacks ",
-               layout->label && c == *layout->label ? "labels into a numeric y: map the classes to numbers first"
-                                                    : "feature columns into float32 x: leave it out with select_columns");
+      LS_CHECK(parse_number(f).has_value(), ValueError, kReader, ": column \"", names[c], "\" holds text (\"", f,
+               "\" at ", row_at[r].first, ":", row_at[r].second, "); lockstep stacks ",
+               layout->label && c == *layout->label
+                   ? "labels into a numeric y: map the classes to numbers first"
+                   : "feature columns into float32 x: leave it out with select_columns");
       if (layout->label && c == *layout->label) {
         const std::optional<int64_t> i = parse_integer(f);
-        if (!i) label_kind = 2;
-        else if (*i < INT32_MIN || *i > INT32_MAX) label_kind = std::max(label_kind, 1);
+        if (!i)
+          label_kind = 2;
+        else if (*i < INT32_MIN || *i > INT32_MAX)
+          label_kind = std::max(label_kind, 1);
       }
     }
   }
@@ -373,17 +394,19 @@ std::shared_ptr<CsvLayout> resolve_layout(const std::vector<std::string>& files,
 
 Dataset make_csv_dataset(const std::string& file_pattern, int64_t batch_size, const CsvOptions& options) {
   LS_CHECK(batch_size >= 1, InvalidArgumentError, kReader, ": batch_size must be at least 1, got ", batch_size);
-  LS_CHECK(options.num_epochs != 0 && options.num_epochs >= -1, InvalidArgumentError, kReader, ": num_epochs must be -1 "
-           "(forever) or at least 1, got ", options.num_epochs);
-  LS_CHECK(options.field_delim != '"' && options.field_delim != '\n' && options.field_delim != '\r', InvalidArgumentError,
-           kReader, ": field_delim cannot be a quote or a line break");
+  LS_CHECK(options.num_epochs != 0 && options.num_epochs >= -1, InvalidArgumentError, kReader,
+           ": num_epochs must be -1 "
+           "(forever) or at least 1, got ",
+           options.num_epochs);
+  LS_CHECK(options.field_delim != '"' && options.field_delim != '\n' && options.field_delim != '\r',
+           InvalidArgumentError, kReader, ": field_delim cannot be a quote or a line break");
   detail::check_compression_type(options.compression_type, kReader);
   std::vector<std::string> files = list_files(file_pattern);
   std::shared_ptr<CsvLayout> layout = resolve_layout(files, options);
   Dataset ds(std::make_shared<CsvNode>(std::move(files), std::move(layout)));
   if (options.shuffle) {
-    LS_CHECK(options.shuffle_buffer_size >= 1, InvalidArgumentError, kReader, ": shuffle_buffer_size must be at least 1, got ",
-             options.shuffle_buffer_size);
+    LS_CHECK(options.shuffle_buffer_size >= 1, InvalidArgumentError, kReader,
+             ": shuffle_buffer_size must be at least 1, got ", options.shuffle_buffer_size);
     ds = ds.shuffle(options.shuffle_buffer_size, options.shuffle_seed);
   }
   if (options.num_epochs != 1) ds = ds.repeat(options.num_epochs);

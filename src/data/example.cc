@@ -20,9 +20,13 @@ using Values = std::variant<std::vector<int64_t>, std::vector<float>, std::vecto
 
 // The list type an Example uses for dtype, as TF names it in its errors.
 const char* list_name(DType dtype) {
-  return dtype == DType::int64 ? "int64 (Int64List)" : dtype == DType::float32 ? "float32 (FloatList)" : "bytes (BytesList)";
+  return dtype == DType::int64     ? "int64 (Int64List)"
+         : dtype == DType::float32 ? "float32 (FloatList)"
+                                   : "bytes (BytesList)";
 }
-const char* spec_dtype_name(DType dtype) { return dtype == kString ? "kString (bytes)" : dtype_name(dtype).data(); }
+const char* spec_dtype_name(DType dtype) {
+  return dtype == kString ? "kString (bytes)" : dtype_name(dtype).data();
+}
 
 int64_t count_of(const std::vector<int64_t>& shape) {
   int64_t n = 1;
@@ -30,22 +34,26 @@ int64_t count_of(const std::vector<int64_t>& shape) {
   return n;
 }
 
-std::string shape_str(const std::vector<int64_t>& shape) { return Shape(shape).str(); }
+std::string shape_str(const std::vector<int64_t>& shape) {
+  return Shape(shape).str();
+}
 
 // Where a feature was read: "parse_single_example: feature \"k\"" or "parse_example: example 3, feature \"k\"".
 struct Where {
   const char* fn;
   int64_t example;  // -1: single
   std::string str(const std::string& key) const {
-    return example < 0 ? make_message(fn, ": feature \"", key, "\"") : make_message(fn, ": example ", example, ", feature \"", key, "\"");
+    return example < 0 ? make_message(fn, ": feature \"", key, "\"")
+                       : make_message(fn, ": example ", example, ", feature \"", key, "\"");
   }
 };
 
 void check_spec(const FeatureSpec& spec, const char* fn) {
   for (const auto& [key, feature] : spec) {
     const DType dtype = std::visit([](const auto& f) { return f.dtype; }, feature);
-    LS_CHECK(dtype == DType::int64 || dtype == DType::float32 || dtype == kString, InvalidArgumentError, fn, ": feature \"",
-             key, "\" asks for ", dtype_name(dtype), "; Examples hold int64, float32 or bytes (kString): use one of those");
+    LS_CHECK(dtype == DType::int64 || dtype == DType::float32 || dtype == kString, InvalidArgumentError, fn,
+             ": feature \"", key, "\" asks for ", dtype_name(dtype),
+             "; Examples hold int64, float32 or bytes (kString): use one of those");
     const auto* fixed = std::get_if<FixedLenFeature>(&feature);
     if (!fixed) continue;
     for (int64_t d : fixed->shape)
@@ -55,12 +63,12 @@ void check_spec(const FeatureSpec& spec, const char* fn) {
     if (!def.defined()) continue;
     if (dtype == kString) {
       LS_CHECK(def.dtype() == DType::uint8 && def.rank() == 1, InvalidArgumentError, fn, ": feature \"", key,
-               "\" is bytes, so its default_value must be one string as a 1-D uint8 tensor, got ", dtype_name(def.dtype()),
-               " ", def.shape().str());
+               "\" is bytes, so its default_value must be one string as a 1-D uint8 tensor, got ",
+               dtype_name(def.dtype()), " ", def.shape().str());
     } else {
       LS_CHECK(def.numel() == 1 || def.numel() == count_of(fixed->shape), InvalidArgumentError, fn, ": feature \"", key,
-               "\" has shape ", shape_str(fixed->shape), " (", count_of(fixed->shape), " values) but its default_value has ",
-               def.numel(), "; pass a scalar or one value per element");
+               "\" has shape ", shape_str(fixed->shape), " (", count_of(fixed->shape),
+               " values) but its default_value has ", def.numel(), "; pass a scalar or one value per element");
     }
   }
 }
@@ -85,15 +93,15 @@ Values feature_values(const proto::Features& features, const std::string& key,
       std::sort(keys.begin(), keys.end());  // protobuf's map has no order
       std::string present;
       for (const std::string& k : keys) present += (present.empty() ? "" : ", ") + k;
-      throw InvalidArgumentError(make_message(where.str(key), " (", spec_dtype_name(dtype),
-                                              ") is required but the example does not have it (it has: ",
-                                              present.empty() ? "no features" : present,
-                                              "); check the key, or give the FixedLenFeature a default_value"));
+      throw InvalidArgumentError(make_message(
+          where.str(key), " (", spec_dtype_name(dtype), ") is required but the example does not have it (it has: ",
+          present.empty() ? "no features" : present, "); check the key, or give the FixedLenFeature a default_value"));
     }
     const Tensor& def = fixed->default_value;
     if (dtype == kString) {
       const Tensor d = def.contiguous();
-      return std::vector<std::string>(n, std::string(static_cast<const char*>(d.raw_data()), static_cast<size_t>(d.numel())));
+      return std::vector<std::string>(
+          n, std::string(static_cast<const char*>(d.raw_data()), static_cast<size_t>(d.numel())));
     }
     auto fill = [&](auto v) {
       using T = typename decltype(v)::value_type;
@@ -106,12 +114,15 @@ Values feature_values(const proto::Features& features, const std::string& key,
   }
   const proto::Feature& f = it->second;
   const DType held = f.has_int64_list() ? DType::int64 : f.has_float_list() ? DType::float32 : kString;
-  LS_CHECK(held == dtype, InvalidArgumentError, where.str(key), " holds ", list_name(held), " values but the spec asks for ",
-           spec_dtype_name(dtype), "; make the spec's dtype match the data");
+  LS_CHECK(held == dtype, InvalidArgumentError, where.str(key), " holds ", list_name(held),
+           " values but the spec asks for ", spec_dtype_name(dtype), "; make the spec's dtype match the data");
   Values values;
-  if (held == DType::int64) values = std::vector<int64_t>(f.int64_list().value().begin(), f.int64_list().value().end());
-  else if (held == DType::float32) values = std::vector<float>(f.float_list().value().begin(), f.float_list().value().end());
-  else values = std::vector<std::string>(f.bytes_list().value().begin(), f.bytes_list().value().end());
+  if (held == DType::int64)
+    values = std::vector<int64_t>(f.int64_list().value().begin(), f.int64_list().value().end());
+  else if (held == DType::float32)
+    values = std::vector<float>(f.float_list().value().begin(), f.float_list().value().end());
+  else
+    values = std::vector<std::string>(f.bytes_list().value().begin(), f.bytes_list().value().end());
   if (fixed) {
     const size_t got = std::visit([](const auto& v) { return v.size(); }, values);
     const int64_t want = count_of(fixed->shape);
@@ -131,18 +142,19 @@ proto::Example decode(std::string_view bytes, const Where& where) {
 }
 
 // Dense values of one feature over all examples: [batch?, shape...] (bytes: [batch?, shape..., length]).
-Tensor assemble_dense(const std::string& key, const FixedLenFeature& spec, std::vector<Values>& per_example, bool batched,
-                      const char* fn) {
+Tensor assemble_dense(const std::string& key, const FixedLenFeature& spec, std::vector<Values>& per_example,
+                      bool batched, const char* fn) {
   std::vector<int64_t> dims = spec.shape;
   if (batched) dims.insert(dims.begin(), static_cast<int64_t>(per_example.size()));
   if (spec.dtype == kString) {
     int64_t length = -1;
     for (const Values& v : per_example)
       for (const std::string& s : std::get<std::vector<std::string>>(v)) {
-        LS_CHECK(length < 0 || static_cast<int64_t>(s.size()) == length, InvalidArgumentError, fn, ": feature \"", key,
-                 "\" holds byte strings of different lengths (", length, " and ", s.size(),
-                 "); lockstep returns bytes as one uint8 tensor, which needs one length: parse one example at a time or "
-                 "use VarLenFeature");
+        LS_CHECK(
+            length < 0 || static_cast<int64_t>(s.size()) == length, InvalidArgumentError, fn, ": feature \"", key,
+            "\" holds byte strings of different lengths (", length, " and ", s.size(),
+            "); lockstep returns bytes as one uint8 tensor, which needs one length: parse one example at a time or "
+            "use VarLenFeature");
         length = static_cast<int64_t>(s.size());
       }
     dims.push_back(std::max<int64_t>(length, 0));
@@ -164,8 +176,10 @@ Tensor assemble_dense(const std::string& key, const FixedLenFeature& spec, std::
       dst += values.size();
     }
   };
-  if (spec.dtype == DType::int64) copy(out.data<int64_t>());
-  else copy(out.data<float>());
+  if (spec.dtype == DType::int64)
+    copy(out.data<int64_t>());
+  else
+    copy(out.data<float>());
   return out;
 }
 
@@ -204,8 +218,10 @@ SparseTensor assemble_sparse(DType dtype, std::vector<Values>& per_example, bool
       dst = std::copy(values.begin(), values.end(), dst);
     }
   };
-  if (dtype == DType::int64) copy(out.values.data<int64_t>());
-  else copy(out.values.data<float>());
+  if (dtype == DType::int64)
+    copy(out.values.data<int64_t>());
+  else
+    copy(out.values.data<float>());
   return out;
 }
 
@@ -216,22 +232,27 @@ ParsedFeatures parse(const std::vector<std::string_view>& records, const Feature
   for (size_t i = 0; i < records.size(); ++i) {
     const Where where{fn, batched ? static_cast<int64_t>(i) : -1};
     const proto::Example example = decode(records[i], where);
-    for (const auto& [key, feature] : spec) columns[key].push_back(feature_values(example.features(), key, feature, where));
+    for (const auto& [key, feature] : spec)
+      columns[key].push_back(feature_values(example.features(), key, feature, where));
   }
   ParsedFeatures out;
   for (const auto& [key, feature] : spec) {
     std::vector<Values>& column = columns[key];
-    if (const auto* fixed = std::get_if<FixedLenFeature>(&feature)) out.dense[key] = assemble_dense(key, *fixed, column, batched, fn);
-    else out.sparse[key] = assemble_sparse(std::get<VarLenFeature>(feature).dtype, column, batched);
+    if (const auto* fixed = std::get_if<FixedLenFeature>(&feature))
+      out.dense[key] = assemble_dense(key, *fixed, column, batched, fn);
+    else
+      out.sparse[key] = assemble_sparse(std::get<VarLenFeature>(feature).dtype, column, batched);
   }
   return out;
 }
 
 std::string_view record_bytes(const Tensor& t, const char* fn) {
-  LS_CHECK(t.defined() && t.dtype() == DType::uint8 && t.rank() == 1, InvalidArgumentError, fn,
-           ": a serialized Example is a 1-D uint8 tensor (an element of TFRecordDataset), got ",
-           t.defined() ? make_message(dtype_name(t.dtype()), " ", t.shape().str()) : std::string("an undefined tensor"));
-  LS_CHECK(t.is_contiguous(), InvalidArgumentError, fn, ": the serialized Example tensor is not contiguous; pass .contiguous()");
+  LS_CHECK(
+      t.defined() && t.dtype() == DType::uint8 && t.rank() == 1, InvalidArgumentError, fn,
+      ": a serialized Example is a 1-D uint8 tensor (an element of TFRecordDataset), got ",
+      t.defined() ? make_message(dtype_name(t.dtype()), " ", t.shape().str()) : std::string("an undefined tensor"));
+  LS_CHECK(t.is_contiguous(), InvalidArgumentError, fn,
+           ": the serialized Example tensor is not contiguous; pass .contiguous()");
   return {static_cast<const char*>(t.raw_data()), static_cast<size_t>(t.numel())};
 }
 
@@ -244,7 +265,8 @@ const Tensor& ParsedFeatures::operator[](const std::string& key) const {
   for (const auto& [k, v] : dense) names += (names.empty() ? "" : ", ") + k;
   LS_CHECK(!sparse.count(key), ValueError, "parsed feature \"", key,
            "\" is a VarLenFeature, so it is a SparseTensor: read it from .sparse (or sparse_to_dense it)");
-  throw ValueError(make_message("no parsed feature \"", key, "\"; the FixedLenFeatures are: ", names.empty() ? "none" : names));
+  throw ValueError(
+      make_message("no parsed feature \"", key, "\"; the FixedLenFeatures are: ", names.empty() ? "none" : names));
 }
 
 ParsedFeatures parse_single_example(std::string_view serialized, const FeatureSpec& features) {
@@ -285,9 +307,13 @@ Tensor sparse_to_dense(const SparseTensor& sparse, double default_value) {
       dst[flat] = values[i];
     }
   };
-  if (out.dtype() == DType::int64) scatter(out.data<int64_t>());
-  else if (out.dtype() == DType::float32) scatter(out.data<float>());
-  else throw InvalidArgumentError(make_message("sparse_to_dense: values of ", dtype_name(out.dtype()), " are not supported; int64 and float32 are"));
+  if (out.dtype() == DType::int64)
+    scatter(out.data<int64_t>());
+  else if (out.dtype() == DType::float32)
+    scatter(out.data<float>());
+  else
+    throw InvalidArgumentError(make_message("sparse_to_dense: values of ", dtype_name(out.dtype()),
+                                            " are not supported; int64 and float32 are"));
   return out;
 }
 
@@ -297,7 +323,8 @@ std::function<Element(const Element&)> parse_example_fn(FeatureSpec features, st
     if (key->empty()) continue;
     auto it = features.find(*key);
     LS_CHECK(it != features.end() && std::holds_alternative<FixedLenFeature>(it->second), InvalidArgumentError,
-             "parse_example_fn: \"", *key, "\" is ", it == features.end() ? "not in the feature spec" : "a VarLenFeature",
+             "parse_example_fn: \"", *key, "\" is ",
+             it == features.end() ? "not in the feature spec" : "a VarLenFeature",
              "; x, y and sample_weight come from FixedLenFeatures of the spec");
   }
   LS_CHECK(!x_key.empty(), InvalidArgumentError, "parse_example_fn: x_key is empty; name the feature that becomes x");
@@ -314,9 +341,12 @@ std::string serialize_example(const std::map<std::string, FeatureValues>& featur
   auto& map = *example.mutable_features()->mutable_feature();
   for (const auto& [key, values] : features) {
     proto::Feature& f = map[key];
-    if (const auto* i = std::get_if<std::vector<int64_t>>(&values)) f.mutable_int64_list()->mutable_value()->Add(i->begin(), i->end());
-    else if (const auto* x = std::get_if<std::vector<float>>(&values)) f.mutable_float_list()->mutable_value()->Add(x->begin(), x->end());
-    else for (const std::string& s : std::get<std::vector<std::string>>(values)) f.mutable_bytes_list()->add_value(s);
+    if (const auto* i = std::get_if<std::vector<int64_t>>(&values))
+      f.mutable_int64_list()->mutable_value()->Add(i->begin(), i->end());
+    else if (const auto* x = std::get_if<std::vector<float>>(&values))
+      f.mutable_float_list()->mutable_value()->Add(x->begin(), x->end());
+    else
+      for (const std::string& s : std::get<std::vector<std::string>>(values)) f.mutable_bytes_list()->add_value(s);
   }
   // Deterministic: map entries in key order, so the same features always give the same bytes.
   std::string out;
@@ -324,7 +354,8 @@ std::string serialize_example(const std::map<std::string, FeatureValues>& featur
     google::protobuf::io::StringOutputStream stream(&out);
     google::protobuf::io::CodedOutputStream coded(&stream);
     coded.SetSerializationDeterministic(true);
-    LS_CHECK(example.SerializeToCodedStream(&coded), ValueError, "serialize_example: the Example could not be serialized");
+    LS_CHECK(example.SerializeToCodedStream(&coded), ValueError,
+             "serialize_example: the Example could not be serialized");
   }
   return out;
 }

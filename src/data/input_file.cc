@@ -1,25 +1,26 @@
 // InputFile: stdio reads plain files, zlib's gzFile gzipped ones; a plain file that looks gzipped, or a "GZIP" one
 // that is not, is a clear error rather than garbage.
 #include <sys/stat.h>
+#include <zlib.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-
-#include <zlib.h>
 
 #include "input_file-impl.h"
 
 namespace lockstep::data::detail {
 
 namespace {
-gzFile gz(void* f) { return static_cast<gzFile>(f); }
+gzFile gz(void* f) {
+  return static_cast<gzFile>(f);
+}
 constexpr unsigned kBufferBytes = 256 * 1024;  // zlib's input and output buffers: memory per open file
 }  // namespace
 
 void check_compression_type(const std::string& compression_type, const char* reader) {
-  LS_CHECK(compression_type.empty() || compression_type == "GZIP", InvalidArgumentError, reader, ": compression_type \"",
-           compression_type, "\" is not supported; use \"\" (plain) or \"GZIP\"");
+  LS_CHECK(compression_type.empty() || compression_type == "GZIP", InvalidArgumentError, reader,
+           ": compression_type \"", compression_type, "\" is not supported; use \"\" (plain) or \"GZIP\"");
 }
 
 std::string describe_files(const std::vector<std::string>& files) {
@@ -75,11 +76,14 @@ InputFile::~InputFile() {
 }
 
 void InputFile::fail_stream() {
-  if (!gzip_) throw Error(make_message(reader_, ": cannot read ", path_, " at byte offset ", offset_, ": ", std::strerror(errno)));
+  if (!gzip_)
+    throw Error(
+        make_message(reader_, ": cannot read ", path_, " at byte offset ", offset_, ": ", std::strerror(errno)));
   int err = 0;
   const char* what = gzerror(gz(file_), &err);
-  throw DataLossError(make_message(reader_, ": ", path_, " is damaged: zlib says \"", what, "\" at uncompressed byte offset ",
-                                   offset_, "; the gzip stream is corrupt or truncated: write the file again"));
+  throw DataLossError(make_message(reader_, ": ", path_, " is damaged: zlib says \"", what,
+                                   "\" at uncompressed byte offset ", offset_,
+                                   "; the gzip stream is corrupt or truncated: write the file again"));
 }
 
 size_t InputFile::read(void* dst, size_t n) {

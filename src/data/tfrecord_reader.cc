@@ -35,7 +35,8 @@ std::string hex32(uint32_t v) {
 class TFRecordNode final : public DatasetNode {
  public:
   TFRecordNode(std::vector<std::string> files, TFRecordOptions options)
-      : DatasetNode(kReader, {{"filenames", detail::describe_files(files)}, {"compression_type", options.compression_type}}, {}),
+      : DatasetNode(kReader,
+                    {{"filenames", detail::describe_files(files)}, {"compression_type", options.compression_type}}, {}),
         files_(std::move(files)),
         options_(std::move(options)) {}
   int64_t cardinality() const override { return kUnknownCardinality; }
@@ -94,8 +95,9 @@ class TFRecordIterator final : public ItemIterator {
  private:
   [[noreturn]] void damaged(uint64_t at, const std::string& what) const {
     throw DataLossError(make_message(kReader, ": corrupted record #", record_, " at byte offset ", at, " of ",
-                                     in_->path(), node_.options_.compression_type.empty() ? "" : " (uncompressed)", ": ",
-                                     what, "; the file is damaged: write it again, or leave it out of the file list"));
+                                     in_->path(), node_.options_.compression_type.empty() ? "" : " (uncompressed)",
+                                     ": ", what,
+                                     "; the file is damaged: write it again, or leave it out of the file list"));
   }
 
   // The next record of the open file, or nullopt at its end.
@@ -104,12 +106,15 @@ class TFRecordIterator final : public ItemIterator {
     uint8_t header[12];
     const size_t got = in_->read(header, sizeof header);
     if (got == 0) return std::nullopt;
-    if (got < sizeof header) damaged(at, make_message("truncated: the file ends ", got, " bytes into the 12-byte length header"));
+    if (got < sizeof header)
+      damaged(at, make_message("truncated: the file ends ", got, " bytes into the 12-byte length header"));
     const uint32_t stored_length_crc = static_cast<uint32_t>(little_endian(header + 8, 4));
     const uint32_t length_crc = masked_crc32c(header, 8);
     if (stored_length_crc != length_crc)
-      damaged(at, "length CRC mismatch (stored " + hex32(stored_length_crc) + ", computed " + hex32(length_crc) + ")" +
-                      (at == 0 && in_->starts_like_gzip() ? "; it starts like a gzip file: pass compression_type \"GZIP\"" : ""));
+      damaged(at,
+              "length CRC mismatch (stored " + hex32(stored_length_crc) + ", computed " + hex32(length_crc) + ")" +
+                  (at == 0 && in_->starts_like_gzip() ? "; it starts like a gzip file: pass compression_type \"GZIP\""
+                                                      : ""));
     const uint64_t length = little_endian(header, 8);
     // Read in bounded chunks, so that a length that runs past the end of the file allocates no more than is there.
     buffer_.clear();
@@ -119,14 +124,16 @@ class TFRecordIterator final : public ItemIterator {
       buffer_.resize(old + chunk);
       const size_t n = in_->read(buffer_.data() + old, chunk);
       if (n < chunk)
-        damaged(at, make_message("truncated: the file ends ", old + n, " bytes into the record's ", length, " bytes of data"));
+        damaged(at, make_message("truncated: the file ends ", old + n, " bytes into the record's ", length,
+                                 " bytes of data"));
     }
     uint8_t footer[4];
     const size_t n = in_->read(footer, sizeof footer);
     if (n < sizeof footer) damaged(at, make_message("truncated: the file ends ", n, " bytes into the 4-byte data CRC"));
     const uint32_t stored_crc = static_cast<uint32_t>(little_endian(footer, 4));
     const uint32_t crc = masked_crc32c(buffer_.data(), buffer_.size());
-    if (stored_crc != crc) damaged(at, "data CRC mismatch (stored " + hex32(stored_crc) + ", computed " + hex32(crc) + ")");
+    if (stored_crc != crc)
+      damaged(at, "data CRC mismatch (stored " + hex32(stored_crc) + ", computed " + hex32(crc) + ")");
     Tensor record = Tensor::empty({static_cast<int64_t>(length)}, DType::uint8);
     if (length > 0) std::memcpy(record.raw_data(), buffer_.data(), buffer_.size());
     return record;
@@ -154,7 +161,8 @@ Dataset TFRecordDataset(std::vector<std::string> filenames, TFRecordOptions opti
 }
 
 std::vector<std::string> list_files(const std::string& file_pattern) {
-  LS_CHECK(!file_pattern.empty(), InvalidArgumentError, "list_files: the file pattern is empty; pass e.g. \"data/train-*.tfrecord\"");
+  LS_CHECK(!file_pattern.empty(), InvalidArgumentError,
+           "list_files: the file pattern is empty; pass e.g. \"data/train-*.tfrecord\"");
   std::vector<std::string> out;
   glob_t g{};
   const int rc = ::glob(file_pattern.c_str(), GLOB_ERR, nullptr, &g);

@@ -1,12 +1,13 @@
 // make_csv_dataset against TensorFlow's batches of the golden CSV (quoted fields with commas, doubled quotes and a
 // line break; an empty field), TF's repeat/shuffle/batch semantics, errors naming file, line and column, GZIP, and
 // resuming mid-file from a saved state.
-#include <gtest/gtest.h>
+#include "lockstep/data/csv.h"
 
-#include <algorithm>
+#include <gtest/gtest.h>
 #include <zlib.h>
 
-#include "lockstep/data/csv.h"
+#include <algorithm>
+
 #include "tfrecord_test_util.h"
 
 namespace lockstep::data {
@@ -80,16 +81,21 @@ TEST(MakeCsvDataset, ColumnErrorsListTheColumns) {
   CsvOptions o = golden_options();
   o.label_name = "target";
   std::string msg = error_of<ValueError>([&] { make_csv_dataset(golden("rows.csv"), 2, o); });
-  EXPECT_NE(msg.find("label_name \"target\" is not a column; the columns are: id, note, x1, x2, label, x3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("label_name \"target\" is not a column; the columns are: id, note, x1, x2, label, x3"),
+            std::string::npos)
+      << msg;
   o.select_columns = {"x1", "x9"};
   msg = error_of<ValueError>([&] { make_csv_dataset(golden("rows.csv"), 2, o); });
-  EXPECT_NE(msg.find("select_columns entry \"x9\" is not a column; the columns are: id, note"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("select_columns entry \"x9\" is not a column; the columns are: id, note"), std::string::npos)
+      << msg;
   o.select_columns.clear();
   // A text column among the features.
   o.label_name = "label";
   msg = error_of<ValueError>([&] { make_csv_dataset(golden("rows.csv"), 2, o); });
-  EXPECT_NE(msg.find("column \"note\" holds text (\"plain\" at " + golden("rows.csv") + ":2)"), std::string::npos) << msg;
-  EXPECT_NE(error_of<NotFoundError>([&] { make_csv_dataset(golden("*.nothing"), 2, o); }).find("no files match"), std::string::npos);
+  EXPECT_NE(msg.find("column \"note\" holds text (\"plain\" at " + golden("rows.csv") + ":2)"), std::string::npos)
+      << msg;
+  EXPECT_NE(error_of<NotFoundError>([&] { make_csv_dataset(golden("*.nothing"), 2, o); }).find("no files match"),
+            std::string::npos);
 }
 
 TEST(MakeCsvDataset, MalformedRowsNameFileLineAndColumn) {
@@ -106,24 +112,30 @@ TEST(MakeCsvDataset, MalformedRowsNameFileLineAndColumn) {
     });
   };
   std::string msg = error_reading("a,b,y\n1,2,3\n4,5\n");
-  EXPECT_NE(msg.find("malformed row at " + (tmp / "bad.csv") + ":3: expected 3 fields (a, b, y), got 2"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("malformed row at " + (tmp / "bad.csv") + ":3: expected 3 fields (a, b, y), got 2"),
+            std::string::npos)
+      << msg;
   msg = error_reading("a,b,y\n1,2,3\n4,x\"y,6\n");
-  EXPECT_NE(msg.find((tmp / "bad.csv") + ":3, column 2 (\"b\"): a quote inside an unquoted field"), std::string::npos) << msg;
+  EXPECT_NE(msg.find((tmp / "bad.csv") + ":3, column 2 (\"b\"): a quote inside an unquoted field"), std::string::npos)
+      << msg;
   msg = error_reading("a,b,y\n1,2,3\n\"4\"x,5,6\n");
-  EXPECT_NE(msg.find(":3, column 1 (\"a\"): unexpected 'x' after a quoted field's closing quote"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(":3, column 1 (\"a\"): unexpected 'x' after a quoted field's closing quote"), std::string::npos)
+      << msg;
   msg = error_reading("a,b,y\n1,2,3\n\n4,abc,6\n");  // a blank line is skipped but counted
   EXPECT_NE(msg.find(":4, column 2 (\"b\"): \"abc\" is not a number"), std::string::npos) << msg;
   msg = error_reading("a,b,y\n1,2,3\n4,\"5\n");
   EXPECT_NE(msg.find("a quoted field is not closed before the end of the file"), std::string::npos) << msg;
   o.column_defaults = {0.0, std::nullopt, 0.0};
   msg = error_reading("a,b,y\n1,2,3\r\n4,,6\r\n");
-  EXPECT_NE(msg.find(":3, column 2 (\"b\"): the field is empty and the column has no default"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(":3, column 2 (\"b\"): the field is empty and the column has no default"), std::string::npos)
+      << msg;
 }
 
 TEST(MakeCsvDataset, ReadsGzipAndResumesMidFile) {
   TempDir tmp;
   std::string csv = "f1;f2;label\n";
-  for (int i = 0; i < 20; ++i) csv += std::to_string(i) + ";\"" + std::to_string(i * 0.5) + "\";" + std::to_string(i % 4) + "\n";
+  for (int i = 0; i < 20; ++i)
+    csv += std::to_string(i) + ";\"" + std::to_string(i * 0.5) + "\";" + std::to_string(i % 4) + "\n";
   gzFile gz = gzopen((tmp / "a.csv.gz").c_str(), "wb");
   gzwrite(gz, csv.data(), static_cast<unsigned>(csv.size()));
   gzclose(gz);
@@ -152,7 +164,9 @@ TEST(MakeCsvDataset, ReadsGzipAndResumesMidFile) {
     EXPECT_EQ(got, want) << compression;
   }
   o.compression_type = "";
-  EXPECT_NE(error_of<DataLossError>([&] { make_csv_dataset(tmp / "a.csv.gz", 3, o); }).find("is gzip-compressed; pass compression_type \"GZIP\""),
+  EXPECT_NE(error_of<DataLossError>([&] {
+              make_csv_dataset(tmp / "a.csv.gz", 3, o);
+            }).find("is gzip-compressed; pass compression_type \"GZIP\""),
             std::string::npos);
 }
 

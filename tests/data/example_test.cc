@@ -1,9 +1,10 @@
 // parse_single_example / parse_example against what TensorFlow's parsers returned for the golden records
 // (tests/golden/make_tfrecord_golden.py), TF's errors for missing, mistyped and miscounted features, and the
 // TFRecordDataset(...).map(parse_example_fn(...)) pipeline.
+#include "lockstep/data/example.h"
+
 #include <gtest/gtest.h>
 
-#include "lockstep/data/example.h"
 #include "lockstep/data/tfrecord.h"
 #include "lockstep/tensor/ops.h"
 #include "tfrecord_test_util.h"
@@ -94,8 +95,10 @@ TEST(ParseExample, SingleExamplesMatchTensorFlow) {
     const ParsedFeatures f = parse_single_example(records[i], golden_spec());
     for (const auto& [key, want] : single[i].items()) {
       const std::string what = "record " + std::to_string(i) + " feature " + key;
-      if (want.contains("indices")) expect_sparse(f.sparse.at(key), want, what);
-      else expect_dense(f[key], want, what);
+      if (want.contains("indices"))
+        expect_sparse(f.sparse.at(key), want, what);
+      else
+        expect_dense(f[key], want, what);
     }
   }
 }
@@ -106,15 +109,19 @@ TEST(ParseExample, BatchMatchesTensorFlow) {
   const ParsedFeatures f = parse_example(golden_records(), spec);
   for (const auto& [key, want] : expected().at("batch").items()) {
     if (key == "name") continue;
-    if (want.contains("indices")) expect_sparse(f.sparse.at(key), want, key);
-    else expect_dense(f[key], want, key);
+    if (want.contains("indices"))
+      expect_sparse(f.sparse.at(key), want, key);
+    else
+      expect_dense(f[key], want, key);
   }
 }
 
 TEST(ParseExample, ReadsTheGoldenFileThroughMap) {
   const FeatureSpec spec = golden_spec();
   // The typical pipeline: records -> (x, y) -> batches.
-  const Dataset ds = TFRecordDataset({golden("examples.tfrecord.gz")}, {"GZIP"}).map(parse_example_fn(spec, "image", "label", "weight")).batch(4);
+  const Dataset ds = TFRecordDataset({golden("examples.tfrecord.gz")}, {"GZIP"})
+                         .map(parse_example_fn(spec, "image", "label", "weight"))
+                         .batch(4);
   const json& single = expected().at("single");
   int64_t i = 0;
   for (const Element& b : ds) {
@@ -122,7 +129,8 @@ TEST(ParseExample, ReadsTheGoldenFileThroughMap) {
     ASSERT_EQ(b.y.shape().dims(), (std::vector<int64_t>{4}));
     for (int64_t k = 0; k < 4; ++k, ++i) {
       EXPECT_EQ(b.y.to_vector<int64_t>()[k], single[i].at("label").at("values")[0].get<int64_t>());
-      EXPECT_EQ(b.sample_weight.to_vector<float>()[k], static_cast<float>(single[i].at("weight").at("values")[0].get<double>()));
+      EXPECT_EQ(b.sample_weight.to_vector<float>()[k],
+                static_cast<float>(single[i].at("weight").at("values")[0].get<double>()));
     }
   }
   EXPECT_EQ(i, 12);
@@ -135,21 +143,37 @@ TEST(ParseExample, ReadsTheGoldenFileThroughMap) {
 }
 
 TEST(ParseExample, ErrorsNameTheFeature) {
-  const std::string record = serialize_example({{"label", std::vector<int64_t>{1}}, {"image", std::vector<float>{1, 2, 3, 4}}});
+  const std::string record =
+      serialize_example({{"label", std::vector<int64_t>{1}}, {"image", std::vector<float>{1, 2, 3, 4}}});
   // Missing and required.
-  std::string msg = error_of<InvalidArgumentError>([&] { parse_single_example(record, {{"klass", FixedLenFeature{{}, DType::int64}}}); });
-  EXPECT_NE(msg.find("feature \"klass\" (int64) is required but the example does not have it (it has: image, label)"), std::string::npos) << msg;
+  std::string msg = error_of<InvalidArgumentError>([&] {
+    parse_single_example(record, {{"klass", FixedLenFeature{{}, DType::int64}}});
+  });
+  EXPECT_NE(msg.find("feature \"klass\" (int64) is required but the example does not have it (it has: image, label)"),
+            std::string::npos)
+      << msg;
   // Of another type.
-  msg = error_of<InvalidArgumentError>([&] { parse_single_example(record, {{"label", FixedLenFeature{{}, DType::float32}}}); });
-  EXPECT_NE(msg.find("feature \"label\" holds int64 (Int64List) values but the spec asks for float32"), std::string::npos) << msg;
+  msg = error_of<InvalidArgumentError>([&] {
+    parse_single_example(record, {{"label", FixedLenFeature{{}, DType::float32}}});
+  });
+  EXPECT_NE(msg.find("feature \"label\" holds int64 (Int64List) values but the spec asks for float32"),
+            std::string::npos)
+      << msg;
   msg = error_of<InvalidArgumentError>([&] { parse_single_example(record, {{"image", VarLenFeature{kString}}}); });
-  EXPECT_NE(msg.find("feature \"image\" holds float32 (FloatList) values but the spec asks for kString"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("feature \"image\" holds float32 (FloatList) values but the spec asks for kString"),
+            std::string::npos)
+      << msg;
   // The wrong number of values.
-  msg = error_of<InvalidArgumentError>([&] { parse_single_example(record, {{"image", FixedLenFeature{{2, 3}, DType::float32}}}); });
-  EXPECT_NE(msg.find("feature \"image\" has 4 value(s) but its FixedLenFeature of shape (2, 3) expects 6"), std::string::npos) << msg;
+  msg = error_of<InvalidArgumentError>([&] {
+    parse_single_example(record, {{"image", FixedLenFeature{{2, 3}, DType::float32}}});
+  });
+  EXPECT_NE(msg.find("feature \"image\" has 4 value(s) but its FixedLenFeature of shape (2, 3) expects 6"),
+            std::string::npos)
+      << msg;
   // In a batch, the example's index too.
   msg = error_of<InvalidArgumentError>([&] {
-    parse_example(std::vector<std::string>{record, serialize_example({})}, {{"label", FixedLenFeature{{}, DType::int64}}});
+    parse_example(std::vector<std::string>{record, serialize_example({})},
+                  {{"label", FixedLenFeature{{}, DType::int64}}});
   });
   EXPECT_NE(msg.find("parse_example: example 1, feature \"label\""), std::string::npos) << msg;
   // Not an Example at all; an unsupported dtype; a VarLen feature read as dense.
@@ -163,12 +187,14 @@ TEST(ParseExample, ErrorsNameTheFeature) {
 }
 
 TEST(ParseExample, DefaultsBytesAndSparseToDense) {
-  const std::string a = serialize_example({{"v", std::vector<int64_t>{5, 6}}, {"s", std::vector<std::string>{"abc", "xyz"}}});
+  const std::string a =
+      serialize_example({{"v", std::vector<int64_t>{5, 6}}, {"s", std::vector<std::string>{"abc", "xyz"}}});
   const std::string b = serialize_example({});
   FeatureSpec spec = {{"v", VarLenFeature{DType::int64}},
                       {"d", FixedLenFeature{{2}, DType::float32, full({2}, 0.5)}},
                       {"s", FixedLenFeature{{2}, kString, Tensor()}}};
-  const ParsedFeatures one = parse_single_example(a, {{"s", FixedLenFeature{{2}, kString}}, {"d", std::get<FixedLenFeature>(spec["d"])}});
+  const ParsedFeatures one =
+      parse_single_example(a, {{"s", FixedLenFeature{{2}, kString}}, {"d", std::get<FixedLenFeature>(spec["d"])}});
   const std::string msg = error_of<InvalidArgumentError>([&] {
     parse_example(std::vector<std::string>{serialize_example({{"s", std::vector<std::string>{"ab"}}}),
                                            serialize_example({{"s", std::vector<std::string>{"abc"}}})},

@@ -1,6 +1,8 @@
 // TFRecordDataset: TensorFlow's golden files read record for record (plain and GZIP), corrupt and truncated
 // records found with their offset, our writer's files read back (and by TensorFlow), resuming mid-file from a
 // saved state, and list_files.
+#include "lockstep/data/tfrecord.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -8,7 +10,6 @@
 #include "../interop_python.h"
 #include "data_test_util.h"
 #include "lockstep/data/example.h"
-#include "lockstep/data/tfrecord.h"
 #include "tfrecord_test_util.h"
 
 namespace lockstep::data {
@@ -46,11 +47,13 @@ TEST(TFRecordDataset, ReadsTensorFlowsFileRecordForRecord) {
 }
 
 TEST(TFRecordDataset, CompressionMustMatchTheFile) {
-  EXPECT_NE(error_of<DataLossError>([] { records_of(TFRecordDataset({golden("examples.tfrecord.gz")})); })
-                .find("it starts like a gzip file: pass compression_type \"GZIP\""),
+  EXPECT_NE(error_of<DataLossError>([] {
+              records_of(TFRecordDataset({golden("examples.tfrecord.gz")}));
+            }).find("it starts like a gzip file: pass compression_type \"GZIP\""),
             std::string::npos);
-  EXPECT_NE(error_of<DataLossError>([] { records_of(TFRecordDataset({golden("examples.tfrecord")}, {"GZIP"})); })
-                .find("is not gzip-compressed"),
+  EXPECT_NE(error_of<DataLossError>([] {
+              records_of(TFRecordDataset({golden("examples.tfrecord")}, {"GZIP"}));
+            }).find("is not gzip-compressed"),
             std::string::npos);
   EXPECT_NE(error_of<InvalidArgumentError>([] { TFRecordDataset({"x"}, {"ZLIB"}); }).find("\"ZLIB\" is not supported"),
             std::string::npos);
@@ -98,8 +101,9 @@ TEST(TFRecordDataset, CorruptDataIsDataLossNamingFileAndOffset) {
   write_bytes(tmp / "bad.tfrecord", bytes);
   auto [n, msg] = read_until_error(tmp / "bad.tfrecord");
   EXPECT_EQ(n, 5u);
-  EXPECT_NE(msg.find("corrupted record #5 at byte offset " + std::to_string(offsets[5]) + " of " + (tmp / "bad.tfrecord")),
-            std::string::npos)
+  EXPECT_NE(
+      msg.find("corrupted record #5 at byte offset " + std::to_string(offsets[5]) + " of " + (tmp / "bad.tfrecord")),
+      std::string::npos)
       << msg;
   EXPECT_NE(msg.find("data CRC mismatch"), std::string::npos) << msg;
 }
@@ -127,7 +131,8 @@ TEST(TFRecordDataset, TruncatedFileIsDataLoss) {
     write_bytes(tmp / "cut.tfrecord", bytes.substr(0, offsets.back() + into));
     auto [n, msg] = read_until_error(tmp / "cut.tfrecord");
     EXPECT_EQ(n, records.size() - 1);
-    EXPECT_NE(msg.find("corrupted record #11 at byte offset " + std::to_string(offsets.back())), std::string::npos) << msg;
+    EXPECT_NE(msg.find("corrupted record #11 at byte offset " + std::to_string(offsets.back())), std::string::npos)
+        << msg;
     EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
   }
   // A gzip stream cut short: zlib's error, with the uncompressed offset.

@@ -21,7 +21,8 @@ struct TempDir {
   fs::path path;
   TempDir() {
     static int counter = 0;
-    path = fs::temp_directory_path() / ("lockstep_tfrecord_test_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
+    path = fs::temp_directory_path() /
+           ("lockstep_tfrecord_test_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
     fs::create_directories(path);
   }
   ~TempDir() {
@@ -31,8 +32,12 @@ struct TempDir {
   std::string operator/(const std::string& name) const { return (path / name).string(); }
 };
 
-inline std::string golden_dir() { return std::string(LOCKSTEP_SOURCE_DIR) + "/tests/golden/tfrecord"; }
-inline std::string golden(const std::string& name) { return golden_dir() + "/" + name; }
+inline std::string golden_dir() {
+  return std::string(LOCKSTEP_SOURCE_DIR) + "/tests/golden/tfrecord";
+}
+inline std::string golden(const std::string& name) {
+  return golden_dir() + "/" + name;
+}
 
 inline std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -65,7 +70,9 @@ inline std::string base64_decode(const std::string& in) {
 }
 
 // The bytes of a record tensor (1-D uint8).
-inline std::string bytes_of(const Tensor& t) { return {static_cast<const char*>(t.raw_data()), static_cast<size_t>(t.numel())}; }
+inline std::string bytes_of(const Tensor& t) {
+  return {static_cast<const char*>(t.raw_data()), static_cast<size_t>(t.numel())};
+}
 
 // Every record of a dataset of records.
 inline std::vector<std::string> records_of(const Dataset& ds) {
@@ -75,7 +82,8 @@ inline std::vector<std::string> records_of(const Dataset& ds) {
 }
 
 // The message of the exception that f throws as E (empty when it throws nothing).
-template <typename E, typename F> std::string error_of(F&& f) {
+template <typename E, typename F>
+std::string error_of(F&& f) {
   try {
     f();
   } catch (const E& e) {

@@ -59,8 +59,10 @@ TEST(AutoShard, TwoWorkersReadDisjointFilesThatTogetherHoldEveryRecord) {
   const std::vector<std::string> all = records_of(data::TFRecordDataset(files));
   for (AutoShardPolicy policy : {AutoShardPolicy::AUTO, AutoShardPolicy::FILE}) {
     const data::Dataset ds = with_policy(data::TFRecordDataset(files), policy);
-    const auto w0 = records_of(auto_shard_dataset(ds, {.num_input_pipelines = 2, .input_pipeline_id = 0, .num_replicas_in_sync = 2}));
-    const auto w1 = records_of(auto_shard_dataset(ds, {.num_input_pipelines = 2, .input_pipeline_id = 1, .num_replicas_in_sync = 2}));
+    const auto w0 = records_of(
+        auto_shard_dataset(ds, {.num_input_pipelines = 2, .input_pipeline_id = 0, .num_replicas_in_sync = 2}));
+    const auto w1 = records_of(
+        auto_shard_dataset(ds, {.num_input_pipelines = 2, .input_pipeline_id = 1, .num_replicas_in_sync = 2}));
     EXPECT_EQ(files_read(w0), (std::vector<std::string>{"f0", "f2", "f4"}));  // whole files, every second one
     EXPECT_EQ(files_read(w1), (std::vector<std::string>{"f1", "f3"}));
     std::vector<std::string> both = w0;
@@ -73,11 +75,13 @@ TEST(AutoShard, TwoWorkersReadDisjointFilesThatTogetherHoldEveryRecord) {
 TEST(AutoShard, FindsTheReaderUnderTheTransformations) {
   TempDir tmp;
   const auto files = write_parts(tmp, 4, 5);
-  const data::Dataset ds = data::TFRecordDataset(files).filter([](const data::Element&) { return true; }).shuffle(7, 1).take(100);
+  const data::Dataset ds =
+      data::TFRecordDataset(files).filter([](const data::Element&) { return true; }).shuffle(7, 1).take(100);
   std::vector<std::string> both;
   for (int w = 0; w < 2; ++w) {
     const auto mine = records_of(auto_shard_dataset(ds, {2, w, 2}));
-    EXPECT_EQ(sorted(files_read(mine)), (w == 0 ? std::vector<std::string>{"f0", "f2"} : std::vector<std::string>{"f1", "f3"}));
+    EXPECT_EQ(sorted(files_read(mine)),
+              (w == 0 ? std::vector<std::string>{"f0", "f2"} : std::vector<std::string>{"f1", "f3"}));
     both.insert(both.end(), mine.begin(), mine.end());
   }
   EXPECT_EQ(sorted(both), sorted(records_of(data::TFRecordDataset(files))));
@@ -88,25 +92,33 @@ TEST(AutoShard, TooFewFilesShardByDataUnderAutoAndFailUnderFile) {
   const auto files = write_parts(tmp, 1, 6);
   const auto w1 = records_of(auto_shard_dataset(data::TFRecordDataset(files), {2, 1, 2}));
   EXPECT_EQ(w1, (std::vector<std::string>{"f0r1", "f0r3", "f0r5"}));  // every second record
-  const std::string msg = error_of<ValueError>(
-      [&] { auto_shard_dataset(with_policy(data::TFRecordDataset(files), AutoShardPolicy::FILE), {2, 0, 2}); });
-  EXPECT_NE(msg.find("auto-shard policy FILE: the dataset reads 1 file(s) but there are 2 workers"), std::string::npos) << msg;
+  const std::string msg = error_of<ValueError>([&] {
+    auto_shard_dataset(with_policy(data::TFRecordDataset(files), AutoShardPolicy::FILE), {2, 0, 2});
+  });
+  EXPECT_NE(msg.find("auto-shard policy FILE: the dataset reads 1 file(s) but there are 2 workers"), std::string::npos)
+      << msg;
   // From tensors: DATA under AUTO, an error under FILE.
   const data::Dataset range = data::Dataset::range(0, 6);
   EXPECT_EQ(auto_shard_dataset(range, {3, 2, 3}).cardinality(), 2);
-  EXPECT_NE(error_of<ValueError>([&] { auto_shard_dataset(with_policy(range, AutoShardPolicy::FILE), {2, 0, 2}); })
-                .find("needs a dataset read from files"),
+  EXPECT_NE(error_of<ValueError>([&] {
+              auto_shard_dataset(with_policy(range, AutoShardPolicy::FILE), {2, 0, 2});
+            }).find("needs a dataset read from files"),
             std::string::npos);
 }
 
 TEST(AutoShard, DataAndOffIgnoreTheFiles) {
   TempDir tmp;
   const auto files = write_parts(tmp, 4, 2);
-  const auto data_shard = records_of(auto_shard_dataset(with_policy(data::TFRecordDataset(files), AutoShardPolicy::DATA), {2, 0, 2}));
+  const auto data_shard =
+      records_of(auto_shard_dataset(with_policy(data::TFRecordDataset(files), AutoShardPolicy::DATA), {2, 0, 2}));
   EXPECT_EQ(data_shard, (std::vector<std::string>{"f0r0", "f1r0", "f2r0", "f3r0"}));
-  EXPECT_EQ(records_of(auto_shard_dataset(with_policy(data::TFRecordDataset(files), AutoShardPolicy::OFF), {2, 1, 2})).size(), 8u);
+  EXPECT_EQ(
+      records_of(auto_shard_dataset(with_policy(data::TFRecordDataset(files), AutoShardPolicy::OFF), {2, 1, 2})).size(),
+      8u);
   // One pipeline: nothing to shard, whatever the policy.
-  EXPECT_EQ(records_of(auto_shard_dataset(with_policy(data::TFRecordDataset(files), AutoShardPolicy::FILE), {1, 0, 1})).size(), 8u);
+  EXPECT_EQ(records_of(auto_shard_dataset(with_policy(data::TFRecordDataset(files), AutoShardPolicy::FILE), {1, 0, 1}))
+                .size(),
+            8u);
 }
 
 // make_csv_dataset's reader is found under its shuffle, repeat and batch.
@@ -117,7 +129,8 @@ TEST(AutoShard, CsvFilesToo) {
     for (int r = 0; r < 4; ++r) csv.append(std::to_string(10 * f + r)).append(",0\n");
     data::testing::write_bytes(tmp / ("part-" + std::to_string(f) + ".csv"), csv);
   }
-  const data::Dataset ds = data::experimental::make_csv_dataset(tmp / "part-*.csv", 2, {.label_name = "label", .num_epochs = 1});
+  const data::Dataset ds =
+      data::experimental::make_csv_dataset(tmp / "part-*.csv", 2, {.label_name = "label", .num_epochs = 1});
   std::vector<float> seen[2];
   for (int w = 0; w < 2; ++w)
     for (const data::Element& b : auto_shard_dataset(ds, {2, w, 2}))
