@@ -25,7 +25,8 @@ struct TFRecordOptions {
 // A record whose length or data fails its masked CRC32C, or that the file cuts short, is a DataLossError naming
 // the file and the byte offset of the record (in the uncompressed stream for GZIP); a missing file is a
 // NotFoundError. Cardinality is unknown, as in TF. The iterator's state is (file, record, byte offset), so a
-// restored iterator resumes mid-file. Under auto-shard AUTO/FILE each worker reads every num_workers-th file.
+// restored iterator resumes mid-file. Under auto-shard FILE (and AUTO, given at least as many files as workers)
+// each worker reads every num_workers-th file.
 Dataset TFRecordDataset(std::vector<std::string> filenames, TFRecordOptions options = {});
 
 // The files matching a glob pattern (*, ?, [...]), sorted (tf.io.gfile.glob; TF's Dataset.list_files would
