@@ -23,11 +23,12 @@ inline constexpr int64_t kAutotune = -1;
 inline constexpr uint64_t kDefaultShuffleSeed = 0x5eed5eed5eed5eedull;
 
 // One element of a dataset: features, labels (undefined for 1-component datasets) and optional sample
-// weights. Stands in for TF's (x, y, sample_weight) tuple.
+// weights. Stands in for TF's (x, y, sample_weight) tuple. The initialisers let Element{x, y} leave the rest out
+// without -Wmissing-field-initializers.
 struct Element {
-  Tensor x;
-  Tensor y;
-  Tensor sample_weight;
+  Tensor x = {};
+  Tensor y = {};
+  Tensor sample_weight = {};
 };
 // What batch() produces: each defined component gains a leading batch axis.
 using Batch = Element;

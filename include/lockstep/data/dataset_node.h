@@ -49,7 +49,7 @@ class DatasetNode {
   virtual ~DatasetNode() = default;
 
   // The Dataset method that made this node: "from_tensor_slices", "range", "shuffle", "repeat", "batch",
-  // "shard", "map", "filter", "take", "skip", "cache", "prefetch".
+  // "shard", "map", "filter", "take", "skip", "cache", "prefetch"; the file readers "TFRecordDataset", "CsvDataset".
   const std::string& op() const { return op_; }
   // Its arguments by name ({"batch_size": 64, "drop_remainder": false}); functions are not shown and
   // from_tensor_slices shows each component's dtype and shape.
@@ -63,6 +63,11 @@ class DatasetNode {
   virtual NodePtr with_inputs(std::vector<NodePtr> inputs) const = 0;
   // The source that this node's lazy items index, or null when its items are values.
   virtual const RowSource* row_source() const { return nullptr; }
+  // Sources that read files (TFRecordDataset, make_csv_dataset's reader): the files in reading order, and the
+  // same source over another list of them, which is how auto-shard FILE gives each worker its own files.
+  // Other nodes: no files and null.
+  virtual std::vector<std::string> files() const { return {}; }
+  virtual NodePtr with_files(std::vector<std::string> /*files*/) const { return nullptr; }
   // A new iterator. `salt` tells iterations apart (the top-level iterator's number, mixed with repeat
   // epochs) so that reshuffling shuffles draw different streams.
   virtual std::unique_ptr<ItemIterator> make_iterator(uint64_t salt) const = 0;

@@ -1,10 +1,64 @@
 // Distributed input: a global batch split across replicas (experimental_distribute_dataset, with TF's
-// auto-shard policies), per-pipeline datasets from a function, and iterators that stop every worker at the
-// same step.
+// auto-shard policies: FILE rewrites the pipeline so its file readers read a subset of their files), per-pipeline
+// datasets from a function, and iterators that stop every worker at the same step.
+#include <algorithm>
+#include <cstdint>
+
 #include "lockstep/data/dataset_node.h"
 #include "strategy-impl.h"
 
 namespace lockstep::distribute {
+
+namespace {
+
+using Policy = data::Options::AutoShardPolicy;
+
+// `node` with each file reader below it reading files index, index + n, index + 2n... of its list; `fewest` becomes the
+// smallest number of files of any reader. Null when a source below reads no files (then only DATA can shard it).
+data::NodePtr shard_files(const data::NodePtr& node, int n, int index, size_t& fewest) {
+  if (node->inputs().empty()) {
+    const std::vector<std::string> files = node->files();
+    if (files.empty()) return nullptr;
+    fewest = std::min(fewest, files.size());
+    std::vector<std::string> mine;
+    for (size_t i = static_cast<size_t>(index); i < files.size(); i += static_cast<size_t>(n)) mine.push_back(files[i]);
+    return node->with_files(std::move(mine));
+  }
+  std::vector<data::NodePtr> inputs;
+  for (const data::NodePtr& input : node->inputs()) {
+    data::NodePtr sharded = shard_files(input, n, index, fewest);
+    if (!sharded) return nullptr;
+    inputs.push_back(std::move(sharded));
+  }
+  return node->with_inputs(std::move(inputs));
+}
+
+// What pipeline `index` of `n` reads when the policy shards `dataset` by FILE (TF's rules: FILE, or AUTO over a
+// dataset whose readers have at least n files each); nullopt when it shards by DATA, or not at all.
+std::optional<data::Dataset> shard_by_file(const data::Dataset& dataset, int n, int index) {
+  const Policy policy = dataset.options().auto_shard_policy;
+  if (n <= 1 || policy == Policy::DATA || policy == Policy::OFF) return std::nullopt;
+  size_t fewest = SIZE_MAX;
+  data::NodePtr sharded = shard_files(dataset.node_ptr(), n, index, fewest);
+  if (sharded && fewest >= static_cast<size_t>(n)) return data::Dataset(std::move(sharded), dataset.options());
+  LS_CHECK(policy != Policy::FILE || sharded, ValueError,
+           "auto-shard policy FILE needs a dataset read from files (TFRecordDataset, make_csv_dataset); this one comes "
+           "from tensors: use AUTO or DATA");
+  LS_CHECK(policy != Policy::FILE, ValueError, "auto-shard policy FILE: the dataset reads ", fewest, " file(s) but there are ",
+           n, " workers, so some would read nothing; split the data into at least ", n, " files, or use AUTO or DATA");
+  return std::nullopt;
+}
+
+}  // namespace
+
+data::Dataset auto_shard_dataset(const data::Dataset& dataset, const InputContext& ctx) {
+  const int n = ctx.num_input_pipelines, index = ctx.input_pipeline_id;
+  LS_CHECK(n >= 1 && index >= 0 && index < n, ValueError, "auto_shard_dataset: input_pipeline_id ", index,
+           " is outside [0, num_input_pipelines = ", n, "); pass the InputContext the strategy made");
+  if (std::optional<data::Dataset> own = shard_by_file(dataset, n, index)) return *own;
+  if (n == 1 || dataset.options().auto_shard_policy == Policy::OFF) return dataset;
+  return dataset.shard(n, index);
+}
 
 DistributedDataset::DistributedDataset(Strategy* strategy, std::vector<data::Dataset> per_replica, Resplit resplit,
                                        int64_t global_batch, std::optional<data::Dataset> source)
@@ -145,9 +199,25 @@ DistributedDataset Strategy::experimental_distribute_dataset(const data::Dataset
   const int R = num_replicas_in_sync();
   const int64_t per_replica = InputContext{num_workers(), worker_rank(), R}.get_per_replica_batch_size(global);
   const auto policy = dataset.options().auto_shard_policy;
-  LS_CHECK(policy != data::Options::AutoShardPolicy::FILE || num_workers() == 1, ValueError,
-           "auto-shard policy FILE needs a dataset read from files; this one comes from tensors: use AUTO or DATA");
   data::Dataset unbatched(node->inputs().at(0), dataset.options());
+  // Sharded by FILE, each worker reads its own files and splits their elements over its local replicas; the split
+  // of the files depends on the number of workers, so a position cannot move to another number of them.
+  if (std::optional<data::Dataset> own = shard_by_file(unbatched, num_workers(), worker_rank())) {
+    auto split = [this, input = *own, per_replica, drop, prefetch](int64_t skip) {
+      LS_CHECK(skip == 0, ValueError, "the input position was saved on another number of replicas, but this dataset is "
+               "sharded by FILE, whose split of the files depends on the number of workers: restart on the number of "
+               "workers that saved it, or shard by DATA (Options.auto_shard_policy)");
+      std::vector<data::Dataset> per;
+      for (int l = 0; l < num_local_; ++l) {
+        data::Dataset d = num_local_ > 1 ? input.shard(num_local_, l) : input;
+        d = d.batch(per_replica, drop);
+        if (prefetch) d = d.prefetch(*prefetch);
+        per.push_back(d);
+      }
+      return per;
+    };
+    return DistributedDataset(this, split(0), split, per_replica * num_local_);
+  }
   if (R > 1) {
     const int64_t n = unbatched.cardinality();
     LS_CHECK(n < 0 || n >= R, ValueError, "the dataset has only ", n, " element(s): split across ", R,

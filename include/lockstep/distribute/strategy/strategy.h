@@ -33,6 +33,14 @@ struct InputContext {
   int64_t get_per_replica_batch_size(int64_t global_batch_size) const;
 };
 
+// TF's auto-sharding of one input pipeline's data, by dataset.options().auto_shard_policy: FILE gives pipeline
+// ctx.input_pipeline_id every ctx.num_input_pipelines-th file of the dataset's file readers (TFRecordDataset,
+// make_csv_dataset), which is how experimental_distribute_dataset splits files among workers; AUTO does the same
+// when every reader has at least as many files as there are pipelines, else shards by DATA (every
+// num_input_pipelines-th element, Dataset::shard); DATA shards by element; OFF returns the dataset. FILE over a
+// dataset that reads no files, or fewer files than pipelines, is a ValueError (as in TF).
+data::Dataset auto_shard_dataset(const data::Dataset& dataset, const InputContext& ctx);
+
 // MPI (a lockstep extension): OpenMPI's collectives, for jobs started by mpirun or srun --mpi=pmix.
 enum class CommunicationImplementation { AUTO, RING, NCCL, MPI };
 // BFLOAT16 (a lockstep extension, like Horovod's Compression.bf16 or DDP's bf16_compress_hook): gradients
@@ -150,7 +158,9 @@ class Strategy {
   Tensor gather(const PerReplica<Tensor>& value, int64_t axis);
 
   // Splits each global batch of `dataset` (whose last step is batch()) across all replicas, after sharding it
-  // across workers as dataset.options().auto_shard_policy says.
+  // across workers as dataset.options().auto_shard_policy says (auto_shard_dataset). Sharded by DATA, the replicas
+  // together take each global batch's elements from one stream; sharded by FILE, each worker batches its own files'
+  // elements, and the input position can only be restored on the same number of workers.
   DistributedDataset experimental_distribute_dataset(const data::Dataset& dataset);
   // Calls fn once per local replica with its InputContext; fn returns that pipeline's per-replica batches.
   DistributedDataset distribute_datasets_from_function(const std::function<data::Dataset(const InputContext&)>& fn);

@@ -1,0 +1,363 @@
+// parse_example and friends: each serialized Example is decoded with the generated protobuf classes
+// (example.proto), each feature of the spec is looked up and checked (type, count, default), and the values of
+// all examples are assembled into dense tensors or SparseTensors. parse_single_example is the same with no batch axis.
+#include "lockstep/data/example.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "data/example.pb.h"
+#include "lockstep/tensor/ops.h"
+
+namespace lockstep::data {
+
+namespace {
+
+using Values = std::variant<std::vector<int64_t>, std::vector<float>, std::vector<std::string>>;
+
+// The list type an Example uses for dtype, as TF names it in its errors.
+const char* list_name(DType dtype) {
+  return dtype == DType::int64     ? "int64 (Int64List)"
+         : dtype == DType::float32 ? "float32 (FloatList)"
+                                   : "bytes (BytesList)";
+}
+const char* spec_dtype_name(DType dtype) {
+  return dtype == kString ? "kString (bytes)" : dtype_name(dtype).data();
+}
+
+int64_t count_of(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string shape_str(const std::vector<int64_t>& shape) {
+  return Shape(shape).str();
+}
+
+// Where a feature was read: "parse_single_example: feature \"k\"" or "parse_example: example 3, feature \"k\"".
+struct Where {
+  const char* fn;
+  int64_t example;  // -1: single
+  std::string str(const std::string& key) const {
+    return example < 0 ? make_message(fn, ": feature \"", key, "\"")
+                       : make_message(fn, ": example ", example, ", feature \"", key, "\"");
+  }
+};
+
+void check_spec(const FeatureSpec& spec, const char* fn) {
+  for (const auto& [key, feature] : spec) {
+    const DType dtype = std::visit([](const auto& f) { return f.dtype; }, feature);
+    LS_CHECK(dtype == DType::int64 || dtype == DType::float32 || dtype == kString, InvalidArgumentError, fn,
+             ": feature \"", key, "\" asks for ", dtype_name(dtype),
+             "; Examples hold int64, float32 or bytes (kString): use one of those");
+    const auto* fixed = std::get_if<FixedLenFeature>(&feature);
+    if (!fixed) continue;
+    for (int64_t d : fixed->shape)
+      LS_CHECK(d >= 0, InvalidArgumentError, fn, ": feature \"", key, "\" has shape ", shape_str(fixed->shape),
+               " with a negative dimension; use VarLenFeature for lists of any length");
+    const Tensor& def = fixed->default_value;
+    if (!def.defined()) continue;
+    if (dtype == kString) {
+      LS_CHECK(def.dtype() == DType::uint8 && def.rank() == 1, InvalidArgumentError, fn, ": feature \"", key,
+               "\" is bytes, so its default_value must be one string as a 1-D uint8 tensor, got ",
+               dtype_name(def.dtype()), " ", def.shape().str());
+    } else {
+      LS_CHECK(def.numel() == 1 || def.numel() == count_of(fixed->shape), InvalidArgumentError, fn, ": feature \"", key,
+               "\" has shape ", shape_str(fixed->shape), " (", count_of(fixed->shape),
+               " values) but its default_value has ", def.numel(), "; pass a scalar or one value per element");
+    }
+  }
+}
+
+// Feature `key` of one example, checked against its spec: the values, with a FixedLen feature's default in place of
+// a missing one.
+Values feature_values(const proto::Features& features, const std::string& key,
+                      const std::variant<FixedLenFeature, VarLenFeature>& spec, const Where& where) {
+  const auto* fixed = std::get_if<FixedLenFeature>(&spec);
+  const DType dtype = fixed ? fixed->dtype : std::get<VarLenFeature>(spec).dtype;
+  auto it = features.feature().find(key);
+  if (it == features.feature().end() || it->second.kind_case() == proto::Feature::KIND_NOT_SET) {
+    if (!fixed) {
+      if (dtype == DType::int64) return std::vector<int64_t>{};
+      if (dtype == DType::float32) return std::vector<float>{};
+      return std::vector<std::string>{};
+    }
+    const int64_t n = count_of(fixed->shape);
+    if (!fixed->default_value.defined()) {
+      std::vector<std::string> keys;
+      for (const auto& [k, v] : features.feature()) keys.push_back(k);
+      std::sort(keys.begin(), keys.end());  // protobuf's map has no order
+      std::string present;
+      for (const std::string& k : keys) present += (present.empty() ? "" : ", ") + k;
+      throw InvalidArgumentError(make_message(
+          where.str(key), " (", spec_dtype_name(dtype), ") is required but the example does not have it (it has: ",
+          present.empty() ? "no features" : present, "); check the key, or give the FixedLenFeature a default_value"));
+    }
+    const Tensor& def = fixed->default_value;
+    if (dtype == kString) {
+      const Tensor d = def.contiguous();
+      return std::vector<std::string>(
+          n, std::string(static_cast<const char*>(d.raw_data()), static_cast<size_t>(d.numel())));
+    }
+    auto fill = [&](auto v) {
+      using T = typename decltype(v)::value_type;
+      std::vector<T> all = def.to_vector<T>();
+      if (all.size() == 1) all.assign(static_cast<size_t>(n), all[0]);
+      return all;
+    };
+    if (dtype == DType::int64) return fill(std::vector<int64_t>{});
+    return fill(std::vector<float>{});
+  }
+  const proto::Feature& f = it->second;
+  const DType held = f.has_int64_list() ? DType::int64 : f.has_float_list() ? DType::float32 : kString;
+  LS_CHECK(held == dtype, InvalidArgumentError, where.str(key), " holds ", list_name(held),
+           " values but the spec asks for ", spec_dtype_name(dtype), "; make the spec's dtype match the data");
+  Values values;
+  if (held == DType::int64)
+    values = std::vector<int64_t>(f.int64_list().value().begin(), f.int64_list().value().end());
+  else if (held == DType::float32)
+    values = std::vector<float>(f.float_list().value().begin(), f.float_list().value().end());
+  else
+    values = std::vector<std::string>(f.bytes_list().value().begin(), f.bytes_list().value().end());
+  if (fixed) {
+    const size_t got = std::visit([](const auto& v) { return v.size(); }, values);
+    const int64_t want = count_of(fixed->shape);
+    LS_CHECK(static_cast<int64_t>(got) == want, InvalidArgumentError, where.str(key), " has ", got,
+             " value(s) but its FixedLenFeature of shape ", shape_str(fixed->shape), " expects ", want,
+             "; fix the shape in the spec, or use VarLenFeature for lists of varying length");
+  }
+  return values;
+}
+
+proto::Example decode(std::string_view bytes, const Where& where) {
+  proto::Example example;
+  LS_CHECK(example.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())), InvalidArgumentError, where.fn,
+           where.example < 0 ? std::string() : make_message(": example ", where.example), ": the ", bytes.size(),
+           " bytes are not a serialized tf.train.Example; pass the records of a TFRecord file of Examples");
+  return example;
+}
+
+// Dense values of one feature over all examples: [batch?, shape...] (bytes: [batch?, shape..., length]).
+Tensor assemble_dense(const std::string& key, const FixedLenFeature& spec, std::vector<Values>& per_example,
+                      bool batched, const char* fn) {
+  std::vector<int64_t> dims = spec.shape;
+  if (batched) dims.insert(dims.begin(), static_cast<int64_t>(per_example.size()));
+  if (spec.dtype == kString) {
+    int64_t length = -1;
+    for (const Values& v : per_example)
+      for (const std::string& s : std::get<std::vector<std::string>>(v)) {
+        LS_CHECK(
+            length < 0 || static_cast<int64_t>(s.size()) == length, InvalidArgumentError, fn, ": feature \"", key,
+            "\" holds byte strings of different lengths (", length, " and ", s.size(),
+            "); lockstep returns bytes as one uint8 tensor, which needs one length: parse one example at a time or "
+            "use VarLenFeature");
+        length = static_cast<int64_t>(s.size());
+      }
+    dims.push_back(std::max<int64_t>(length, 0));
+    Tensor out = Tensor::empty(Shape(dims), DType::uint8);
+    auto* dst = static_cast<char*>(out.raw_data());
+    for (const Values& v : per_example)
+      for (const std::string& s : std::get<std::vector<std::string>>(v)) {
+        std::memcpy(dst, s.data(), s.size());
+        dst += s.size();
+      }
+    return out;
+  }
+  Tensor out = Tensor::empty(Shape(dims), spec.dtype);
+  auto copy = [&](auto* dst) {
+    using T = std::remove_pointer_t<decltype(dst)>;
+    for (const Values& v : per_example) {
+      const auto& values = std::get<std::vector<T>>(v);
+      std::copy(values.begin(), values.end(), dst);
+      dst += values.size();
+    }
+  };
+  if (spec.dtype == DType::int64)
+    copy(out.data<int64_t>());
+  else
+    copy(out.data<float>());
+  return out;
+}
+
+SparseTensor assemble_sparse(DType dtype, std::vector<Values>& per_example, bool batched) {
+  const int64_t rank = batched ? 2 : 1;
+  int64_t n = 0, longest = 0;
+  for (const Values& v : per_example) {
+    const int64_t k = static_cast<int64_t>(std::visit([](const auto& x) { return x.size(); }, v));
+    n += k;
+    longest = std::max(longest, k);
+  }
+  SparseTensor out;
+  out.indices = Tensor::empty({n, rank}, DType::int64);
+  out.dense_shape = Tensor::empty({rank}, DType::int64);
+  int64_t* shape = out.dense_shape.data<int64_t>();
+  if (batched) shape[0] = static_cast<int64_t>(per_example.size());
+  shape[rank - 1] = longest;
+  int64_t* idx = out.indices.data<int64_t>();
+  for (size_t b = 0; b < per_example.size(); ++b) {
+    const int64_t k = static_cast<int64_t>(std::visit([](const auto& x) { return x.size(); }, per_example[b]));
+    for (int64_t j = 0; j < k; ++j) {
+      if (batched) *idx++ = static_cast<int64_t>(b);
+      *idx++ = j;
+    }
+  }
+  if (dtype == kString) {
+    for (Values& v : per_example)
+      for (std::string& s : std::get<std::vector<std::string>>(v)) out.string_values.push_back(std::move(s));
+    return out;
+  }
+  out.values = Tensor::empty({n}, dtype);
+  auto copy = [&](auto* dst) {
+    using T = std::remove_pointer_t<decltype(dst)>;
+    for (const Values& v : per_example) {
+      const auto& values = std::get<std::vector<T>>(v);
+      dst = std::copy(values.begin(), values.end(), dst);
+    }
+  };
+  if (dtype == DType::int64)
+    copy(out.values.data<int64_t>());
+  else
+    copy(out.values.data<float>());
+  return out;
+}
+
+ParsedFeatures parse(const std::vector<std::string_view>& records, const FeatureSpec& spec, bool batched) {
+  const char* fn = batched ? "parse_example" : "parse_single_example";
+  check_spec(spec, fn);
+  std::map<std::string, std::vector<Values>> columns;
+  for (size_t i = 0; i < records.size(); ++i) {
+    const Where where{fn, batched ? static_cast<int64_t>(i) : -1};
+    const proto::Example example = decode(records[i], where);
+    for (const auto& [key, feature] : spec)
+      columns[key].push_back(feature_values(example.features(), key, feature, where));
+  }
+  ParsedFeatures out;
+  for (const auto& [key, feature] : spec) {
+    std::vector<Values>& column = columns[key];
+    if (const auto* fixed = std::get_if<FixedLenFeature>(&feature))
+      out.dense[key] = assemble_dense(key, *fixed, column, batched, fn);
+    else
+      out.sparse[key] = assemble_sparse(std::get<VarLenFeature>(feature).dtype, column, batched);
+  }
+  return out;
+}
+
+std::string_view record_bytes(const Tensor& t, const char* fn) {
+  LS_CHECK(
+      t.defined() && t.dtype() == DType::uint8 && t.rank() == 1, InvalidArgumentError, fn,
+      ": a serialized Example is a 1-D uint8 tensor (an element of TFRecordDataset), got ",
+      t.defined() ? make_message(dtype_name(t.dtype()), " ", t.shape().str()) : std::string("an undefined tensor"));
+  LS_CHECK(t.is_contiguous(), InvalidArgumentError, fn,
+           ": the serialized Example tensor is not contiguous; pass .contiguous()");
+  return {static_cast<const char*>(t.raw_data()), static_cast<size_t>(t.numel())};
+}
+
+}  // namespace
+
+const Tensor& ParsedFeatures::operator[](const std::string& key) const {
+  auto it = dense.find(key);
+  if (it != dense.end()) return it->second;
+  std::string names;
+  for (const auto& [k, v] : dense) names += (names.empty() ? "" : ", ") + k;
+  LS_CHECK(!sparse.count(key), ValueError, "parsed feature \"", key,
+           "\" is a VarLenFeature, so it is a SparseTensor: read it from .sparse (or sparse_to_dense it)");
+  throw ValueError(
+      make_message("no parsed feature \"", key, "\"; the FixedLenFeatures are: ", names.empty() ? "none" : names));
+}
+
+ParsedFeatures parse_single_example(std::string_view serialized, const FeatureSpec& features) {
+  return parse({serialized}, features, false);
+}
+ParsedFeatures parse_single_example(const Tensor& serialized, const FeatureSpec& features) {
+  return parse({record_bytes(serialized, "parse_single_example")}, features, false);
+}
+ParsedFeatures parse_example(const std::vector<std::string>& serialized, const FeatureSpec& features) {
+  return parse(std::vector<std::string_view>(serialized.begin(), serialized.end()), features, true);
+}
+ParsedFeatures parse_example(const std::vector<Tensor>& serialized, const FeatureSpec& features) {
+  std::vector<std::string_view> records;
+  for (const Tensor& t : serialized) records.push_back(record_bytes(t, "parse_example"));
+  return parse(records, features, true);
+}
+
+Tensor sparse_to_dense(const SparseTensor& sparse, double default_value) {
+  LS_CHECK(sparse.values.defined(), InvalidArgumentError,
+           "sparse_to_dense: the SparseTensor has no numeric values (a bytes feature's are in string_values)");
+  const std::vector<int64_t> shape = sparse.dense_shape.to_vector<int64_t>();
+  Tensor out = full(Shape(shape), default_value, sparse.values.dtype());
+  const std::vector<int64_t> idx = sparse.indices.to_vector<int64_t>();
+  const size_t rank = shape.size(), n = static_cast<size_t>(sparse.values.numel());
+  LS_CHECK(idx.size() == n * rank, InvalidArgumentError, "sparse_to_dense: ", n, " values but indices of shape ",
+           sparse.indices.shape().str(), "; indices must be [", n, ", ", rank, "]");
+  auto scatter = [&](auto* dst) {
+    using T = std::remove_pointer_t<decltype(dst)>;
+    const std::vector<T> values = sparse.values.to_vector<T>();
+    for (size_t i = 0; i < n; ++i) {
+      int64_t flat = 0;
+      for (size_t d = 0; d < rank; ++d) {
+        const int64_t j = idx[i * rank + d];
+        LS_CHECK(j >= 0 && j < shape[d], InvalidArgumentError, "sparse_to_dense: index ", j, " of value ", i,
+                 " is outside dense_shape ", Shape(shape).str());
+        flat = flat * shape[d] + j;
+      }
+      dst[flat] = values[i];
+    }
+  };
+  if (out.dtype() == DType::int64)
+    scatter(out.data<int64_t>());
+  else if (out.dtype() == DType::float32)
+    scatter(out.data<float>());
+  else
+    throw InvalidArgumentError(make_message("sparse_to_dense: values of ", dtype_name(out.dtype()),
+                                            " are not supported; int64 and float32 are"));
+  return out;
+}
+
+std::function<Element(const Element&)> parse_example_fn(FeatureSpec features, std::string x_key, std::string y_key,
+                                                        std::string weight_key) {
+  for (const std::string* key : {&x_key, &y_key, &weight_key}) {
+    if (key->empty()) continue;
+    auto it = features.find(*key);
+    LS_CHECK(it != features.end() && std::holds_alternative<FixedLenFeature>(it->second), InvalidArgumentError,
+             "parse_example_fn: \"", *key, "\" is ",
+             it == features.end() ? "not in the feature spec" : "a VarLenFeature",
+             "; x, y and sample_weight come from FixedLenFeatures of the spec");
+  }
+  LS_CHECK(!x_key.empty(), InvalidArgumentError, "parse_example_fn: x_key is empty; name the feature that becomes x");
+  return [features = std::move(features), x_key = std::move(x_key), y_key = std::move(y_key),
+          weight_key = std::move(weight_key)](const Element& e) {
+    ParsedFeatures f = parse_single_example(e.x, features);
+    auto take = [&](const std::string& key) { return key.empty() ? Tensor() : f.dense.at(key); };
+    return Element{take(x_key), take(y_key), take(weight_key)};
+  };
+}
+
+std::string serialize_example(const std::map<std::string, FeatureValues>& features) {
+  proto::Example example;
+  auto& map = *example.mutable_features()->mutable_feature();
+  for (const auto& [key, values] : features) {
+    proto::Feature& f = map[key];
+    if (const auto* i = std::get_if<std::vector<int64_t>>(&values))
+      f.mutable_int64_list()->mutable_value()->Add(i->begin(), i->end());
+    else if (const auto* x = std::get_if<std::vector<float>>(&values))
+      f.mutable_float_list()->mutable_value()->Add(x->begin(), x->end());
+    else
+      for (const std::string& s : std::get<std::vector<std::string>>(values)) f.mutable_bytes_list()->add_value(s);
+  }
+  // Deterministic: map entries in key order, so the same features always give the same bytes.
+  std::string out;
+  {
+    google::protobuf::io::StringOutputStream stream(&out);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    LS_CHECK(example.SerializeToCodedStream(&coded), ValueError,
+             "serialize_example: the Example could not be serialized");
+  }
+  return out;
+}
+
+}  // namespace lockstep::data
