@@ -19,19 +19,13 @@ namespace {
 using golden::json;
 namespace fs = std::filesystem;
 
-Tensor tensor_from(const json& t) {
-  const Shape shape = golden::shape_of(t["shape"]);
-  const std::string dtype = t["dtype"];
-  if (dtype == "int32" || dtype == "int64")
-    return raw_ops::cast(from_vector(t["values"].get<std::vector<int64_t>>(), shape), dtype_from_name(dtype));
-  return raw_ops::cast(from_vector(t["values"].get<std::vector<double>>(), shape), DType::float32);
-}
+using golden::tensor_from_json;
 
 keras::Model load(const json& m) {
   keras::clear_session();
   keras::Model model = keras::models::model_from_json(m["json"].get<std::string>());
   std::vector<Tensor> weights;
-  for (const json& w : m["weights"]) weights.push_back(tensor_from(w));
+  for (const json& w : m["weights"]) weights.push_back(tensor_from_json(w));
   model.set_weights(weights);
   return model;
 }
@@ -48,7 +42,7 @@ TEST(FunctionalGolden, KerasModelsLoadAndPredictTheSame) {
     EXPECT_EQ(names, m["layers"].get<std::vector<std::string>>());
     for (size_t i = 0; i < m["weights"].size(); ++i) EXPECT_EQ(model.variables()[i].name(), m["weights"][i]["name"]);
     std::vector<Tensor> inputs;
-    for (const json& t : m["inputs"]) inputs.push_back(tensor_from(t));
+    for (const json& t : m["inputs"]) inputs.push_back(tensor_from_json(t));
     const std::vector<Tensor> outputs = model(inputs);
     ASSERT_EQ(outputs.size(), m["outputs"].size());
     for (size_t i = 0; i < outputs.size(); ++i)

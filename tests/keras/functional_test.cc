@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "crash_at.h"
 #include "lockstep/distribute/strategy/strategy.h"
 #include "lockstep/keras/model.h"
 
@@ -275,20 +276,6 @@ TEST(Functional, DocumentedSkipConnectionCnn) {
   EXPECT_EQ(model(raw_ops::cast(uniform({2, 32, 32, 3}, 11) * 100.0 + 100.0, DType::uint8)).shape(), Shape({2, 10}));
   EXPECT_EQ(model.count_params(), 448 + 2320 + 170);
 }
-
-struct Crash : std::runtime_error {
-  Crash() : std::runtime_error("simulated crash") {}
-};
-class CrashAt : public Callback {
- public:
-  explicit CrashAt(int64_t step) : step_(step) {}
-  void on_train_batch_end(int64_t, const Logs&) override {
-    if (model_->optimizer()->iterations() == step_) throw Crash();
-  }
-
- private:
-  int64_t step_;
-};
 
 // fit() of a functional model with Dropout and a skip connection; under `strategy` when given, with
 // BackupAndRestore in `backup_dir` when given.
