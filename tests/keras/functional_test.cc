@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "crash_at.h"
@@ -154,6 +155,25 @@ TEST(Functional, FitsEvaluatesAndPredicts) {
   EXPECT_NE(summary.find("Model: \"classifier\""), std::string::npos);
   EXPECT_NE(summary.find(" concatenate (Concatenate)   (None, 22)"), std::string::npos) << summary;
   EXPECT_NE(summary.find("Total params: 225"), std::string::npos) << summary;  // 112 + 44 + 69
+}
+
+// A text classifier on int32 tokens: the label is whether token 0 appears, which the embedding must learn.
+TEST(Functional, EmbeddingModelTrainsOnIntegerTokens) {
+  clear_session();
+  utils::set_random_seed(3);
+  auto tokens = kl::InputLayer({5}, DType::int32, "tokens");
+  auto x = kl::LayerNormalization()(kl::Embedding(6, 4)(tokens));
+  auto logits = kl::Dense(2)(kl::Dense(8, {.activation = "relu"})(kl::Flatten()(x)));
+  Model model(tokens, logits);
+  Philox rng(4);
+  const Tensor ids = raw_ops::cast(random_uniform({64, 5}, rng, 0, 6, DType::float64), DType::int32);
+  std::vector<int64_t> labels;
+  const std::vector<int32_t> v = ids.to_vector<int32_t>();
+  for (size_t i = 0; i < 64; ++i) labels.push_back(std::count(v.begin() + 5 * i, v.begin() + 5 * i + 5, 0) > 0);
+  model.compile({.optimizer = optimizers::Adam({.learning_rate = 0.02}),
+                 .loss = losses::SparseCategoricalCrossentropy({.from_logits = true})});
+  auto history = model.fit(ids, from_vector(labels, Shape{64}), {.epochs = 20, .batch_size = 16, .verbose = 0});
+  EXPECT_LT(history.history["loss"].back(), 0.5 * history.history["loss"].front());
 }
 
 TEST(Functional, ConfigAndJsonRoundTrip) {
