@@ -1,4 +1,4 @@
-// Keras objects in checkpoints: a Sequential model (variables in order, Dropout streams, input shape), an
+// Keras objects in checkpoints: a model (variables in order, Dropout streams, input shape), an
 // optimizer (iterations and slots) and fit()'s position (for BackupAndRestore).
 #include <charconv>
 #include <optional>
@@ -13,7 +13,7 @@ namespace {
 
 class ModelTrackable final : public train::Trackable {
  public:
-  explicit ModelTrackable(Sequential model, std::shared_ptr<Sequential::State> state)
+  explicit ModelTrackable(Model model, std::shared_ptr<Model::State> state)
       : model_(std::move(model)), s_(std::move(state)) {}
 
   train::TrackableState save() const override {
@@ -84,8 +84,8 @@ class ModelTrackable final : public train::Trackable {
   distribute::Strategy* strategy() const override { return s_->strategy; }
 
  private:
-  mutable Sequential model_;  // a handle sharing s_
-  std::shared_ptr<Sequential::State> s_;
+  mutable Model model_;  // a handle sharing s_
+  std::shared_ptr<Model::State> s_;
 };
 
 class OptimizerTrackable final : public train::Trackable {
@@ -113,11 +113,11 @@ class OptimizerTrackable final : public train::Trackable {
 // fit()'s position. Each worker reads its own shard, so it is per-worker state (JSON only).
 class FitStateTrackable final : public train::Trackable {
  public:
-  explicit FitStateTrackable(std::shared_ptr<Sequential::State> s) : s_(std::move(s)) {}
+  explicit FitStateTrackable(std::shared_ptr<Model::State> s) : s_(std::move(s)) {}
 
   train::TrackableState save() const override {
     LS_CHECK(s_->fit.has_value(), RuntimeError, "fit_state() can only be saved while fit() runs (from a callback)");
-    const Sequential::State::FitProgress& f = *s_->fit;
+    const Model::State::FitProgress& f = *s_->fit;
     nlohmann::json v;
     // Where a restarted fit() continues: the next epoch once this one is done, else the next step of it.
     v["epoch"] = f.epoch_done ? f.epoch + 1 : f.epoch;
@@ -180,14 +180,14 @@ class FitStateTrackable final : public train::Trackable {
   distribute::Strategy* strategy() const override { return s_->strategy; }
 
  private:
-  std::shared_ptr<Sequential::State> s_;
+  std::shared_ptr<Model::State> s_;
 };
 
 }  // namespace
 
-train::TrackablePtr make_trackable(const Sequential& model) { return std::make_shared<ModelTrackable>(model, model.s_); }
+train::TrackablePtr make_trackable(const Model& model) { return std::make_shared<ModelTrackable>(model, model.s_); }
 
-train::TrackablePtr Sequential::fit_state() const { return std::make_shared<FitStateTrackable>(s_); }
+train::TrackablePtr Model::fit_state() const { return std::make_shared<FitStateTrackable>(s_); }
 
 namespace optimizers {
 train::TrackablePtr make_trackable(const std::shared_ptr<Optimizer>& optimizer) {

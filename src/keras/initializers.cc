@@ -109,6 +109,24 @@ class RandomNormalInit : public Initializer {
   std::optional<uint64_t> seed_;
 };
 
+class RandomUniformInit : public Initializer {
+ public:
+  RandomUniformInit(double minval, double maxval, std::optional<uint64_t> seed)
+      : minval_(minval), maxval_(maxval), seed_(seed) {}
+  Tensor operator()(const Shape& shape, DType dtype) const override {
+    Philox rng = generator(seed_);
+    return random_uniform(shape, rng, minval_, maxval_, dtype);
+  }
+  nlohmann::json get_config() const override {
+    return {{"class_name", "RandomUniform"},
+            {"config", {{"minval", minval_}, {"maxval", maxval_}, {"seed", seed_json(seed_)}}}};
+  }
+
+ private:
+  double minval_, maxval_;
+  std::optional<uint64_t> seed_;
+};
+
 class ConstantInit : public Initializer {
  public:
   explicit ConstantInit(double value) : value_(value) {}
@@ -130,6 +148,9 @@ InitializerPtr HeNormal(std::optional<uint64_t> seed) { return std::make_shared<
 InitializerPtr RandomNormal(double mean, double stddev, std::optional<uint64_t> seed) {
   return std::make_shared<RandomNormalInit>(mean, stddev, seed);
 }
+InitializerPtr RandomUniform(double minval, double maxval, std::optional<uint64_t> seed) {
+  return std::make_shared<RandomUniformInit>(minval, maxval, seed);
+}
 InitializerPtr Zeros() { return std::make_shared<ConstantInit>(0.0); }
 InitializerPtr Ones() { return std::make_shared<ConstantInit>(1.0); }
 
@@ -137,10 +158,11 @@ InitializerPtr get(const std::string& id) {
   if (id == "glorot_uniform" || id == "GlorotUniform") return GlorotUniform();
   if (id == "he_normal" || id == "HeNormal") return HeNormal();
   if (id == "random_normal" || id == "RandomNormal") return RandomNormal();
+  if (id == "uniform" || id == "random_uniform" || id == "RandomUniform") return RandomUniform();
   if (id == "zeros" || id == "Zeros") return Zeros();
   if (id == "ones" || id == "Ones") return Ones();
   throw ValueError(make_message("unknown initializer '", id,
-                                "': use glorot_uniform, he_normal, random_normal, zeros or ones"));
+                                "': use glorot_uniform, he_normal, random_normal, uniform, zeros or ones"));
 }
 
 InitializerPtr from_config(const nlohmann::json& config) {
@@ -150,6 +172,7 @@ InitializerPtr from_config(const nlohmann::json& config) {
   if (name == "GlorotUniform") return GlorotUniform(seed_from(c));
   if (name == "HeNormal") return HeNormal(seed_from(c));
   if (name == "RandomNormal") return RandomNormal(c.value("mean", 0.0), c.value("stddev", 0.05), seed_from(c));
+  if (name == "RandomUniform") return RandomUniform(c.value("minval", -0.05), c.value("maxval", 0.05), seed_from(c));
   return get(name);
 }
 

@@ -1,12 +1,16 @@
 // Helpers shared inside the keras layer.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "lockstep/core/shape.h"
 
+namespace lockstep::keras {
+class Layer;
+}
 namespace lockstep::keras::detail {
 
 // "Conv2D" -> "conv2d", then "conv2d_1", ...: Keras' default names, unique per process until clear_session().
@@ -23,6 +27,9 @@ std::string with_none(const Shape& features);
 int64_t json_int(const nlohmann::json& j, const std::string& key);
 // A config's list of integers (a shape): ValueError unless an array of JSON integers.
 std::vector<int64_t> json_ints(const nlohmann::json& j, const std::string& key);
+
+// The layers of layers_more.cc from their config, or null for a class it does not know.
+std::shared_ptr<Layer> more_layer_from_config(const std::string& class_name, const nlohmann::json& config);
 
 // While one is alive on this thread, layers refuse to create weights with more elements in all than it allows
 // (DataLossError): load_model's config cannot need more parameters than its weights file has bytes, so a

@@ -208,7 +208,7 @@ std::vector<Tensor> keras_optimizer_variables(const optimizers::Optimizer& opt,
 }
 
 // Restores Keras 3's optimizer variables (`vars` in file order) into the compiled model's optimizer.
-void restore_optimizer(Sequential& model, const H5Reader& h5, const std::string& where) {
+void restore_optimizer(Model& model, const H5Reader& h5, const std::string& where) {
   optimizers::Optimizer& opt = *model.optimizer();
   const std::vector<Variable> trainable = model.trainable_variables();
   const auto groups = slot_groups(opt);
@@ -265,26 +265,6 @@ void restore_optimizer(Sequential& model, const H5Reader& h5, const std::string&
   }
 }
 
-// A model from Keras 3's serialised form ({"class_name": "Sequential", "config", "build_config"}), built when
-// the document gives its input shape.
-Sequential model_from_document(const nlohmann::json& doc, const std::string& where) {
-  LS_CHECK(doc.value("class_name", nlohmann::json()) == "Sequential", ValueError, where, ": model class ",
-           doc.value("class_name", nlohmann::json()).dump(),
-           " is not supported by lockstep (it loads Sequential models)");
-  Sequential model = Sequential::from_config(doc.at("config"));
-  try {
-    if (!model.built() && doc.contains("build_config")) {
-      const nlohmann::json& shape = doc["build_config"].at("input_shape");
-      std::vector<int64_t> dims;
-      for (size_t i = 1; i < shape.size(); ++i) dims.push_back(json_int(shape[i], "input_shape"));
-      model.build(Shape(dims));
-    }
-  } catch (const nlohmann::json::exception& e) {
-    throw DataLossError(make_message(where, ": invalid build_config (", e.what(), ")"));
-  }
-  return model;
-}
-
 std::string read_whole_file(const std::string& path) {
   LS_CHECK(std::filesystem::is_regular_file(path), NotFoundError, "no saved model at ", path,
            ": the file is missing (save one with model.save(\"", path, "\"))");
@@ -297,10 +277,11 @@ std::string read_whole_file(const std::string& path) {
 
 }  // namespace
 
-void save_keras_archive(const Sequential& model, const std::string& path, const SaveOptions& options) {
-  nlohmann::json config = model.get_config();
-  nlohmann::json doc = {
-      {"module", "keras"}, {"class_name", "Sequential"}, {"config", config}, {"registered_name", nullptr}};
+void save_keras_archive(const Model& model, const std::string& path, const SaveOptions& options) {
+  // model.to_json()'s document (Sequential or Functional), with the compile config these options ask for.
+  nlohmann::json doc = nlohmann::json::parse(model.to_json());
+  doc.erase("compile_config");
+  const nlohmann::json& config = doc["config"];
   if (config.contains("build_input_shape")) doc["build_config"] = {{"input_shape", config["build_input_shape"]}};
   std::optional<nlohmann::json> compiled;
   if (options.include_optimizer && model.optimizer()) compiled = compile_config(model);
@@ -334,7 +315,7 @@ void save_keras_archive(const Sequential& model, const std::string& path, const 
                         zip_members({{kMetadata, metadata.dump()}, {kConfig, doc.dump()}, {kWeights, h5.image()}}));
 }
 
-Sequential load_keras_archive(const std::string& path, const LoadOptions& options) {
+Model load_keras_archive(const std::string& path, const LoadOptions& options) {
   const std::vector<std::string> files = read_on_chief([&] {
     std::map<std::string, std::string> members = unzip(read_whole_file(path), path);
     return std::vector<std::string>{std::move(members[kConfig]), std::move(members[kWeights])};
@@ -350,7 +331,7 @@ Sequential load_keras_archive(const std::string& path, const LoadOptions& option
            " has no model \"class_name\" and \"config\": it is not a Keras 3 model archive");
   // No more parameters than model.weights.h5 has bytes: a corrupt size fails before it is allocated.
   const WeightBudget budget(static_cast<int64_t>(files.at(1).size()));
-  Sequential model = model_from_document(doc, where);
+  Model model = models::model_from_json(doc.dump());
   LS_CHECK(model.built(), ValueError, where,
            ": the model has no input shape (no Input layer and no build_config), "
            "so its weights cannot be placed; build it in Keras before saving");
@@ -385,22 +366,8 @@ Sequential load_keras_archive(const std::string& path, const LoadOptions& option
 
 }  // namespace detail
 
-Sequential models::model_from_json(const std::string& json) {
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(json);
-  } catch (const nlohmann::json::exception& e) {
-    throw ValueError(make_message("model_from_json: not valid JSON (", e.what(), ")"));
-  }
-  LS_CHECK(doc.is_object() && doc.contains("config"), ValueError,
-           "model_from_json: no \"config\": expected what model.to_json() writes");
-  return detail::model_from_document(doc, "model_from_json");
-}
-
-Sequential models::load_model(const std::string& path, LoadOptions options) {
-  return Sequential::load_model(path, options);
-}
-void models::save_model(const Sequential& model, const std::string& path, SaveOptions options) {
+Model models::load_model(const std::string& path, LoadOptions options) { return Model::load_model(path, options); }
+void models::save_model(const Model& model, const std::string& path, SaveOptions options) {
   model.save(path, options);
 }
 

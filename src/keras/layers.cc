@@ -113,6 +113,37 @@ Tensor Layer::operator()(const Tensor& x, CallOptions options) {
   return call(castable && x.dtype() != compute ? cast(x, compute) : x, options.training);
 }
 
+Tensor Layer::operator()(const std::vector<Tensor>& xs, CallOptions options) {
+  LS_CHECK(!xs.empty() && xs[0].rank() >= 1, ValueError, "layer \"", name_, "\" needs a list of batched inputs, got ",
+           xs.empty() ? "an empty list" : "a scalar");
+  ensure_built(without_batch(xs[0].shape()));
+  const DType compute = compute_dtype();
+  std::vector<Tensor> cast_xs;
+  for (const Tensor& x : xs) {
+    const bool castable = x.dtype() == DType::float32 || x.dtype() == DType::bfloat16;
+    cast_xs.push_back(castable && x.dtype() != compute ? cast(x, compute) : x);
+  }
+  return call_list(cast_xs, options.training);
+}
+
+Tensor Layer::call_list(const std::vector<Tensor>& xs, bool training) {
+  LS_CHECK(xs.size() == 1, ValueError, "layer \"", name_, "\" (", class_name_, ") takes one input, got a list of ",
+           xs.size());
+  return call(xs[0], training);
+}
+
+Shape Layer::compute_output_shape_list(const std::vector<Shape>& shapes) const {
+  LS_CHECK(shapes.size() == 1, ValueError, "layer \"", name_, "\" (", class_name_, ") takes one input, got a list of ",
+           shapes.size());
+  return compute_output_shape(shapes[0]);
+}
+
+LayerPtr Layer::clone() const {
+  throw ValueError(make_message("layer \"", name_, "\" (", class_name_,
+                                ") cannot be copied into a functional model: override clone(), or hold it in "
+                                "a std::shared_ptr and call it through that"));
+}
+
 Tensor Layer::autocast(const Variable& v) const {
   const DType compute = compute_dtype();
   return v.dtype() == compute || v.dtype() != DType::float32 ? v.read() : cast(v.read(), compute);
@@ -171,7 +202,15 @@ namespace layers {
 // ---- InputLayer ----
 
 InputLayer::InputLayer(Shape shape, DType dtype, std::string name)
-    : Layer("InputLayer", std::move(name)), shape_(std::move(shape)), dtype_(dtype) {}
+    : Layer("InputLayer", std::move(name)),
+      shape_(std::move(shape)),
+      dtype_(dtype),
+      node_(std::make_shared<detail::Node>(detail::Node{.layer = nullptr,
+                                                        .inputs = {},
+                                                        .list_input = false,
+                                                        .shape = shape_,
+                                                        .dtype = dtype_,
+                                                        .input_name = this->name()})) {}
 
 Tensor InputLayer::call(const Tensor& x, bool) {
   LS_CHECK(without_batch(x.shape()) == shape_, ValueError, "Input 0 of layer \"", name(),
@@ -637,9 +676,12 @@ LayerPtr layer_from_config(const std::string& cls, const nlohmann::json& c) {
         .momentum = c.value("momentum", 0.99), .epsilon = c.value("epsilon", 1e-3), .name = name});
   }
   if (cls == "Activation") return std::make_shared<Activation>(r.activation().empty() ? "linear" : r.activation(), name);
+  if (LayerPtr more = detail::more_layer_from_config(cls, c)) return more;
   throw ValueError(make_message("layer '", name, "': layer class '", cls,
                                 "' is not supported by lockstep (it has InputLayer, Reshape, Flatten, Conv2D, "
-                                "MaxPooling2D, AveragePooling2D, Dense, Dropout, BatchNormalization, Activation)"));
+                                "MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, GlobalMaxPooling2D, Dense, "
+                                "Dropout, BatchNormalization, LayerNormalization, Activation, Embedding, Rescaling, "
+                                "Add, Concatenate)"));
 }
 }  // namespace
 

@@ -1,4 +1,4 @@
-// The state behind a Sequential handle, shared by model.cc and training.cc.
+// The state behind a Model handle (Sequential or functional), shared by model.cc, functional.cc and training.cc.
 #pragma once
 #include <mutex>
 #include <optional>
@@ -8,10 +8,20 @@
 
 namespace lockstep::keras {
 
-struct Sequential::State {
+// A functional model's graph, fixed at construction.
+struct Graph {
+  using NodePtr = std::shared_ptr<const detail::Node>;
+  std::vector<NodePtr> inputs, outputs;
+  std::vector<std::shared_ptr<layers::InputLayer>> input_layers;  // one per input
+  std::vector<NodePtr> order;                                     // every node, each after its inputs
+  std::vector<Shape> layer_output_shapes;                         // of each layer's first node, for summary()
+};
+
+struct Model::State {
   std::string name;
-  std::shared_ptr<layers::InputLayer> input;
+  std::shared_ptr<layers::InputLayer> input;  // Sequential only
   std::vector<LayerPtr> layers;
+  std::optional<Graph> graph;  // set for a functional model
   bool built = false;
   std::mutex build_mutex;
   Shape input_shape, output_shape;
@@ -41,5 +51,10 @@ struct Sequential::State {
   // A saved FitProgress (with the metric accumulators) restored before fit's first step: fit continues there.
   std::optional<nlohmann::json> resume;
 };
+
+// functional.cc: a functional model's forward pass, its Keras config, and the model a config describes.
+std::vector<Tensor> run_graph(Model::State& s, const std::vector<Tensor>& xs, CallOptions options);
+nlohmann::json functional_config(const Model::State& s);
+Model functional_from_config(const nlohmann::json& config);
 
 }  // namespace lockstep::keras

@@ -1,4 +1,5 @@
-// Sequential: building, calling, summary, weights, configs, and saving.
+// Model and Sequential: building, calling, summary, weights, configs, and saving (the functional graph itself
+// is in functional.cc).
 #include "lockstep/keras/model.h"
 
 #include <filesystem>
@@ -20,7 +21,7 @@ namespace fs = std::filesystem;
 
 Sequential::Sequential() : Sequential(std::vector<LayerHandle>{}) {}
 
-Sequential::Sequential(std::vector<LayerHandle> layers, std::string name) : s_(std::make_shared<State>()) {
+Sequential::Sequential(std::vector<LayerHandle> layers, std::string name) : Model(std::make_shared<State>()) {
   s_->name = name.empty() ? detail::unique_name("Sequential") : std::move(name);
   if (distribute::has_strategy()) s_->strategy = &distribute::get_strategy();
   for (LayerHandle& l : layers) add(std::move(l));
@@ -41,7 +42,13 @@ void Sequential::add(LayerHandle handle) {
   }
 }
 
-void Sequential::build(const Shape& input_shape) {
+void Model::build(const Shape& input_shape) {
+  if (s_->graph) {  // built at construction
+    LS_CHECK(s_->graph->inputs.size() == 1 && s_->graph->inputs[0]->shape == input_shape, ValueError, "model \"",
+             s_->name, "\" is built for inputs of shape ", detail::with_none(s_->input_shape), ", not ",
+             detail::with_none(input_shape));
+    return;
+  }
   Shape s = input_shape;
   for (const LayerPtr& l : s_->layers) {
     l->ensure_built(s);
@@ -52,7 +59,13 @@ void Sequential::build(const Shape& input_shape) {
   s_->built = true;
 }
 
-Tensor Sequential::operator()(const Tensor& x_in, CallOptions options) {
+Tensor Model::operator()(const Tensor& x_in, CallOptions options) {
+  if (s_->graph) {
+    LS_CHECK(s_->graph->inputs.size() == 1 && s_->graph->outputs.size() == 1, ValueError, "model \"", s_->name,
+             "\" has ", s_->graph->inputs.size(), " inputs and ", s_->graph->outputs.size(),
+             " outputs: call it with a list of tensors, model({a, b}), which returns a list");
+    return run_graph(*s_, {x_in}, options)[0];
+  }
   LS_CHECK(x_in.rank() >= 1, ValueError, "model \"", s_->name, "\" needs a batch of inputs, got a scalar");
   Tensor x = x_in;
   // Keras casts inputs to the model's dtype (images arrive as uint8).
@@ -73,11 +86,31 @@ Tensor Sequential::operator()(const Tensor& x_in, CallOptions options) {
   return x;
 }
 
-const std::string& Sequential::name() const { return s_->name; }
-const std::vector<LayerPtr>& Sequential::layers() const { return s_->layers; }
-bool Sequential::built() const { return s_->built; }
+std::vector<Tensor> Model::operator()(const std::vector<Tensor>& xs, CallOptions options) {
+  if (s_->graph) return run_graph(*s_, xs, options);
+  LS_CHECK(xs.size() == 1, ValueError, "Sequential model \"", s_->name, "\" takes one input, got a list of ",
+           xs.size());
+  return {(*this)(xs[0], options)};
+}
 
-std::string Sequential::summary_string() const {
+LayerPtr Model::get_layer(const std::string& name) const {
+  for (const LayerPtr& l : s_->layers)
+    if (l->name() == name) return l;
+  if (s_->input && s_->input->name() == name) return s_->input;
+  throw ValueError(make_message("no layer named \"", name, "\" in model \"", s_->name, "\""));
+}
+
+const std::string& Model::name() const {
+  return s_->name;
+}
+const std::vector<LayerPtr>& Model::layers() const {
+  return s_->layers;
+}
+bool Model::built() const {
+  return s_->built;
+}
+
+std::string Model::summary_string() const {
   // tf.keras' layout: 65 columns, fields ending at 29, 55 and 65.
   constexpr size_t kWidth = 65, kCol1 = 29, kCol2 = 55;
   auto row = [&](const std::string& a, const std::string& b, const std::string& c) {
@@ -105,7 +138,9 @@ std::string Sequential::summary_string() const {
   for (size_t i = 0; i < s_->layers.size(); ++i) {
     const Layer& l = *s_->layers[i];
     std::string out = "multiple";
-    if (s_->built) {
+    if (s_->graph) {
+      out = detail::with_none(s_->graph->layer_output_shapes[i]);
+    } else if (s_->built) {
       shape = l.compute_output_shape(shape);
       out = detail::with_none(shape);
     }
@@ -122,49 +157,51 @@ std::string Sequential::summary_string() const {
   return os.str();
 }
 
-void Sequential::summary() const { std::cout << summary_string() << std::flush; }
+void Model::summary() const {
+  std::cout << summary_string() << std::flush;
+}
 
-int64_t Sequential::count_params() const {
+int64_t Model::count_params() const {
   int64_t n = 0;
   for (const LayerPtr& l : s_->layers) n += l->count_params();
   return n;
 }
 
-std::vector<Variable> Sequential::variables() const {
+std::vector<Variable> Model::variables() const {
   std::vector<Variable> out;
   for (const LayerPtr& l : s_->layers)
     for (const Variable& v : l->weights()) out.push_back(v);
   return out;
 }
 
-std::vector<Variable> Sequential::trainable_variables() const {
+std::vector<Variable> Model::trainable_variables() const {
   std::vector<Variable> out;
   for (const LayerPtr& l : s_->layers)
     for (const Variable& v : l->trainable_weights()) out.push_back(v);
   return out;
 }
 
-std::vector<Variable> Sequential::non_trainable_variables() const {
+std::vector<Variable> Model::non_trainable_variables() const {
   std::vector<Variable> out;
   for (const LayerPtr& l : s_->layers)
     for (const Variable& v : l->non_trainable_weights()) out.push_back(v);
   return out;
 }
 
-std::vector<Tensor> Sequential::losses() const {
+std::vector<Tensor> Model::losses() const {
   std::vector<Tensor> out;
   for (const LayerPtr& l : s_->layers)
     for (const Tensor& t : l->losses()) out.push_back(t);
   return out;
 }
 
-std::vector<Tensor> Sequential::get_weights() const {
+std::vector<Tensor> Model::get_weights() const {
   std::vector<Tensor> out;
   for (const Variable& v : variables()) out.push_back(v.value().clone());
   return out;
 }
 
-void Sequential::set_weights(const std::vector<Tensor>& weights) {
+void Model::set_weights(const std::vector<Tensor>& weights) {
   std::vector<Variable> vars = variables();
   LS_CHECK(weights.size() == vars.size(), ValueError, "set_weights got ", weights.size(), " arrays but model \"",
            s_->name, "\" has ", vars.size(), " variables");
@@ -175,7 +212,8 @@ void Sequential::set_weights(const std::vector<Tensor>& weights) {
   }
 }
 
-nlohmann::json Sequential::get_config() const {
+nlohmann::json Model::get_config() const {
+  if (s_->graph) return functional_config(*s_);
   // Keras 3's form: serialised layers (with their build shapes once built) and the model's dtype policy.
   nlohmann::json layers = nlohmann::json::array();
   if (s_->input) layers.push_back(layers::serialize(*s_->input));
@@ -195,7 +233,64 @@ nlohmann::json Sequential::get_config() const {
   return c;
 }
 
+Model Model::from_config(const nlohmann::json& config) {
+  if (config.is_object() && config.contains("input_layers")) return functional_from_config(config);
+  return Sequential::from_config(config);
+}
+
+std::string Model::to_json() const {
+  nlohmann::json doc;
+  if (s_->graph) {
+    doc = {{"module", "keras.src.models.functional"},
+           {"class_name", "Functional"},
+           {"config", get_config()},
+           {"registered_name", "Functional"},
+           {"build_config", {{"input_shape", nullptr}}}};
+    std::optional<nlohmann::json> compiled;
+    if (s_->optimizer) compiled = detail::compile_config(*this);
+    doc["compile_config"] = compiled ? *compiled : nlohmann::json::object();
+  } else {
+    doc = {{"module", "keras"}, {"class_name", "Sequential"}, {"config", get_config()}, {"registered_name", nullptr}};
+    if (s_->built && !s_->input) {
+      nlohmann::json shape = {nullptr};
+      for (int64_t d : s_->input_shape.dims()) shape.push_back(d);
+      doc["build_config"] = {{"input_shape", shape}};
+    }
+  }
+  return doc.dump();
+}
+
+namespace models {
+Model model_from_json(const std::string& json) {
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(json);
+  } catch (const nlohmann::json::exception& e) {
+    throw ValueError(make_message("model_from_json: the text is not JSON (", e.what(), ")"));
+  }
+  LS_CHECK(doc.is_object() && doc.contains("config") && doc.contains("class_name"), ValueError,
+           "model_from_json: expected model.to_json()'s {\"class_name\", \"config\"}, got ", doc.dump().substr(0, 80));
+  const std::string cls = doc["class_name"].is_string() ? doc["class_name"].get<std::string>() : "";
+  LS_CHECK(cls == "Functional" || cls == "Model" || cls == "Sequential", ValueError, "model_from_json: class \"", cls,
+           "\" is not a model lockstep can build (Functional or Sequential)");
+  if (cls == "Sequential") {
+    Sequential model = Sequential::from_config(doc["config"]);
+    const nlohmann::json& bc = doc.value("build_config", nlohmann::json());
+    if (!model.built() && bc.is_object() && bc.contains("input_shape") && bc["input_shape"].is_array()) {
+      std::vector<int64_t> dims;  // Keras writes the batch dimension first, as null
+      for (const nlohmann::json& d : bc["input_shape"])
+        if (!d.is_null()) dims.push_back(detail::json_int(d, "input_shape"));
+      model.build(Shape(dims));
+    }
+    return model;
+  }
+  return Model::from_config(doc["config"]);
+}
+}  // namespace models
+
 Sequential Sequential::from_config(const nlohmann::json& config) {
+  LS_CHECK(!config.is_object() || !config.contains("input_layers"), ValueError, "model config \"",
+           config.value("name", ""), "\" is a functional model's, not a Sequential one: use keras::Model::from_config");
   try {
     std::vector<LayerHandle> layers;
     for (const auto& l : config.at("layers")) layers.emplace_back(layers::from_config(l));
@@ -212,7 +307,7 @@ Sequential Sequential::from_config(const nlohmann::json& config) {
   }
 }
 
-void Sequential::save_weights(const std::string& path) const {
+void Model::save_weights(const std::string& path) const {
   std::vector<train::NamedTensor> tensors;
   for (const Variable& v : variables()) tensors.push_back({v.name(), v.value()});
   train::save_safetensors(path, tensors, {{"format", "lockstep.weights"}, {"model", s_->name}});
@@ -254,7 +349,7 @@ namespace detail {
 
 // Keras 3's compile_config, or nullopt (with a warning) when the optimizer or loss is not one load_model can
 // rebuild.
-std::optional<nlohmann::json> compile_config(const Sequential& model) {
+std::optional<nlohmann::json> compile_config(const Model& model) {
   const std::string opt_class = model.optimizer()->class_name();
   const std::string cls = model.loss() ? model.loss()->class_name() : "";
   if (!rebuildable_optimizer(opt_class) || (model.loss() && !rebuildable_loss(cls))) {
@@ -418,19 +513,19 @@ std::vector<std::string> detail::read_on_chief(const std::function<std::vector<s
   return files;
 }
 
-void Sequential::load_weights(const std::string& path) {
+void Model::load_weights(const std::string& path) {
   assign_weights(train::load_safetensors(path), path, variables(), s_->name);
 }
 
-void Sequential::save(const std::string& dir, SaveOptions options) const {
+void Model::save(const std::string& dir, SaveOptions options) const {
   // Every worker holds the same weights: the chief alone writes, and the others do not touch its directory.
   if (s_->strategy && !s_->strategy->is_chief()) return;
   if (detail::is_keras_archive(dir)) return detail::save_keras_archive(*this, dir, options);
   AtomicDirectory out(dir, "config.json");  // a failed save leaves no half-written model
-  nlohmann::json doc = {{"module", "keras"},           {"class_name", "Sequential"},
+  nlohmann::json doc = {{"module", "keras"},           {"class_name", s_->graph ? "Functional" : "Sequential"},
                         {"config", get_config()},      {"registered_name", nullptr},
                         {"lockstep_version", "0.1.0"}, {"include_optimizer", false}};
-  if (s_->built && !s_->input) doc["build_config"] = {{"input_shape", s_->input_shape.dims()}};
+  if (s_->built && !s_->input && !s_->graph) doc["build_config"] = {{"input_shape", s_->input_shape.dims()}};
   std::optional<nlohmann::json> compiled;
   if (options.include_optimizer && s_->optimizer) compiled = detail::compile_config(*this);
   if (compiled) {
@@ -446,7 +541,7 @@ void Sequential::save(const std::string& dir, SaveOptions options) const {
   out.commit();
 }
 
-void detail::compile_from_config(Sequential& model, const nlohmann::json& cc, const std::string& where) {
+void detail::compile_from_config(Model& model, const nlohmann::json& cc, const std::string& where) {
   // Keras options lockstep does not have are refused by name rather than dropped.
   auto config_of = [&](const char* key) {  // a serialised object's config; {} for a name or anything malformed
     const nlohmann::json& o = cc.is_object() && cc.contains(key) ? cc[key] : nlohmann::json();
@@ -491,6 +586,13 @@ void detail::compile_from_config(Sequential& model, const nlohmann::json& cc, co
 }
 
 Sequential Sequential::load_model(const std::string& dir, LoadOptions options) {
+  Model model = Model::load_model(dir, options);
+  LS_CHECK(!model.s_->graph, ValueError, "the model saved at ", dir,
+           " is a functional model, not a Sequential one: load it with keras::Model::load_model");
+  return Sequential(model.s_);
+}
+
+Model Model::load_model(const std::string& dir, LoadOptions options) {
   if (detail::is_keras_archive(dir)) return detail::load_keras_archive(dir, options);
   const SavedModelFiles files = read_saved_model_collectively(dir);
   const std::string config_path = dir + "/config.json";
@@ -506,7 +608,7 @@ Sequential Sequential::load_model(const std::string& dir, LoadOptions options) {
   // No more parameters than the weights file has bytes: a corrupt size fails before it is allocated.
   const detail::WeightBudget budget(static_cast<int64_t>(files.weights.size()));
   // Created in the current strategy's scope (the caller's), so the variables are mirrored by it.
-  Sequential model = from_config(doc["config"]);
+  Model model = from_config(doc["config"]);
   try {
     if (!model.built() && doc.contains("build_config"))
       model.build(Shape(detail::json_ints(doc["build_config"].at("input_shape"), "input_shape")));

@@ -13,10 +13,10 @@ namespace lockstep::keras::detail {
 
 // Keras 3's compile_config of a compiled model, or nullopt (with a warning) when load_model could not rebuild
 // its optimizer or loss.
-std::optional<nlohmann::json> compile_config(const Sequential& model);
+std::optional<nlohmann::json> compile_config(const Model& model);
 // Compiles `model` from a compile_config; `where` names the file in errors. Options lockstep does not have
 // (clipnorm, weight_decay, ...) are a ValueError naming them; a malformed config is DataLossError.
-void compile_from_config(Sequential& model, const nlohmann::json& compile_config, const std::string& where);
+void compile_from_config(Model& model, const nlohmann::json& compile_config, const std::string& where);
 
 // Runs `read` on the chief of the current multi-worker strategy and broadcasts what it returns (or its error)
 // to every worker, so that only the chief needs the files; without one it just runs `read`.
@@ -26,7 +26,7 @@ std::vector<std::string> read_on_chief(const std::function<std::vector<std::stri
 inline bool is_keras_archive(const std::string& path) {
   return path.size() > 6 && path.ends_with(".keras");
 }
-void save_keras_archive(const Sequential& model, const std::string& path, const SaveOptions& options);
-Sequential load_keras_archive(const std::string& path, const LoadOptions& options);
+void save_keras_archive(const Model& model, const std::string& path, const SaveOptions& options);
+Model load_keras_archive(const std::string& path, const LoadOptions& options);
 
 }  // namespace lockstep::keras::detail

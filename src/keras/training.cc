@@ -18,7 +18,7 @@ struct CallbackList {
   }
 };
 
-CallbackList make_callbacks(Sequential* model, std::vector<CallbackPtr> user, const RunParams& params,
+CallbackList make_callbacks(Model* model, std::vector<CallbackPtr> user, const RunParams& params,
                             std::shared_ptr<callbacks::History> history) {
   CallbackList list;
   if (params.verbose) list.all.push_back(std::make_shared<callbacks::ProgbarLogger>());
@@ -46,7 +46,7 @@ int64_t steps_for(const data::Dataset& dataset, int64_t steps, const char* what)
   return n >= 0 ? n : -1;
 }
 
-void check_compiled(const Sequential::State& s, const char* what) {
+void check_compiled(const Model::State& s, const char* what) {
   LS_CHECK(s.optimizer && s.loss, RuntimeError, "you must call compile() with an optimizer and a loss before ", what,
            "()");
 }
@@ -54,9 +54,9 @@ void check_compiled(const Sequential::State& s, const char* what) {
 }  // namespace
 
 // Each step's batches: one, or one per local replica of the model's strategy.
-class Sequential::StepInput {
+class Model::StepInput {
  public:
-  StepInput(Sequential::State& s, const data::Dataset& dataset, uint64_t iteration) {
+  StepInput(Model::State& s, const data::Dataset& dataset, uint64_t iteration) {
     // Through the strategy even with one replica: its input position is saved in the global stream, so a
     // backup restores on any number of workers.
     if (s.strategy) {
@@ -88,11 +88,11 @@ class Sequential::StepInput {
   std::optional<distribute::DistributedDataset::Iterator> distributed_;
 };
 
-bool Sequential::State::distributed() const {
+bool Model::State::distributed() const {
   return strategy && (strategy->num_replicas_in_sync() > 1 || strategy->num_workers() > 1);
 }
 
-void Sequential::compile(CompileOptions options) {
+void Model::compile(CompileOptions options) {
   LS_CHECK(options.optimizer.ptr != nullptr, ValueError, "compile() needs an optimizer");
   s_->optimizer = options.optimizer.ptr;
   s_->loss = options.loss.ptr;
@@ -102,18 +102,18 @@ void Sequential::compile(CompileOptions options) {
   s_->stop_training = false;
 }
 
-std::shared_ptr<optimizers::Optimizer> Sequential::optimizer() const { return s_->optimizer; }
-std::shared_ptr<losses::Loss> Sequential::loss() const { return s_->loss; }
-const std::vector<std::shared_ptr<metrics::Metric>>& Sequential::metrics() const { return s_->metrics; }
-void Sequential::set_stop_training(bool stop) { s_->stop_training = stop; }
-bool Sequential::stop_training() const { return s_->stop_training; }
+std::shared_ptr<optimizers::Optimizer> Model::optimizer() const { return s_->optimizer; }
+std::shared_ptr<losses::Loss> Model::loss() const { return s_->loss; }
+const std::vector<std::shared_ptr<metrics::Metric>>& Model::metrics() const { return s_->metrics; }
+void Model::set_stop_training(bool stop) { s_->stop_training = stop; }
+bool Model::stop_training() const { return s_->stop_training; }
 
-void Sequential::reset_metrics() {
+void Model::reset_metrics() {
   s_->loss_total = s_->loss_count = 0;
   for (auto& m : s_->metrics) m->reset_state();
 }
 
-Logs Sequential::metric_logs() const {
+Logs Model::metric_logs() const {
   // Under a strategy the accumulators are summed over workers first: every worker reports the same numbers.
   // (What a sync-on-read metric's result() does, for all of them with one all-reduce.)
   std::vector<double> state{s_->loss_total, s_->loss_count};
@@ -135,7 +135,7 @@ Logs Sequential::metric_logs() const {
   return logs;
 }
 
-void Sequential::record_outputs(const std::vector<ReplicaOutputRef>& outputs) {
+void Model::record_outputs(const std::vector<ReplicaOutputRef>& outputs) {
   NoGradGuard no_grad;
   for (const ReplicaOutputRef& o : outputs) {
     s_->loss_total += o.loss * o.examples;
@@ -144,7 +144,7 @@ void Sequential::record_outputs(const std::vector<ReplicaOutputRef>& outputs) {
   }
 }
 
-std::vector<Sequential::ReplicaOutputRef> Sequential::run_step(const std::vector<data::Batch>& batches, bool training) {
+std::vector<Model::ReplicaOutputRef> Model::run_step(const std::vector<data::Batch>& batches, bool training) {
   // One replica's work. Under a strategy the loss is scaled by 1 / num_replicas_in_sync, so that the
   // all-reduced (summed) gradients are those of the mean loss over the global batch, as in Keras.
   auto replica_step = [this, training](const data::Batch& b) {
@@ -186,7 +186,7 @@ std::vector<Sequential::ReplicaOutputRef> Sequential::run_step(const std::vector
   return outputs;
 }
 
-std::map<std::string, double> Sequential::train_on_batch(const Tensor& x, const Tensor& y, const Tensor& sample_weight) {
+std::map<std::string, double> Model::train_on_batch(const Tensor& x, const Tensor& y, const Tensor& sample_weight) {
   check_compiled(*s_, "fit");
   reset_metrics();  // Keras resets metrics each call: the result is this batch's
   auto outputs = run_step({data::Batch{x, y, sample_weight}}, true);
@@ -195,14 +195,14 @@ std::map<std::string, double> Sequential::train_on_batch(const Tensor& x, const 
   return out;
 }
 
-std::map<std::string, double> Sequential::test_on_batch(const Tensor& x, const Tensor& y, const Tensor& sample_weight) {
+std::map<std::string, double> Model::test_on_batch(const Tensor& x, const Tensor& y, const Tensor& sample_weight) {
   check_compiled(*s_, "evaluate");
   reset_metrics();
   run_step({data::Batch{x, y, sample_weight}}, false);
   return to_map(metric_logs());
 }
 
-callbacks::History Sequential::fit(const data::Dataset& dataset, FitOptions opt) {
+callbacks::History Model::fit(const data::Dataset& dataset, FitOptions opt) {
   check_compiled(*s_, "fit");
   LS_CHECK(opt.epochs >= 1 && opt.initial_epoch >= 0, ValueError, "fit() needs epochs >= 1 and initial_epoch >= 0, got ",
            opt.epochs, " and ", opt.initial_epoch);
@@ -214,10 +214,10 @@ callbacks::History Sequential::fit(const data::Dataset& dataset, FitOptions opt)
   s_->stop_training = false;
 
   Logs none;
-  s_->fit = Sequential::State::FitProgress{};  // not emplace(): clang 14 does not see its default constructor
+  s_->fit = Model::State::FitProgress{};  // not emplace(): clang 14 does not see its default constructor
   s_->resume.reset();
   struct EndFit {
-    Sequential::State& s;
+    Model::State& s;
     ~EndFit() {
       s.fit.reset();
       s.resume.reset();
@@ -227,7 +227,7 @@ callbacks::History Sequential::fit(const data::Dataset& dataset, FitOptions opt)
   // A callback may have restored a backup of an interrupted fit() (BackupAndRestore): continue at its epoch
   // and step, with its input position, metric accumulators and history.
   int64_t first_epoch = opt.initial_epoch, first_step = 0;
-  Sequential::State::FitProgress& progress = *s_->fit;
+  Model::State::FitProgress& progress = *s_->fit;
   if (s_->resume) {
     const nlohmann::json& r = *s_->resume;
     first_epoch = r["epoch"].get<int64_t>();
@@ -291,14 +291,14 @@ callbacks::History Sequential::fit(const data::Dataset& dataset, FitOptions opt)
   return *history;
 }
 
-callbacks::History Sequential::fit(const Tensor& x, const Tensor& y, FitOptions opt) {
+callbacks::History Model::fit(const Tensor& x, const Tensor& y, FitOptions opt) {
   LS_CHECK(opt.batch_size >= 1, ValueError, "batch_size must be >= 1, got ", opt.batch_size);
   data::Dataset ds = data::Dataset::from_tensor_slices(x, y);
   if (opt.shuffle) ds = ds.shuffle(x.dim(0), utils::next_generator().next_u32());
   return fit(ds.batch(opt.batch_size), std::move(opt));
 }
 
-callbacks::History Sequential::fit(const distribute::DistributedDataset& dataset, FitOptions opt) {
+callbacks::History Model::fit(const distribute::DistributedDataset& dataset, FitOptions opt) {
   LS_CHECK(dataset.strategy() == s_->strategy, ValueError,
            "fit() got a dataset distributed by another strategy than the model's (",
            s_->strategy ? "the one whose scope built it" : "none: it was built outside any strategy's scope",
@@ -309,7 +309,7 @@ callbacks::History Sequential::fit(const distribute::DistributedDataset& dataset
   return fit(*dataset.source(), std::move(opt));  // split again the same way by the model's strategy
 }
 
-Logs Sequential::run_evaluation(const data::Dataset& dataset, int64_t steps, const std::vector<CallbackPtr>& callbacks) {
+Logs Model::run_evaluation(const data::Dataset& dataset, int64_t steps, const std::vector<CallbackPtr>& callbacks) {
   steps_for(dataset, steps, "evaluate()");
   CallbackList cbs{callbacks};
   reset_metrics();
@@ -329,7 +329,7 @@ Logs Sequential::run_evaluation(const data::Dataset& dataset, int64_t steps, con
   return logs;
 }
 
-std::map<std::string, double> Sequential::evaluate(const data::Dataset& dataset, EvaluateOptions opt) {
+std::map<std::string, double> Model::evaluate(const data::Dataset& dataset, EvaluateOptions opt) {
   check_compiled(*s_, "evaluate");
   const bool chief = !s_->distributed() || s_->strategy->is_chief();
   RunParams params{1, steps_for(dataset, opt.steps, "evaluate()"), chief ? opt.verbose : 0};
@@ -337,12 +337,12 @@ std::map<std::string, double> Sequential::evaluate(const data::Dataset& dataset,
   return to_map(run_evaluation(dataset, opt.steps, cbs.all));
 }
 
-std::map<std::string, double> Sequential::evaluate(const Tensor& x, const Tensor& y, EvaluateOptions opt) {
+std::map<std::string, double> Model::evaluate(const Tensor& x, const Tensor& y, EvaluateOptions opt) {
   LS_CHECK(opt.batch_size >= 1, ValueError, "batch_size must be >= 1, got ", opt.batch_size);
   return evaluate(data::Dataset::from_tensor_slices(x, y).batch(opt.batch_size), std::move(opt));
 }
 
-Tensor Sequential::predict(const data::Dataset& dataset, PredictOptions opt) {
+Tensor Model::predict(const data::Dataset& dataset, PredictOptions opt) {
   RunParams params{1, steps_for(dataset, opt.steps, "predict()"), opt.verbose};
   CallbackList cbs = make_callbacks(this, std::move(opt.callbacks), params, nullptr);
   Logs none;
@@ -362,7 +362,7 @@ Tensor Sequential::predict(const data::Dataset& dataset, PredictOptions opt) {
   return raw_ops::concat(outputs, 0);
 }
 
-Tensor Sequential::predict(const Tensor& x, PredictOptions opt) {
+Tensor Model::predict(const Tensor& x, PredictOptions opt) {
   LS_CHECK(opt.batch_size >= 1, ValueError, "batch_size must be >= 1, got ", opt.batch_size);
   return predict(data::Dataset::from_tensor_slices(x).batch(opt.batch_size), std::move(opt));
 }

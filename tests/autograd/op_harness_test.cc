@@ -335,6 +335,46 @@ std::vector<Row> rows() {
                  for (int64_t i : x[1].to_vector<int64_t>()) y.insert(y.end(), v.begin() + i * 3, v.begin() + i * 3 + 3);
                  return from_vector(y, Shape{5, 3});
                }});
+  // Embedding's lookup: 12 indices into 4 rows, so rows repeat and their gradients must add up.
+  r.push_back({"gather_embedding_lookup",
+               {{{4, 3}}, {{3, 4}, Kind::labels, 4, DType::int32}},
+               [](const Inputs& x) { return gather(x[0], x[1]); },
+               [](const Inputs& x) {
+                 auto v = x[0].to_vector<double>();
+                 std::vector<double> y;
+                 for (int64_t i : x[1].to_vector<int64_t>())
+                   y.insert(y.end(), v.begin() + i * 3, v.begin() + i * 3 + 3);
+                 return from_vector(y, Shape{3, 4, 3});
+               }});
+  // LayerNormalization's composition (no fused kernel): (x - mean) * rsqrt(var + eps) * gamma + beta.
+  r.push_back({"layer_norm_composed",
+               {{{4, 6}}, {{6}}, {{6}}},
+               [](const Inputs& x) {
+                 Tensor c = x[0] - reduce_mean(x[0], {-1}, true);
+                 return c * rsqrt(reduce_mean(square(c), {-1}, true) + 1e-3) * x[1] + x[2];
+               },
+               [](const Inputs& x) {
+                 auto v = x[0].to_vector<double>(), g = x[1].to_vector<double>(), b = x[2].to_vector<double>();
+                 std::vector<double> y(v.size());
+                 for (size_t row = 0; row < 4; ++row) {
+                   double mean = 0, var = 0;
+                   for (size_t j = 0; j < 6; ++j) mean += v[row * 6 + j] / 6;
+                   for (size_t j = 0; j < 6; ++j) var += (v[row * 6 + j] - mean) * (v[row * 6 + j] - mean) / 6;
+                   for (size_t j = 0; j < 6; ++j)
+                     y[row * 6 + j] = (v[row * 6 + j] - mean) / std::sqrt(var + 1e-3) * g[j] + b[j];
+                 }
+                 return from_vector(y, Shape{4, 6});
+               }});
+  // GlobalAveragePooling2D and GlobalMaxPooling2D: reductions over height and width of NHWC.
+  for (bool max : {false, true})
+    r.push_back({max ? "global_max_pool2d" : "global_avg_pool2d",
+                 {{{2, 3, 4, 5}}},
+                 [max](const Inputs& x) {
+                   return max ? reduce_max(x[0], {1, 2}) : reduce_mean(x[0], {1, 2});
+                 },
+                 [max](const Inputs& x) {
+                   return ref_reduce(x[0], {1, 2}, false, max ? "max" : "mean");
+                 }});
   r.push_back({"one_hot", {{{5}, Kind::labels, 4}},
                [](const Inputs& x) { return one_hot(x[0], 4, 2.0, -1.0, DType::float64); },
                [](const Inputs& x) {

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lockstep/core/shape.h"
+#include "lockstep/tensor/ops.h"
 
 namespace lockstep::golden {
 
@@ -68,6 +69,15 @@ inline json load_golden(const std::string& file) {
 }
 
 inline Shape shape_of(const json& dims) { return Shape(dims.get<std::vector<int64_t>>()); }
+
+// A tensor the Python scripts wrote as {"shape", "dtype", "values"}: int32/int64 as such, floats as float32.
+inline Tensor tensor_from_json(const json& t) {
+  const Shape shape = shape_of(t["shape"]);
+  const std::string dtype = t["dtype"];
+  if (dtype == "int32" || dtype == "int64")
+    return raw_ops::cast(from_vector(t["values"].get<std::vector<int64_t>>(), shape), dtype_from_name(dtype));
+  return raw_ops::cast(from_vector(t["values"].get<std::vector<double>>(), shape), DType::float32);
+}
 
 // "[i, j, k, l]" for flat index `flat` of `shape`, so a mismatch names the element in the lockstep layout.
 inline std::string index_str(int64_t flat, const Shape& shape) {

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "crash_at.h"
 #include "lockstep/keras/model.h"
 
 namespace lockstep::keras {
@@ -13,22 +14,6 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace kl = layers;
-
-struct Crash : std::runtime_error {
-  Crash() : std::runtime_error("simulated crash") {}
-};
-
-// Throws after `step` steps of the whole fit (counted by the optimizer), as a killed worker would stop.
-class CrashAt : public Callback {
- public:
-  explicit CrashAt(int64_t step) : step_(step) {}
-  void on_train_batch_end(int64_t, const Logs&) override {
-    if (model_->optimizer()->iterations() == step_) throw Crash();
-  }
-
- private:
-  int64_t step_;
-};
 
 struct Outcome {
   std::vector<Tensor> weights;

@@ -135,7 +135,7 @@ class TfArchive : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TfArchive, LoadsPredictsAndHoldsTheOptimizerState) {
   const json& g = golden()["models"][GetParam()];
-  Sequential model = models::load_model((kGolden / g["file"].get<std::string>()).string());
+  Model model = models::load_model((kGolden / g["file"].get<std::string>()).string());
   expect_near(model.predict(tensor_of(g["x_pred"])), g["y_pred"], 1e-6, "predictions");
   // lockstep writes back the config TF wrote (less the ids Keras gives shared objects).
   const auto members = unzip_stored(read_bytes((kGolden / g["file"].get<std::string>()).string()));
@@ -149,7 +149,7 @@ TEST_P(TfArchive, LoadsPredictsAndHoldsTheOptimizerState) {
   EXPECT_EQ(model.get_config(), tf_config) << "lockstep: " << model.get_config().dump() << "\nTF: " << tf_config.dump();
 
   // model_from_json(model.to_json()) gives the same architecture.
-  const Sequential from_json = models::model_from_json(g["to_json"].get<std::string>());
+  const Model from_json = models::model_from_json(g["to_json"].get<std::string>());
   EXPECT_EQ(from_json.get_config(), model.get_config());
   EXPECT_EQ(from_json.count_params(), model.count_params());
   EXPECT_THROW(models::model_from_json("{\"class_name\": \"Functional\", \"config\": {}}"), ValueError);
@@ -222,7 +222,7 @@ TEST(KerasFile, RoundTripKeepsWeightsOptimizerStateAndTraining) {
   EXPECT_EQ(doc["config"]["layers"][2]["config"]["dilation_rate"], json({1, 1}));
   EXPECT_EQ(doc["compile_config"]["loss"]["config"]["reduction"], "sum_over_batch_size");
 
-  Sequential loaded = models::load_model(file.path);
+  Model loaded = models::load_model(file.path);
   Philox rng(9);
   const Tensor x = random_uniform({8, 6, 6}, rng, 0, 1, DType::float32);
   const Tensor y = cast(random_uniform({8}, rng, 0, 3, DType::float32), DType::int64);
@@ -341,7 +341,7 @@ TEST(KerasFile, MultiWorkerSaveOnTheChiefAndLoadWithoutASharedFile) {
       trained[static_cast<size_t>(rank)] = model.predict(x).to_vector<float>();
       model.save(mine);
       auto scope = strategy.scope();
-      Sequential back = models::load_model(mine);
+      Model back = models::load_model(mine);
       loaded[static_cast<size_t>(rank)] = back.predict(x).to_vector<float>();
       iterations[static_cast<size_t>(rank)] = back.optimizer()->iterations();
       back.fit(ds, {.epochs = 1, .verbose = 0});  // the restored optimizer trains on 2 workers

@@ -12,7 +12,7 @@
 
 namespace lockstep::keras {
 
-class Sequential;
+class Model;
 
 // The numbers a training step or epoch reports, in insertion order ("loss", "accuracy", "val_loss", ...).
 class Logs {
@@ -36,7 +36,7 @@ struct RunParams {
 class Callback {
  public:
   virtual ~Callback() = default;
-  void set_model(Sequential* model) { model_ = model; }
+  void set_model(Model* model) { model_ = model; }
   void set_params(const RunParams& params) { params_ = params; }
 
   virtual void on_train_begin(const Logs&) {}
@@ -55,7 +55,7 @@ class Callback {
   virtual void on_predict_batch_end(int64_t /*batch*/, const Logs&) {}
 
  protected:
-  Sequential* model_ = nullptr;
+  Model* model_ = nullptr;
   RunParams params_;
 };
 using CallbackPtr = std::shared_ptr<Callback>;

@@ -40,9 +40,11 @@ InitializerPtr GlorotUniform(std::optional<uint64_t> seed = {});
 // Truncated normal with stddev sqrt(2 / fan_in) (corrected for the truncation as Keras does).
 InitializerPtr HeNormal(std::optional<uint64_t> seed = {});
 InitializerPtr RandomNormal(double mean = 0.0, double stddev = 0.05, std::optional<uint64_t> seed = {});
+// Uniform in [minval, maxval): Keras' "uniform", Embedding's default.
+InitializerPtr RandomUniform(double minval = -0.05, double maxval = 0.05, std::optional<uint64_t> seed = {});
 InitializerPtr Zeros();
 InitializerPtr Ones();
-// "glorot_uniform", "he_normal", "random_normal", "zeros", "ones"; unknown names throw ValueError.
+// "glorot_uniform", "he_normal", "random_normal", "uniform", "zeros", "ones"; unknown names throw ValueError.
 InitializerPtr get(const std::string& identifier);
 InitializerPtr from_config(const nlohmann::json& config);
 

@@ -23,7 +23,32 @@ struct CallOptions {
   bool training = false;
 };
 
-class Layer {
+class Layer;
+using LayerPtr = std::shared_ptr<Layer>;
+namespace detail {
+struct Node;
+}
+namespace layers {
+class InputLayer;
+}
+
+// A symbolic tensor (Keras' KerasTensor): the output of a layer called on a model input or on another
+// symbolic tensor, recorded so that keras::Model(inputs, outputs) can run the graph. Its shape excludes the
+// batch dimension.
+class KerasTensor {
+ public:
+  // A model input used as a tensor: Dense(10)(keras::Input({4})).
+  KerasTensor(const layers::InputLayer& input);
+  explicit KerasTensor(std::shared_ptr<const detail::Node> node) : node_(std::move(node)) {}
+  const Shape& shape() const;
+  DType dtype() const;
+  const std::shared_ptr<const detail::Node>& node() const { return node_; }
+
+ private:
+  std::shared_ptr<const detail::Node> node_;
+};
+
+class Layer : public std::enable_shared_from_this<Layer> {
  public:
   explicit Layer(std::string class_name, std::string name = "");
   virtual ~Layer() = default;
@@ -36,8 +61,19 @@ class Layer {
   void ensure_built(const Shape& input_shape);
   // Runs the layer, building it on first use.
   Tensor operator()(const Tensor& x, CallOptions options = {});
+  // Runs a layer that takes several inputs (Add, Concatenate).
+  Tensor operator()(const std::vector<Tensor>& xs, CallOptions options = {});
+  // Records a call on symbolic tensors for a functional Model, building the layer for their shapes. The graph
+  // holds this layer: the object itself when a shared_ptr owns it, else one copy per object (sharing the
+  // weights), so Dense(64)(x) on a temporary is safe and calling one layer object twice shares its weights.
+  KerasTensor operator()(const KerasTensor& x);
+  KerasTensor operator()(const std::vector<KerasTensor>& xs);
 
   virtual Shape compute_output_shape(const Shape& input_shape) const { return input_shape; }
+  // For layers that take several inputs; the default takes exactly one.
+  virtual Shape compute_output_shape_list(const std::vector<Shape>& input_shapes) const;
+  // A copy on the heap sharing the weights (the functional API's handle for a layer object).
+  virtual LayerPtr clone() const;
   virtual nlohmann::json get_config() const;
 
   // The global policy when the layer was made, unless set (Keras' dtype= argument): float32 or bfloat16 inputs
@@ -56,6 +92,8 @@ class Layer {
  protected:
   virtual void build(const Shape& /*input_shape*/) {}
   virtual Tensor call(const Tensor& x, bool training) = 0;
+  // For layers that take several inputs; the default takes exactly one.
+  virtual Tensor call_list(const std::vector<Tensor>& xs, bool training);
   Variable add_weight(const std::string& name, const Shape& shape, const InitializerRef& initializer,
                       bool trainable = true, regularizers::RegularizerPtr regularizer = nullptr);
   // Checks that a built layer is called with the feature shape it was built for.
@@ -70,8 +108,23 @@ class Layer {
   Shape built_shape_;
   std::vector<Variable> weights_;
   std::vector<std::pair<Variable, regularizers::RegularizerPtr>> regularized_;
+  std::weak_ptr<Layer> graph_copy_;  // the copy a functional graph holds of this object, while it lives
+  // A symbolic call's node; list_input when called with a list (merging layers).
+  KerasTensor record_call(const std::vector<KerasTensor>& xs, bool list_input);
 };
-using LayerPtr = std::shared_ptr<Layer>;
+
+namespace detail {
+// One call of a layer on symbolic tensors: a node of the graph a functional Model runs.
+struct Node {
+  LayerPtr layer;  // null for a model input
+  std::vector<KerasTensor> inputs;
+  bool list_input = false;  // called with a list (merging layers)
+  Shape shape;              // the output's, without batch
+  DType dtype = DType::float32;
+  std::string input_name;  // a model input: its InputLayer's name
+  uint64_t id = 0;         // increasing with each call: orders one layer's nodes as Keras numbers them
+};
+}  // namespace detail
 
 // Anything a Sequential model accepts: a layer object by value (layers::Dense(10)) or a shared pointer.
 struct LayerHandle {
@@ -86,6 +139,7 @@ namespace layers {
 // The model's input: its feature shape (without batch) and dtype. keras.Input(shape) makes one.
 class InputLayer : public Layer {
  public:
+  LayerPtr clone() const override { return std::make_shared<InputLayer>(*this); }
   explicit InputLayer(Shape shape, DType dtype = DType::float32, std::string name = "");
   const Shape& shape() const { return shape_; }
   DType dtype() const { return dtype_; }
@@ -95,12 +149,15 @@ class InputLayer : public Layer {
   Tensor call(const Tensor& x, bool training) override;
 
  private:
+  friend class lockstep::keras::KerasTensor;
   Shape shape_;
   DType dtype_;
+  std::shared_ptr<const detail::Node> node_;  // the symbolic tensor it stands for; copies share it
 };
 
 class Reshape : public Layer {
  public:
+  LayerPtr clone() const override { return std::make_shared<Reshape>(*this); }
   explicit Reshape(Shape target_shape, std::string name = "");
   Shape compute_output_shape(const Shape& input_shape) const override;
   nlohmann::json get_config() const override;
@@ -114,6 +171,7 @@ class Reshape : public Layer {
 
 class Flatten : public Layer {
  public:
+  LayerPtr clone() const override { return std::make_shared<Flatten>(*this); }
   explicit Flatten(std::string name = "");
   Shape compute_output_shape(const Shape& input_shape) const override;
   nlohmann::json get_config() const override;
@@ -135,6 +193,7 @@ struct Conv2DOptions {
 // 2-D convolution over NHWC input with an HWIO kernel [k, k, in, filters].
 class Conv2D : public Layer {
  public:
+  LayerPtr clone() const override { return std::make_shared<Conv2D>(*this); }
   Conv2D(int64_t filters, int64_t kernel_size, Conv2DOptions options = {});
   Shape compute_output_shape(const Shape& input_shape) const override;
   nlohmann::json get_config() const override;
@@ -170,6 +229,7 @@ class Pooling2D : public Layer {
 };
 class MaxPooling2D : public Pooling2D {
  public:
+  LayerPtr clone() const override { return std::make_shared<MaxPooling2D>(*this); }
   explicit MaxPooling2D(int64_t pool_size = 2, Pooling2DOptions options = {})
       : Pooling2D("MaxPooling2D", pool_size, std::move(options)) {}
 
@@ -178,6 +238,7 @@ class MaxPooling2D : public Pooling2D {
 };
 class AveragePooling2D : public Pooling2D {
  public:
+  LayerPtr clone() const override { return std::make_shared<AveragePooling2D>(*this); }
   explicit AveragePooling2D(int64_t pool_size = 2, Pooling2DOptions options = {})
       : Pooling2D("AveragePooling2D", pool_size, std::move(options)) {}
 
@@ -196,6 +257,7 @@ struct DenseOptions {
 // y = activation(x @ kernel + bias) over the last axis; kernel [in, units].
 class Dense : public Layer {
  public:
+  LayerPtr clone() const override { return std::make_shared<Dense>(*this); }
   explicit Dense(int64_t units, DenseOptions options = {});
   Shape compute_output_shape(const Shape& input_shape) const override;
   nlohmann::json get_config() const override;
@@ -220,6 +282,7 @@ struct DropoutOptions {
 // Zeroes a fraction `rate` of inputs while training and scales the rest by 1 / (1 - rate).
 class Dropout : public Layer {
  public:
+  LayerPtr clone() const override { return std::make_shared<Dropout>(*this); }
   explicit Dropout(double rate, DropoutOptions options = {});
   nlohmann::json get_config() const override;
   // The generator's position, for exact resumption.
@@ -250,6 +313,7 @@ struct BatchNormalizationOptions {
 // Normalises the last axis with batch statistics while training and moving statistics otherwise.
 class BatchNormalization : public Layer {
  public:
+  LayerPtr clone() const override { return std::make_shared<BatchNormalization>(*this); }
   explicit BatchNormalization(BatchNormalizationOptions options = {});
   nlohmann::json get_config() const override;
 
@@ -264,6 +328,7 @@ class BatchNormalization : public Layer {
 
 class Activation : public Layer {
  public:
+  LayerPtr clone() const override { return std::make_shared<Activation>(*this); }
   explicit Activation(std::string activation, std::string name = "");
   nlohmann::json get_config() const override;
 
@@ -275,6 +340,141 @@ class Activation : public Layer {
   activations::Activation activation_;
 };
 
+// ---- layers of typical Keras image and text models (src/keras/layers_more.cc) ----
+
+struct GlobalPooling2DOptions {
+  bool keepdims = false;                      // keep the pooled axes as size 1: (batch, 1, 1, channels)
+  std::string data_format = "channels_last";  // the only layout lockstep has
+  std::string name = "";
+};
+// Pools NHWC inputs over height and width: (batch, channels), or (batch, 1, 1, channels) with keepdims.
+class GlobalPooling2D : public Layer {
+ public:
+  GlobalPooling2D(std::string class_name, GlobalPooling2DOptions options);
+  Shape compute_output_shape(const Shape& input_shape) const override;
+  nlohmann::json get_config() const override;
+
+ protected:
+  void build(const Shape& input_shape) override;
+  bool keepdims_;
+};
+class GlobalAveragePooling2D : public GlobalPooling2D {
+ public:
+  explicit GlobalAveragePooling2D(GlobalPooling2DOptions options = {})
+      : GlobalPooling2D("GlobalAveragePooling2D", std::move(options)) {}
+  LayerPtr clone() const override { return std::make_shared<GlobalAveragePooling2D>(*this); }
+
+ protected:
+  Tensor call(const Tensor& x, bool training) override;
+};
+class GlobalMaxPooling2D : public GlobalPooling2D {
+ public:
+  explicit GlobalMaxPooling2D(GlobalPooling2DOptions options = {})
+      : GlobalPooling2D("GlobalMaxPooling2D", std::move(options)) {}
+  LayerPtr clone() const override { return std::make_shared<GlobalMaxPooling2D>(*this); }
+
+ protected:
+  Tensor call(const Tensor& x, bool training) override;
+};
+
+struct EmbeddingOptions {
+  InitializerRef embeddings_initializer = initializers::RandomUniform(-0.05, 0.05);  // Keras' "uniform"
+  bool mask_zero = false;  // masking is not supported: true is an error
+  std::string name = "";
+};
+// Looks up rows of an [input_dim, output_dim] table: integer inputs (batch, ...) give (batch, ..., output_dim).
+// Float inputs are cast to integers, as Keras does; an index outside [0, input_dim) is an error.
+class Embedding : public Layer {
+ public:
+  Embedding(int64_t input_dim, int64_t output_dim, EmbeddingOptions options = {});
+  LayerPtr clone() const override { return std::make_shared<Embedding>(*this); }
+  Shape compute_output_shape(const Shape& input_shape) const override;
+  nlohmann::json get_config() const override;
+  const Variable& embeddings() const { return embeddings_; }
+
+ protected:
+  void build(const Shape& input_shape) override;
+  Tensor call(const Tensor& x, bool training) override;
+
+ private:
+  int64_t input_dim_, output_dim_;
+  EmbeddingOptions opt_;
+  Variable embeddings_;
+};
+
+struct LayerNormalizationOptions {
+  int64_t axis = -1;  // only the last axis is supported
+  double epsilon = 1e-3;
+  bool center = true;  // add beta
+  bool scale = true;   // multiply by gamma
+  InitializerRef beta_initializer = "zeros";
+  InitializerRef gamma_initializer = "ones";
+  std::string name = "";
+};
+// Normalises each example over its last axis: (x - mean) / sqrt(variance + epsilon) * gamma + beta.
+class LayerNormalization : public Layer {
+ public:
+  explicit LayerNormalization(LayerNormalizationOptions options = {});
+  LayerPtr clone() const override { return std::make_shared<LayerNormalization>(*this); }
+  nlohmann::json get_config() const override;
+
+ protected:
+  void build(const Shape& input_shape) override;
+  Tensor call(const Tensor& x, bool training) override;
+
+ private:
+  LayerNormalizationOptions opt_;
+  Variable gamma_, beta_;
+};
+
+// y = x * scale + offset (images from [0, 255] to [0, 1] with scale = 1 / 255).
+class Rescaling : public Layer {
+ public:
+  explicit Rescaling(double scale, double offset = 0.0, std::string name = "");
+  LayerPtr clone() const override { return std::make_shared<Rescaling>(*this); }
+  nlohmann::json get_config() const override;
+
+ protected:
+  Tensor call(const Tensor& x, bool training) override;
+
+ private:
+  double scale_, offset_;
+};
+
+// What the merging layers share: they take a list of at least two tensors, called as layer({a, b}).
+class Merge : public Layer {
+ public:
+  using Layer::Layer;
+  Shape compute_output_shape(const Shape& input_shape) const override;
+
+ protected:
+  Tensor call(const Tensor& x, bool training) override;
+};
+// The elementwise sum of inputs of one shape.
+class Add : public Merge {
+ public:
+  explicit Add(std::string name = "") : Merge("Add", std::move(name)) {}
+  LayerPtr clone() const override { return std::make_shared<Add>(*this); }
+  Shape compute_output_shape_list(const std::vector<Shape>& input_shapes) const override;
+
+ protected:
+  Tensor call_list(const std::vector<Tensor>& xs, bool training) override;
+};
+// Joins inputs along `axis` (counted with the batch axis, as in Keras; -1 = the last); the other axes must match.
+class Concatenate : public Merge {
+ public:
+  explicit Concatenate(int64_t axis = -1, std::string name = "");
+  LayerPtr clone() const override { return std::make_shared<Concatenate>(*this); }
+  Shape compute_output_shape_list(const std::vector<Shape>& input_shapes) const override;
+  nlohmann::json get_config() const override;
+
+ protected:
+  Tensor call_list(const std::vector<Tensor>& xs, bool training) override;
+
+ private:
+  int64_t axis_;
+};
+
 // Makes a layer from its {"class_name", "config"} (Sequential.from_config uses it). A layer class or option
 // lockstep does not have (Conv2D's dilation_rate, channels_first, a constraint...) is a ValueError naming both.
 LayerPtr from_config(const nlohmann::json& config);
@@ -284,7 +484,8 @@ nlohmann::json serialize(const Layer& layer, const Shape* input_shape = nullptr)
 
 }  // namespace layers
 
-// keras.Input: the input layer of a model, for features of `shape` (without batch).
+// keras.Input: the input of a model, for features of `shape` (without batch): the first layer of a Sequential,
+// or a symbolic tensor (it converts to KerasTensor) that layers are called on for a functional Model.
 inline layers::InputLayer Input(Shape shape, DType dtype = DType::float32) { return layers::InputLayer(std::move(shape), dtype); }
 
 // Forgets the layer-name counters, so the next Conv2D is "conv2d" again (keras.backend.clear_session).

@@ -1,5 +1,6 @@
-// Sequential: a stack of layers with Keras' model API — call, summary, weights, configs, and
-// compile/fit/evaluate/predict. A Sequential is a handle: copies share one model.
+// Model (Keras' functional API: a graph of layers from symbolic inputs to outputs) and Sequential (a stack of
+// layers, a Model too), with Keras' model API — call, summary, weights, configs, save and load, and
+// compile/fit/evaluate/predict. A model is a handle: copies share one model.
 #pragma once
 #include <iosfwd>
 #include <map>
@@ -88,23 +89,46 @@ struct LoadOptions {
   bool compile = true;
 };
 
-class Sequential;
+class Model;
 // A model in a checkpoint (tf.train.Checkpoint(model=...)): its variables in order, Dropout's random streams,
 // and its input shape, so that restoring into a model that is not built yet builds it first.
-train::TrackablePtr make_trackable(const Sequential& model);
+train::TrackablePtr make_trackable(const Model& model);
 
-class Sequential {
+// A model's inputs or outputs: one symbolic tensor (or keras::Input) or a list {a, b}.
+struct KerasTensors {
+  std::vector<KerasTensor> tensors;
+  KerasTensors(KerasTensor t) : tensors{std::move(t)} {}
+  KerasTensors(const layers::InputLayer& input) : tensors{KerasTensor(input)} {}
+  KerasTensors(std::initializer_list<KerasTensor> ts) : tensors(ts) {}
+  KerasTensors(std::vector<KerasTensor> ts) : tensors(std::move(ts)) {}
+};
+
+// keras.Model. Built with the functional API:
+//   auto inputs = keras::Input({28, 28});
+//   auto x = layers::Flatten()(inputs);
+//   auto outputs = layers::Dense(10)(layers::Dense(64, {.activation = "relu"})(x));
+//   keras::Model model(inputs, outputs);
+// Layers run in topological order; variables and layers() are in Keras' order (by depth from the inputs). fit,
+// evaluate and predict take models of one input and one output; call a model of several with a list.
+class Model {
  public:
-  Sequential();
-  explicit Sequential(std::vector<LayerHandle> layers, std::string name = "");
+  // The graph from `inputs` (keras::Input) to `outputs` that layers recorded when called on symbolic
+  // tensors; every layer is built. ValueError when an output does not depend on the inputs alone, or two
+  // layers share a name.
+  Model(KerasTensors inputs, KerasTensors outputs, std::string name = "");
 
-  void add(LayerHandle layer);
+  // One input and one output.
   Tensor operator()(const Tensor& x, CallOptions options = {});
+  // Inputs in the order of the model's inputs; outputs in the order of its outputs.
+  std::vector<Tensor> operator()(const std::vector<Tensor>& xs, CallOptions options = {});
   const std::string& name() const;
+  // Sequential: its layers without the Input; functional: every layer, InputLayers included (as Keras).
   const std::vector<LayerPtr>& layers() const;
+  // The layer called `name`; ValueError when there is none.
+  LayerPtr get_layer(const std::string& name) const;
   bool built() const;
   // Builds every layer for inputs of `input_shape` (without batch); done at construction when the first
-  // layer is an Input.
+  // layer is an Input. A functional model is built from the start.
   void build(const Shape& input_shape);
 
   // Keras' summary table: layer names and types, output shapes, parameter counts and totals.
@@ -121,8 +145,14 @@ class Sequential {
   // Copies values into the variables in order; count, shapes and dtypes must match.
   void set_weights(const std::vector<Tensor>& weights);
 
+  // Keras 3's config: Sequential's, or Functional's ({"name", "trainable", "layers" with their
+  // "inbound_nodes", "input_layers", "output_layers"}).
   nlohmann::json get_config() const;
-  static Sequential from_config(const nlohmann::json& config);
+  // A functional or Sequential model from get_config()'s config (or Keras'); unsupported layers and options
+  // are a ValueError naming them.
+  static Model from_config(const nlohmann::json& config);
+  // keras' model.to_json(): {"module", "class_name": "Functional" | "Sequential", "config", ...}.
+  std::string to_json() const;
   // Weights in a safetensors file, keyed by variable name ("dense/kernel"), loaded back by order with
   // shapes checked. Only the chief should write in a multi-worker job.
   void save_weights(const std::string& path) const;
@@ -138,7 +168,7 @@ class Sequential {
   // the compile config and its optimizer's state restored, so fit() continues. Under a multi-worker strategy
   // every worker calls it; the chief reads `dir` and broadcasts it, so the others need no copy. NotFoundError
   // for a missing model, DataLossError for a corrupted file. A ".keras" path is read as Keras 3's archive.
-  static Sequential load_model(const std::string& dir, LoadOptions options = {});
+  static Model load_model(const std::string& dir, LoadOptions options = {});
 
   void compile(CompileOptions options);
   callbacks::History fit(const data::Dataset& dataset, FitOptions options = {});
@@ -171,9 +201,13 @@ class Sequential {
   // The model's state, defined in src/keras/model-impl.h.
   struct State;
 
- private:
+ protected:
+  explicit Model(std::shared_ptr<State> state) : s_(std::move(state)) {}
   std::shared_ptr<State> s_;
-  friend train::TrackablePtr make_trackable(const Sequential& model);
+
+ private:
+  friend class Sequential;
+  friend train::TrackablePtr make_trackable(const Model& model);
   Logs metric_logs() const;
   void reset_metrics();
   // What a replica's step returns to the caller's thread.
@@ -189,5 +223,26 @@ class Sequential {
   // Runs the test loop over `dataset` with prepared callbacks and returns the logs (fit's validation uses it).
   Logs run_evaluation(const data::Dataset& dataset, int64_t steps, const std::vector<CallbackPtr>& callbacks);
 };
+
+// keras.Sequential: a Model whose layers run one after the other.
+class Sequential : public Model {
+ public:
+  Sequential();
+  explicit Sequential(std::vector<LayerHandle> layers, std::string name = "");
+
+  void add(LayerHandle layer);
+  static Sequential from_config(const nlohmann::json& config);
+  // Model::load_model for a saved Sequential model; ValueError for a functional one.
+  static Sequential load_model(const std::string& dir, LoadOptions options = {});
+
+ private:
+  explicit Sequential(std::shared_ptr<State> state) : Model(std::move(state)) {}
+};
+
+namespace models {
+// keras.models.model_from_json: a model (Functional or Sequential) from model.to_json()'s text, built, with
+// fresh weights.
+Model model_from_json(const std::string& json);
+}  // namespace models
 
 }  // namespace lockstep::keras

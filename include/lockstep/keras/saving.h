@@ -1,6 +1,7 @@
 // keras.models.load_model / save_model: Keras 3's .keras archive (metadata.json, config.json with the
 // compile config, model.weights.h5), read and written so that TensorFlow's Keras loads what lockstep saves
-// and the other way round; any other path is lockstep's saved-model directory (Sequential::save).
+// and the other way round; any other path is lockstep's saved-model directory (Model::save). model_from_json is in
+// model.h.
 #pragma once
 #include <string>
 
@@ -13,13 +14,9 @@ namespace lockstep::keras::models {
 // loss and metrics, so fit() continues. Under a multi-worker strategy every worker calls it; the chief reads
 // the file and broadcasts it. NotFoundError for a missing file, DataLossError naming the file and member for a
 // corrupt one, ValueError naming the layer and option lockstep does not support.
-Sequential load_model(const std::string& path, LoadOptions options = {});
+Model load_model(const std::string& path, LoadOptions options = {});
 // model.save(path): a .keras archive when `path` ends in ".keras", else a directory. Written atomically, by
 // the chief alone under a multi-worker strategy.
-void save_model(const Sequential& model, const std::string& path, SaveOptions options = {});
-
-// The model (layers, freshly initialised weights) that Keras' model.to_json() describes; built when the JSON
-// gives its input shape. ValueError naming the layer and option lockstep does not support.
-Sequential model_from_json(const std::string& json);
+void save_model(const Model& model, const std::string& path, SaveOptions options = {});
 
 }  // namespace lockstep::keras::models

@@ -1,0 +1,267 @@
+// The layers typical Keras image and text models add to the basic ones: global pooling, Embedding,
+// LayerNormalization, Rescaling, and the merging layers Add and Concatenate. Gradients come from the ops.
+#include "keras-impl.h"
+#include "lockstep/keras/layers.h"
+
+namespace lockstep::keras {
+namespace layers {
+
+namespace {
+// An option lockstep does not implement: one error naming the layer and the option.
+void check_supported(bool ok, const std::string& cls, const std::string& name, const std::string& option,
+                     const std::string& why) {
+  LS_CHECK(ok, ValueError, cls, " layer \"", name, "\": ", option, " is not supported (", why, ")");
+}
+
+Shape without_batch(const Shape& s) {
+  return Shape(std::vector<int64_t>(s.dims().begin() + 1, s.dims().end()));
+}
+}  // namespace
+
+// ---- GlobalAveragePooling2D, GlobalMaxPooling2D ----
+
+GlobalPooling2D::GlobalPooling2D(std::string class_name, GlobalPooling2DOptions options)
+    : Layer(std::move(class_name), options.name), keepdims_(options.keepdims) {
+  check_supported(options.data_format == "channels_last", this->class_name(), name(),
+                  "data_format=\"" + options.data_format + "\"", "lockstep's images are channels_last (NHWC)");
+}
+
+void GlobalPooling2D::build(const Shape& s) {
+  LS_CHECK(s.rank() == 3, ValueError, class_name(), " \"", name(),
+           "\" expects inputs of shape (batch, height, width, channels), got ", detail::with_none(s));
+}
+
+Shape GlobalPooling2D::compute_output_shape(const Shape& s) const {
+  return keepdims_ ? Shape{1, 1, s[-1]} : Shape{s[-1]};
+}
+
+nlohmann::json GlobalPooling2D::get_config() const {
+  nlohmann::json c = Layer::get_config();
+  c["data_format"] = "channels_last";
+  c["keepdims"] = keepdims_;
+  return c;
+}
+
+Tensor GlobalAveragePooling2D::call(const Tensor& x, bool) {
+  return reduce_mean(x, {1, 2}, keepdims_);
+}
+Tensor GlobalMaxPooling2D::call(const Tensor& x, bool) {
+  return reduce_max(x, {1, 2}, keepdims_);
+}
+
+// ---- Embedding ----
+
+Embedding::Embedding(int64_t input_dim, int64_t output_dim, EmbeddingOptions options)
+    : Layer("Embedding", options.name), input_dim_(input_dim), output_dim_(output_dim), opt_(std::move(options)) {
+  LS_CHECK(input_dim > 0 && output_dim > 0, ValueError, "Embedding needs positive input_dim and output_dim, got ",
+           input_dim, " and ", output_dim);
+  check_supported(!opt_.mask_zero, "Embedding", name(), "mask_zero=true", "lockstep has no masking");
+}
+
+void Embedding::build(const Shape&) {
+  embeddings_ = add_weight("embeddings", {input_dim_, output_dim_}, opt_.embeddings_initializer);
+}
+
+Shape Embedding::compute_output_shape(const Shape& s) const {
+  std::vector<int64_t> dims = s.dims();
+  dims.push_back(output_dim_);
+  return Shape(dims);
+}
+
+Tensor Embedding::call(const Tensor& x, bool) {
+  const bool integer = x.dtype() == DType::int32 || x.dtype() == DType::int64 || x.dtype() == DType::uint8;
+  // The backward of gather adds each output row's gradient into the row it came from.
+  return gather(autocast(embeddings_), integer ? x : cast(x, DType::int64));
+}
+
+nlohmann::json Embedding::get_config() const {
+  nlohmann::json c = Layer::get_config();
+  c["input_dim"] = input_dim_;
+  c["output_dim"] = output_dim_;
+  c["embeddings_initializer"] = opt_.embeddings_initializer.ptr->get_config();
+  c["embeddings_regularizer"] = nullptr;
+  c["activity_regularizer"] = nullptr;
+  c["embeddings_constraint"] = nullptr;
+  c["mask_zero"] = false;
+  c["quantization_config"] = nullptr;
+  return c;
+}
+
+// ---- LayerNormalization ----
+
+LayerNormalization::LayerNormalization(LayerNormalizationOptions options)
+    : Layer("LayerNormalization", options.name), opt_(std::move(options)) {
+  LS_CHECK(opt_.epsilon > 0, ValueError, "LayerNormalization needs epsilon > 0, got ", opt_.epsilon);
+}
+
+void LayerNormalization::build(const Shape& s) {
+  LS_CHECK(s.rank() >= 1, ValueError, "LayerNormalization \"", name(), "\" needs inputs of rank >= 2");
+  check_supported(opt_.axis == -1 || opt_.axis == s.rank(), "LayerNormalization", name(),
+                  "axis=" + std::to_string(opt_.axis), "only the last axis (-1) is");
+  const Shape c{s[-1]};
+  if (opt_.scale) gamma_ = add_weight("gamma", c, opt_.gamma_initializer);  // Keras makes gamma first
+  if (opt_.center) beta_ = add_weight("beta", c, opt_.beta_initializer);
+}
+
+Tensor LayerNormalization::call(const Tensor& x_in, bool) {
+  // As Keras does, bfloat16 inputs are normalised in float32 and only the result is rounded.
+  const Tensor x = x_in.dtype() == DType::bfloat16 ? cast(x_in, DType::float32) : x_in;
+  const Tensor mean = reduce_mean(x, {-1}, true);
+  const Tensor centered = x - mean;
+  Tensor y = centered * rsqrt(reduce_mean(square(centered), {-1}, true) + opt_.epsilon);
+  if (opt_.scale) y = y * gamma_;
+  if (opt_.center) y = y + beta_;
+  return y.dtype() == x_in.dtype() ? y : cast(y, x_in.dtype());
+}
+
+nlohmann::json LayerNormalization::get_config() const {
+  nlohmann::json c = Layer::get_config();
+  c["axis"] = built() ? nlohmann::json::array({opt_.axis}) : nlohmann::json(opt_.axis);  // Keras' list once built
+  c["epsilon"] = opt_.epsilon;
+  c["center"] = opt_.center;
+  c["scale"] = opt_.scale;
+  c["rms_scaling"] = false;
+  c["beta_initializer"] = opt_.beta_initializer.ptr->get_config();
+  c["gamma_initializer"] = opt_.gamma_initializer.ptr->get_config();
+  for (const char* k : {"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"}) c[k] = nullptr;
+  return c;
+}
+
+// ---- Rescaling ----
+
+Rescaling::Rescaling(double scale, double offset, std::string name)
+    : Layer("Rescaling", std::move(name)), scale_(scale), offset_(offset) {}
+
+Tensor Rescaling::call(const Tensor& x_in, bool) {
+  // Integer images become floats of the layer's dtype first, as in Keras.
+  const Tensor x = x_in.dtype() == compute_dtype() ? x_in : cast(x_in, compute_dtype());
+  return offset_ == 0.0 ? x * scale_ : x * scale_ + offset_;
+}
+
+nlohmann::json Rescaling::get_config() const {
+  nlohmann::json c = Layer::get_config();
+  c["scale"] = scale_;
+  c["offset"] = offset_;
+  return c;
+}
+
+// ---- Add, Concatenate ----
+
+Shape Merge::compute_output_shape(const Shape&) const {
+  throw ValueError(make_message(class_name(), " layer \"", name(), "\" needs a list of at least 2 inputs, got one"));
+}
+Tensor Merge::call(const Tensor&, bool) {
+  throw ValueError(make_message(class_name(), " layer \"", name(), "\" needs a list of at least 2 inputs, got one"));
+}
+
+Shape Add::compute_output_shape_list(const std::vector<Shape>& shapes) const {
+  LS_CHECK(shapes.size() >= 2, ValueError, "Add layer \"", name(), "\" needs a list of at least 2 inputs, got ",
+           shapes.size());
+  for (const Shape& s : shapes)
+    LS_CHECK(s == shapes[0], ValueError, "Add layer \"", name(), "\": inputs must have the same shape, got ",
+             detail::with_none(shapes[0]), " and ", detail::with_none(s));
+  return shapes[0];
+}
+
+Tensor Add::call_list(const std::vector<Tensor>& xs, bool) {
+  std::vector<Shape> shapes;
+  for (const Tensor& x : xs) shapes.push_back(without_batch(x.shape()));
+  compute_output_shape_list(shapes);
+  Tensor y = xs[0];
+  for (size_t i = 1; i < xs.size(); ++i) y = y + xs[i];
+  return y;
+}
+
+Concatenate::Concatenate(int64_t axis, std::string name) : Merge("Concatenate", std::move(name)), axis_(axis) {}
+
+Shape Concatenate::compute_output_shape_list(const std::vector<Shape>& shapes) const {
+  LS_CHECK(shapes.size() >= 2, ValueError, "Concatenate layer \"", name(), "\" needs a list of at least 2 inputs, got ",
+           shapes.size());
+  const int64_t rank = shapes[0].rank() + 1;  // with the batch axis
+  const int64_t axis = axis_ < 0 ? axis_ + rank : axis_;
+  LS_CHECK(axis >= 1 && axis < rank, ValueError, "Concatenate layer \"", name(), "\": axis ", axis_,
+           " is out of range for inputs of shape ", detail::with_none(shapes[0]), " (the batch axis cannot be joined)");
+  std::vector<int64_t> out = shapes[0].dims();
+  out[axis - 1] = 0;
+  for (const Shape& s : shapes) {
+    bool match = s.rank() == shapes[0].rank();
+    for (int64_t d = 0; match && d < s.rank(); ++d) match = d == axis - 1 || s[d] == shapes[0][d];
+    LS_CHECK(match, ValueError, "Concatenate layer \"", name(),
+             "\" requires inputs with matching shapes except for the concatenation axis ", axis_, ", got ",
+             detail::with_none(shapes[0]), " and ", detail::with_none(s));
+    out[axis - 1] += s[axis - 1];
+  }
+  return Shape(out);
+}
+
+Tensor Concatenate::call_list(const std::vector<Tensor>& xs, bool) {
+  std::vector<Shape> shapes;
+  for (const Tensor& x : xs) shapes.push_back(without_batch(x.shape()));
+  compute_output_shape_list(shapes);
+  return concat(xs, axis_ < 0 ? axis_ + xs[0].rank() : axis_);
+}
+
+nlohmann::json Concatenate::get_config() const {
+  nlohmann::json c = Layer::get_config();
+  c["axis"] = axis_;
+  return c;
+}
+
+}  // namespace layers
+
+// ---- from_config ----
+
+namespace detail {
+
+LayerPtr more_layer_from_config(const std::string& cls, const nlohmann::json& c) {
+  using namespace layers;
+  const std::string name = c.value("name", "");
+  // Options lockstep lacks must be absent or at their default.
+  auto absent = [&](const char* key) {
+    if (c.contains(key) && !c[key].is_null())
+      check_supported(false, cls, name, std::string(key) + "=" + c[key].dump(), "lockstep does not implement it");
+  };
+  if (cls == "GlobalAveragePooling2D" || cls == "GlobalMaxPooling2D") {
+    GlobalPooling2DOptions o{
+        .keepdims = c.value("keepdims", false), .data_format = c.value("data_format", "channels_last"), .name = name};
+    if (cls == "GlobalMaxPooling2D") return std::make_shared<GlobalMaxPooling2D>(o);
+    return std::make_shared<GlobalAveragePooling2D>(o);
+  }
+  if (cls == "Embedding") {
+    for (const char* k :
+         {"embeddings_regularizer", "activity_regularizer", "embeddings_constraint", "quantization_config"})
+      absent(k);
+    check_supported(!c.value("mask_zero", false), cls, name, "mask_zero=true", "lockstep has no masking");
+    return std::make_shared<Embedding>(
+        json_int(c.at("input_dim"), "input_dim"), json_int(c.at("output_dim"), "output_dim"),
+        EmbeddingOptions{.embeddings_initializer = initializers::from_config(c.at("embeddings_initializer")),
+                         .name = name});
+  }
+  if (cls == "LayerNormalization") {
+    for (const char* k : {"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"}) absent(k);
+    check_supported(!c.value("rms_scaling", false), cls, name, "rms_scaling=true", "lockstep does not implement it");
+    nlohmann::json axis = c.value("axis", nlohmann::json(-1));
+    if (axis.is_array() && axis.size() == 1) axis = axis[0];
+    check_supported(axis.is_number_integer() && axis.get<int64_t>() == -1, cls, name, "axis=" + axis.dump(),
+                    "only the last axis (-1) is");
+    LayerNormalizationOptions o{.epsilon = c.value("epsilon", 1e-3),
+                                .center = c.value("center", true),
+                                .scale = c.value("scale", true),
+                                .name = name};
+    if (c.contains("beta_initializer")) o.beta_initializer = initializers::from_config(c["beta_initializer"]);
+    if (c.contains("gamma_initializer")) o.gamma_initializer = initializers::from_config(c["gamma_initializer"]);
+    return std::make_shared<LayerNormalization>(o);
+  }
+  if (cls == "Rescaling") {
+    check_supported(c.at("scale").is_number() && c.value("offset", nlohmann::json(0.0)).is_number(), cls, name,
+                    "a per-channel scale or offset", "lockstep takes one number for each");
+    return std::make_shared<Rescaling>(c["scale"].get<double>(), c.value("offset", 0.0), name);
+  }
+  if (cls == "Add") return std::make_shared<Add>(name);
+  if (cls == "Concatenate")
+    return std::make_shared<Concatenate>(json_int(c.value("axis", nlohmann::json(-1)), "axis"), name);
+  return nullptr;
+}
+
+}  // namespace detail
+}  // namespace lockstep::keras

@@ -1,0 +1,66 @@
+"""Makes tests/golden/layers_golden.json: forward values of the layers lockstep added for Keras models
+(GlobalAveragePooling2D, GlobalMaxPooling2D, Embedding, LayerNormalization, Rescaling, Add, Concatenate,
+AveragePooling2D, Activation), computed by Keras on small inputs with set weights, with each layer's Keras config.
+The test (layers_golden_test.cc) builds each layer from that config, loads the weights and compares.
+
+Generated with TensorFlow 2.21.0 / Keras 3.15.1. Rerun from the source root:
+    /work/tfvenv/bin/python tests/golden/make_layers_golden.py   (any venv with tensorflow-cpu)
+"""
+import json
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+import numpy as np  # noqa: E402
+import keras  # noqa: E402
+from keras import layers  # noqa: E402
+
+rng = np.random.RandomState(11)
+
+
+def floats(*shape):
+    return rng.uniform(-1, 1, size=shape).astype(np.float32)
+
+
+def tensor_json(a):
+    return {"shape": list(a.shape), "dtype": str(a.dtype), "values": a.reshape(-1).tolist()}
+
+
+CASES = [
+    ("global_average_pooling2d", layers.GlobalAveragePooling2D(), [floats(2, 3, 4, 5)]),
+    ("global_average_pooling2d_keepdims", layers.GlobalAveragePooling2D(keepdims=True), [floats(2, 3, 2, 4)]),
+    ("global_max_pooling2d", layers.GlobalMaxPooling2D(), [floats(2, 3, 4, 5)]),
+    ("embedding", layers.Embedding(7, 3), [rng.randint(0, 7, size=(2, 5)).astype(np.int32)]),
+    ("layer_normalization", layers.LayerNormalization(), [floats(3, 6) * 3 + 1]),
+    ("layer_normalization_rank3_no_center", layers.LayerNormalization(epsilon=1e-5, center=False), [floats(2, 3, 4)]),
+    ("rescaling", layers.Rescaling(1.0 / 255, offset=-1.0), [rng.randint(0, 256, size=(2, 4)).astype(np.float32)]),
+    ("add", layers.Add(), [floats(2, 3), floats(2, 3), floats(2, 3)]),
+    ("concatenate", layers.Concatenate(), [floats(2, 3), floats(2, 2)]),
+    ("concatenate_axis1", layers.Concatenate(axis=1), [floats(2, 2, 3), floats(2, 1, 3)]),
+    ("average_pooling2d", layers.AveragePooling2D(2), [floats(1, 4, 4, 2)]),
+    ("activation_tanh", layers.Activation("tanh"), [floats(2, 5)]),
+]
+
+
+def main():
+    out = []
+    for name, layer, inputs in CASES:
+        x = inputs if len(inputs) > 1 else inputs[0]
+        layer.build([i.shape for i in inputs] if len(inputs) > 1 else inputs[0].shape)
+        weights = []
+        for w in layer.weights:  # random values, so gamma and beta are not the trivial ones and zeros
+            value = floats(*w.shape)
+            w.assign(value)
+            weights.append({"name": w.path, **tensor_json(value)})
+        y = np.asarray(layer(x))
+        out.append({"name": name, "class_name": type(layer).__name__, "config": layer.get_config(),
+                    "inputs": [tensor_json(i) for i in inputs], "weights": weights, "output": tensor_json(y)})
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "layers_golden.json")
+    with open(path, "w") as f:
+        json.dump({"keras_version": keras.__version__, "layers": out}, f, indent=1)
+        f.write("\n")
+    print("wrote", path)
+
+
+if __name__ == "__main__":
+    main()
