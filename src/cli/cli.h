@@ -46,10 +46,34 @@ int run_sidecar_evaluator(const SidecarOptions& options);
 // "tutorial_cnn" (the multi-worker tutorial model) or "fashion_cnn" (the custom-training tutorial model).
 keras::Sequential build_model(const std::string& name);
 
+// `lockstep train --data SPEC`'s options: where the data is and how its examples map to the model's inputs.
+struct UserDataOptions {
+  std::string spec;             // tfrecord:PATTERN[,PATTERN...] | images:DIR | csv:PATTERN
+  std::string validation_spec;  // the same forms, or empty
+  std::string feature_key;      // tfrecord: the tf.train.Example feature the model takes
+  std::string label_key = "label";
+  std::string label_dtype = "int64";  // tfrecord: int64 | float32
+  std::string compression;            // tfrecord: "" | GZIP
+  int64_t shuffle_buffer = 10000;     // tfrecord: examples in the shuffle buffer
+  double validation_split = 0;        // images: the fraction held out for validation
+  std::string label_column = "label";  // csv
+  uint64_t seed = 1;
+  bool shuffle = true;
+  bool verbose = true;  // image_dataset_from_directory's "Found N files ..." lines
+};
+struct UserData {
+  data::Dataset train;  // batched by the global batch, shuffled, repeated when asked
+  std::optional<data::Dataset> validation;
+};
+// The datasets of --data and --validation-data for a model taking features of `feature_shape` and `feature_dtype`.
+// Throws ValueError for a malformed spec or options that do not fit the data's kind, before any file is read.
+UserData load_user_data(const UserDataOptions& options, const Shape& feature_shape, DType feature_dtype,
+                        int64_t global_batch, bool repeat);
+
 // Memory the system can give this process without swapping (MemAvailable), if the kernel says.
 std::optional<double> available_memory_bytes();
 
 // SHA-256 over every variable's raw little-endian bytes, in order, as lowercase hex.
-std::string weights_sha256(const keras::Sequential& model);
+std::string weights_sha256(const keras::Model& model);
 
 }  // namespace lockstep::cli

@@ -44,9 +44,9 @@ data::Dataset test_dataset(const std::string& name, int64_t batch_size) {
 }
 
 // A built-in model (compiled as lockstep train compiles it) or a saved one, compiled as saved.
-keras::Sequential evaluation_model(const std::string& name) {
+keras::Model evaluation_model(const std::string& name) {
   const bool builtin = name == "tutorial_cnn" || name == "fashion_cnn";
-  keras::Sequential model = builtin ? build_model(name) : keras::Sequential::load_model(name);
+  keras::Model model = builtin ? build_model(name) : keras::Model::load_model(name);
   if (!model.loss())
     model.compile({.optimizer = "adam",
                    .loss = keras::losses::SparseCategoricalCrossentropy({.from_logits = true}),
@@ -72,7 +72,7 @@ int run_evaluate(const EvaluateArgs& a) {
   LS_CHECK(!a.model.empty(), ValueError,
            "lockstep evaluate needs --model DIR (a saved model) or --watch DIR (a checkpoint directory)");
   if (!a.metrics_out.empty()) check_writable(a.metrics_out, "--metrics-out file");
-  keras::Sequential model = keras::Sequential::load_model(a.model);
+  keras::Model model = keras::Model::load_model(a.model);
   auto result = model.evaluate(test_dataset(a.dataset, a.batch_size), {.verbose = 0});
   std::printf("Test loss: %.4f - test accuracy: %.4f\n", metric(result, "loss"), metric(result, "accuracy"));
   if (!a.metrics_out.empty()) {
@@ -97,7 +97,7 @@ std::string metadata_value(const std::map<std::string, std::string>& meta, const
 
 int run_sidecar_evaluator(const SidecarOptions& o) {
   using Clock = std::chrono::steady_clock;
-  keras::Sequential model = evaluation_model(o.model);  // no strategy: nothing here joins the workers
+  keras::Model model = evaluation_model(o.model);  // no strategy: nothing here joins the workers
   const data::Dataset test = test_dataset(o.dataset, o.batch_size);
   train::Checkpoint checkpoint({{"model", model}});
   const std::string index = (fs::path(o.directory) / "checkpoint").string();

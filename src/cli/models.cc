@@ -24,7 +24,7 @@ keras::Sequential build_model(const std::string& name) {
   throw ValueError(make_message("unknown model '", name, "': use tutorial_cnn or fashion_cnn"));
 }
 
-std::string weights_sha256(const keras::Sequential& model) {
+std::string weights_sha256(const keras::Model& model) {
   EVP_MD_CTX* ctx = EVP_MD_CTX_new();
   EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
   for (const Variable& v : model.variables()) {

@@ -1,12 +1,15 @@
-// `lockstep train`: trains a built-in model on Fashion-MNIST or MNIST with Keras fit or a custom training
-// loop, evaluates on the test set and writes a JSON metrics file.
+// `lockstep train`: trains a built-in model on Fashion-MNIST or MNIST, or the user's own model (a .keras file or
+// model.to_json()'s text) on their own data (TFRecord, an image folder, CSV), with Keras fit or a custom training
+// loop; evaluates on the test or validation set and writes a JSON metrics file.
 #include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
+#include <map>
 #include <optional>
 
 #include <signal.h>
@@ -19,6 +22,7 @@
 #include "launcher.h"
 #include "lockstep/data/datasets.h"
 #include "lockstep/distribute/strategy/strategy.h"
+#include "lockstep/keras/saving.h"
 #include "lockstep/train/preemption.h"
 
 namespace lockstep::cli {
@@ -26,13 +30,15 @@ namespace lockstep::cli {
 namespace {
 
 struct TrainArgs {
-  std::string model = "tutorial_cnn";
+  std::string model = "tutorial_cnn";  // a built-in name, or a .keras / .json file
   std::string dataset = "fashion_mnist";
+  UserDataOptions data;  // --data and its options; data.spec empty: --dataset
   int64_t epochs = 3;
   int64_t steps_per_epoch = -1;
   int64_t batch_size = 64;
-  std::string optimizer = "adam";
-  double learning_rate = 0.001;
+  std::string optimizer;     // empty: adam, or a .keras model's own
+  double learning_rate = 0;  // 0: 0.001, or a .keras model's own
+  std::string loss;          // empty: sparse categorical cross-entropy, or a .keras model's own
   uint64_t seed = 1;
   int threads = 0;
   std::string loop = "fit";
@@ -46,7 +52,10 @@ struct TrainArgs {
   std::string gradient_compression = "none";  // none | bfloat16 (CommunicationOptions)
   std::string dtype_policy = "float32";       // float32 | mixed_bfloat16 (keras.mixed_precision)
   std::string cluster_token_file;  // LOCKSTEP_CLUSTER_TOKEN_FILE for this process (and launched workers)
+  std::string tensorboard;         // TensorBoard log directory; empty: none
 };
+
+bool is_model_file(const std::string& model) { return model.ends_with(".keras") || model.ends_with(".json"); }
 
 // A number as the shortest text that reads back as exactly the same value (std::to_string keeps 6
 // decimals: a learning rate of 1e-7 became 0).
@@ -73,10 +82,61 @@ std::pair<datasets::Split, datasets::Split> load(const std::string& name) {
 
 std::shared_ptr<keras::optimizers::Optimizer> make_optimizer(const std::string& name, double lr) {
   namespace o = keras::optimizers;
+  if (lr == 0) lr = 0.001;
   if (name == "sgd") return o::SGD({.learning_rate = lr});
   if (name == "rmsprop") return o::RMSprop({.learning_rate = lr});
   if (name == "adam") return o::Adam({.learning_rate = lr});
   throw ValueError(make_message("unknown optimizer '", name, "': use sgd, rmsprop or adam"));
+}
+
+// --loss by Keras name; the cross-entropies take `from_logits` (sparse categorical cross-entropy when empty).
+std::shared_ptr<keras::losses::Loss> make_loss(const std::string& name, bool from_logits) {
+  namespace l = keras::losses;
+  if (name.empty() || name == "sparse_categorical_crossentropy") return l::SparseCategoricalCrossentropy({.from_logits = from_logits});
+  if (name == "categorical_crossentropy") return l::CategoricalCrossentropy({.from_logits = from_logits});
+  if (name == "binary_crossentropy") return l::BinaryCrossentropy({.from_logits = from_logits});
+  return l::get(name);
+}
+
+// The model --model names, compiled, in the caller's strategy scope:
+// - a built-in one with --optimizer (adam), --learning-rate (0.001) and the tutorials' loss;
+// - a .keras file as TensorFlow or lockstep saved it (optimizer with its state, loss, metrics: fit continues), with
+//   --optimizer, --learning-rate and --loss replacing what they name;
+// - a .json file (model.to_json()) compiled from the flags. Its cross-entropy takes logits unless the last layer
+//   ends in softmax or sigmoid, as the model's author meant.
+keras::Model make_model(const TrainArgs& a) {
+  if (!is_model_file(a.model)) {
+    keras::Model m = build_model(a.model);
+    m.compile({.optimizer = make_optimizer(a.optimizer.empty() ? "adam" : a.optimizer, a.learning_rate),
+               .loss = make_loss(a.loss, true),
+               .metrics = {"accuracy"}});
+    return m;
+  }
+  keras::Model m = [&] {
+    if (a.model.ends_with(".keras")) return keras::models::load_model(a.model);
+    std::ifstream in(a.model);
+    LS_CHECK(in.good(), NotFoundError, "--model ", a.model, ": cannot open the file (give model.to_json()'s text saved to it)");
+    return keras::models::model_from_json(std::string(std::istreambuf_iterator<char>(in), {}));
+  }();
+  if (m.optimizer() && m.loss() && a.optimizer.empty() && a.loss.empty()) {
+    if (a.learning_rate > 0) m.optimizer()->set_learning_rate(a.learning_rate);
+    return m;  // as saved
+  }
+  std::shared_ptr<keras::optimizers::Optimizer> optimizer = m.optimizer();
+  if (!optimizer || !a.optimizer.empty())
+    optimizer = make_optimizer(a.optimizer.empty() ? "adam" : a.optimizer, a.learning_rate);
+  else if (a.learning_rate > 0)
+    optimizer->set_learning_rate(a.learning_rate);
+  std::shared_ptr<keras::losses::Loss> loss = m.loss();
+  if (!loss || !a.loss.empty()) {
+    const std::string last = m.layers().empty() ? "" : m.layers().back()->get_config().value("activation", "");
+    loss = make_loss(a.loss, last != "softmax" && last != "sigmoid");
+  }
+  std::vector<keras::MetricRef> metrics;
+  for (const auto& metric : m.metrics()) metrics.emplace_back(metric);
+  if (metrics.empty() && loss->class_name().ends_with("Crossentropy")) metrics.emplace_back("accuracy");
+  m.compile({.optimizer = optimizer, .loss = loss, .metrics = metrics});
+  return m;
 }
 
 // Images scaled to [0, 1] as float32, labels as int64: what the tutorials feed their models.
@@ -180,17 +240,16 @@ struct LoopState final : train::Trackable {
 // The custom training loop of the tutorials: strategy.run of a GradientTape step whose per-example losses
 // are averaged over the global batch, regularization scaled by the number of replicas, and the replicas'
 // losses summed with strategy.reduce. Records each step's loss.
-std::vector<keras::Logs> custom_loop(distribute::Strategy& strategy, keras::Sequential& model,
-                                     const data::Dataset& train, const data::Dataset& test, const TrainArgs& a,
+std::vector<keras::Logs> custom_loop(distribute::Strategy& strategy, keras::Model& model,
+                                     const data::Dataset& train, const std::optional<data::Dataset>& test, const TrainArgs& a,
                                      int64_t global_batch, const FaultInjection& fault, int64_t& steps,
                                      std::vector<double>& step_losses) {
   auto optimizer = model.optimizer();
-  auto loss_fn = keras::losses::SparseCategoricalCrossentropy(
-      {.from_logits = true, .reduction = keras::losses::Reduction::NONE});
+  auto loss_fn = model.loss();  // its per-example form, averaged over the global batch as the tutorials do
   auto step_fn = [&](const data::Batch& b) {
     GradientTape tape;
     Tensor logits = model(b.x, {.training = true});
-    Tensor loss = nn::compute_average_loss((*loss_fn)(b.y, logits), {.global_batch_size = global_batch});
+    Tensor loss = nn::compute_average_loss(loss_fn->call(b.y, logits), {.global_batch_size = global_batch});
     std::vector<Tensor> reg = model.losses();
     if (!reg.empty()) loss = loss + nn::scale_regularization_loss(add_n(reg));
     std::vector<Variable> vars = model.trainable_variables();
@@ -259,13 +318,14 @@ std::vector<keras::Logs> custom_loop(distribute::Strategy& strategy, keras::Sequ
     keras::Logs logs;
     logs.set("loss", n ? state->total / static_cast<double>(n) : 0.0);
     logs.set("accuracy", accuracy->result());
-    auto val = model.evaluate(test, {.verbose = 0});
-    logs.set("val_loss", val["loss"]);
-    logs.set("val_accuracy", val["accuracy"]);
-    if (a.verbose && strategy.is_chief())
-      std::printf("Epoch %lld/%lld - loss: %.4f - accuracy: %.4f - val_loss: %.4f - val_accuracy: %.4f\n",
-                  static_cast<long long>(epoch + 1), static_cast<long long>(a.epochs), *logs.get("loss"),
-                  *logs.get("accuracy"), *logs.get("val_loss"), *logs.get("val_accuracy"));
+    if (test)
+      for (const auto& [name, value] : model.evaluate(*test, {.verbose = 0})) logs.set("val_" + name, value);
+    if (a.verbose && strategy.is_chief()) {
+      std::printf("Epoch %lld/%lld", static_cast<long long>(epoch + 1), static_cast<long long>(a.epochs));
+      for (const char* k : {"loss", "accuracy", "val_loss", "val_accuracy"})
+        if (auto v = logs.get(k)) std::printf(" - %s: %.4f", k, *v);
+      std::printf("\n");
+    }
     epochs.push_back(logs);
     state->step_in_epoch = 0;
     if (a.backup_freq == 0 && state->epoch + 1 < a.epochs) {
@@ -281,7 +341,7 @@ std::vector<keras::Logs> custom_loop(distribute::Strategy& strategy, keras::Sequ
 }
 
 // Every worker's weights hash, in rank order (one entry on a single worker).
-std::vector<std::string> hashes_of_all_workers(distribute::Strategy& strategy, const keras::Sequential& model) {
+std::vector<std::string> hashes_of_all_workers(distribute::Strategy& strategy, const keras::Model& model) {
   const std::string mine = weights_sha256(model);
   distribute::Communicator* cross = strategy.cross_worker();
   if (!cross) return {mine};
@@ -298,15 +358,23 @@ int run_workers(const TrainArgs& a) {
   LaunchOptions l;
   l.num_workers = a.workers;
   l.max_restarts = std::max(a.max_restarts, 0);
-  l.command = {"lockstep", "train", "--model", a.model, "--dataset", a.dataset, "--epochs", exact_text(a.epochs),
+  l.command = {"lockstep", "train", "--model", a.model, "--epochs", exact_text(a.epochs),
                "--steps-per-epoch", exact_text(a.steps_per_epoch), "--batch-size", exact_text(a.batch_size),
-               "--optimizer", a.optimizer, "--learning-rate", exact_text(a.learning_rate), "--seed",
-               exact_text(a.seed), "--threads", exact_text(a.threads), "--loop", a.loop, "--verbose",
+               "--seed", exact_text(a.seed), "--threads", exact_text(a.threads), "--loop", a.loop, "--verbose",
                exact_text(a.verbose), "--gradient-compression", a.gradient_compression,
                "--dtype-policy", a.dtype_policy};
+  const UserDataOptions& d = a.data;
+  if (d.spec.empty()) l.command.insert(l.command.end(), {"--dataset", a.dataset});
   for (auto [flag, value] : {std::pair{"--save-model", a.save_model}, {"--metrics-out", a.metrics_out},
-                             {"--backup-dir", a.backup_dir}})
+                             {"--backup-dir", a.backup_dir}, {"--optimizer", a.optimizer}, {"--loss", a.loss},
+                             {"--tensorboard", a.tensorboard}, {"--data", d.spec}, {"--validation-data", d.validation_spec},
+                             {"--feature-key", d.feature_key}, {"--compression", d.compression}})
     if (!value.empty()) l.command.insert(l.command.end(), {flag, value});
+  if (!d.spec.empty())
+    l.command.insert(l.command.end(), {"--label-key", d.label_key, "--label-dtype", d.label_dtype, "--label-column",
+                                       d.label_column, "--shuffle-buffer", exact_text(d.shuffle_buffer),
+                                       "--validation-split", exact_text(d.validation_split)});
+  if (a.learning_rate > 0) l.command.insert(l.command.end(), {"--learning-rate", exact_text(a.learning_rate)});
   if (a.backup_freq > 0) l.command.insert(l.command.end(), {"--backup-freq", exact_text(a.backup_freq)});
   if (!a.cluster_token_file.empty())
     l.extra_env["LOCKSTEP_CLUSTER_TOKEN_FILE"] = std::filesystem::absolute(a.cluster_token_file).string();
@@ -318,7 +386,7 @@ int run_workers(const TrainArgs& a) {
 // a lower bound of one step's memory (gradients and optimizer slots come on top), so no batch that fits is
 // refused. (--batch-size 1000000 on Fashion-MNIST trained on all 60000 images in one step, and ended in
 // std::bad_alloc after several GB.)
-void check_batch_fits(const TrainArgs& a, const keras::Sequential& model, int64_t n_train,
+void check_batch_fits(const TrainArgs& a, const keras::Model& model, int64_t n_train,
                       const distribute::Strategy& strategy) {
   const int replicas = strategy.num_replicas_in_sync();
   LS_CHECK(a.batch_size <= n_train / replicas, ValueError, "--batch-size ", a.batch_size, " x ", replicas,
@@ -327,7 +395,7 @@ void check_batch_fits(const TrainArgs& a, const keras::Sequential& model, int64_
   const int64_t global_batch = a.batch_size * replicas;
   double floats_per_example = 0;
   Shape shape({28, 28});
-  for (const keras::LayerPtr& layer : model.layers()) {
+  for (const keras::LayerPtr& layer : model.layers()) {  // the built-in models are Sequential
     shape = layer->compute_output_shape(shape);
     floats_per_example += static_cast<double>(shape.numel());
   }
@@ -348,6 +416,8 @@ int run_train(const TrainArgs& a) {
            "restart policy when TF_CONFIG is set");
   LS_CHECK(a.backup_freq == 0 || !a.backup_dir.empty(), ValueError,
            "--backup-freq says how often to save to --backup-dir: add --backup-dir DIR");
+  LS_CHECK(a.data.validation_split == 0 || !a.data.spec.empty(), ValueError,
+           "--validation-split holds out part of --data images:DIR: add --data, or leave it out");
   if (a.workers > 0) return run_workers(a);
   if (!a.cluster_token_file.empty()) {  // the flag wins over the environment
     ::setenv("LOCKSTEP_CLUSTER_TOKEN_FILE", a.cluster_token_file.c_str(), 1);
@@ -371,40 +441,45 @@ int run_train(const TrainArgs& a) {
   // (only the chief writes them).
   if (cluster->is_chief()) {
     if (!a.metrics_out.empty()) check_writable(a.metrics_out, "--metrics-out file");
-    if (!a.save_model.empty()) AtomicDirectory::check(a.save_model, "config.json");
+    if (a.save_model.ends_with(".keras"))
+      check_writable(a.save_model, "--save-model file");
+    else if (!a.save_model.empty())
+      AtomicDirectory::check(a.save_model, "config.json");
     if (!a.backup_dir.empty()) check_directory_writable(a.backup_dir, "--backup-dir");
+    if (!a.tensorboard.empty()) check_directory_writable(a.tensorboard, "--tensorboard directory");
   }
   keras::utils::set_random_seed(a.seed);
-  auto [train_split, test_split] = load(a.dataset);
-  const int64_t n_train = train_split.images.dim(0);
-
-  // Refuse data the model cannot take before any training starts.
-  std::vector<int64_t> feature_dims(train_split.images.shape().dims().begin() + 1, train_split.images.shape().dims().end());
-  LS_CHECK(Shape(feature_dims) == Shape({28, 28}), ValueError, "data set '", a.dataset, "' has images of shape ",
-           Shape(feature_dims).str(), " but model ", a.model, " takes (28, 28)");
-  for (auto [split, files] : {std::pair{&train_split, "training images (train-images-idx3-ubyte)"},
-                              {&test_split, "test images (t10k-images-idx3-ubyte)"}})
-    LS_CHECK(split->images.dim(0) > 0, ValueError, "data set '", a.dataset, "' has no ", files,
-             ": training and evaluation need at least one of each");
+  const bool user_data = !a.data.spec.empty();
+  // --dataset: the IDX images are read and checked before the workers meet.
+  std::optional<std::pair<datasets::Split, datasets::Split>> splits;
+  int64_t n_train = 0;
+  if (!user_data) {
+    splits = load(a.dataset);
+    auto& [train_split, test_split] = *splits;
+    n_train = train_split.images.dim(0);
+    std::vector<int64_t> feature_dims(train_split.images.shape().dims().begin() + 1, train_split.images.shape().dims().end());
+    LS_CHECK(Shape(feature_dims) == Shape({28, 28}), ValueError, "data set '", a.dataset, "' has images of shape ",
+             Shape(feature_dims).str(), " but model ", a.model, " takes (28, 28)");
+    for (auto [split, files] : {std::pair{&train_split, "training images (train-images-idx3-ubyte)"},
+                                {&test_split, "test images (t10k-images-idx3-ubyte)"}})
+      LS_CHECK(split->images.dim(0) > 0, ValueError, "data set '", a.dataset, "' has no ", files,
+               ": training and evaluation need at least one of each");
+  }
 
   distribute::MultiWorkerMirroredStrategy strategy({.gradient_compression = gradient_compression(a.gradient_compression)},
                                                    std::move(cluster));
   const FaultInjection fault(strategy.worker_rank(), restarts);
   keras::mixed_precision::set_global_policy(a.dtype_policy);
-  keras::Sequential model = [&] {
+  keras::Model model = [&] {
     auto scope = strategy.scope();  // the model's and optimizer's variables are mirrored
-    keras::Sequential m = build_model(a.model);
-    m.compile({.optimizer = make_optimizer(a.optimizer, a.learning_rate),
-               .loss = keras::losses::SparseCategoricalCrossentropy({.from_logits = true}),
-               .metrics = {"accuracy"}});
-    return m;
+    return make_model(a);
   }();
-  check_batch_fits(a, model, n_train, strategy);
+  if (!user_data) check_batch_fits(a, model, n_train, strategy);
   const int64_t global_batch = a.batch_size * strategy.num_replicas_in_sync();
   // A pass over the data ends with a smaller batch, split across the replicas like the others: with fewer
   // images than replicas, some of them have nothing to train on in that step. Said once, before training.
   const int64_t last_batch = n_train % global_batch, replicas = strategy.num_replicas_in_sync();
-  if (a.steps_per_epoch < 0 && last_batch > 0 && last_batch < replicas && strategy.is_chief())
+  if (!user_data && a.steps_per_epoch < 0 && last_batch > 0 && last_batch < replicas && strategy.is_chief())
     log(LogLevel::warning, "the last batch of each epoch holds ", last_batch, " of the ", n_train,
         " training images for ", replicas, " replicas, so ", replicas - last_batch,
         " of them get none in that step: choose a --batch-size that leaves at least ", replicas,
@@ -412,10 +487,20 @@ int run_train(const TrainArgs& a) {
   if (a.verbose && strategy.is_chief()) model.summary();
 
   // Batched with the global batch size: the strategy splits each batch across the replicas.
-  data::Dataset train = as_dataset(train_split).shuffle(n_train, a.seed);
-  if (a.steps_per_epoch > 0) train = train.repeat();
-  train = train.batch(global_batch);
-  data::Dataset test = as_dataset(test_split).batch(256 * strategy.num_replicas_in_sync());
+  std::optional<data::Dataset> train, test;
+  if (user_data) {
+    UserDataOptions d = a.data;
+    d.seed = a.seed;
+    d.verbose = a.verbose > 0 && strategy.is_chief();
+    UserData u = load_user_data(d, model.input_shape(), model.input_dtype(), global_batch, a.steps_per_epoch > 0);
+    train = u.train;
+    test = u.validation;
+  } else {
+    train = as_dataset(splits->first).shuffle(n_train, a.seed);
+    if (a.steps_per_epoch > 0) train = train->repeat();
+    train = train->batch(global_batch);
+    test = as_dataset(splits->second).batch(256 * strategy.num_replicas_in_sync());
+  }
 
   auto start = std::chrono::steady_clock::now();
   std::vector<keras::Logs> epochs;
@@ -428,8 +513,9 @@ int run_train(const TrainArgs& a) {
           {.backup_dir = a.backup_dir,
            .save_freq = a.backup_freq > 0 ? keras::callbacks::SaveFreq(a.backup_freq) : keras::callbacks::SaveFreq("epoch"),
            .save_before_preemption = true}));
+    if (!a.tensorboard.empty()) callbacks.push_back(keras::callbacks::TensorBoard({.log_dir = a.tensorboard}));
     callbacks.push_back(std::make_shared<FaultInjectionCallback>(fault));
-    auto history = model.fit(train, {.epochs = a.epochs, .steps_per_epoch = a.steps_per_epoch, .validation_data = test,
+    auto history = model.fit(*train, {.epochs = a.epochs, .steps_per_epoch = a.steps_per_epoch, .validation_data = test,
                                      .callbacks = callbacks, .verbose = a.verbose});
     for (size_t e = 0; e < history.epoch.size(); ++e) {
       keras::Logs logs;
@@ -438,14 +524,20 @@ int run_train(const TrainArgs& a) {
     }
     steps = model.optimizer()->iterations();
   } else {
-    epochs = custom_loop(strategy, model, train, test, a, global_batch, fault, steps, step_losses);
+    epochs = custom_loop(strategy, model, *train, test, a, global_batch, fault, steps, step_losses);
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  auto result = model.evaluate(test, {.verbose = 0});
+  // The test set (--dataset) or the validation data (--data), when there is one.
+  std::map<std::string, double> result;
+  if (test) result = model.evaluate(*test, {.verbose = 0});
   const std::vector<std::string> hashes = hashes_of_all_workers(strategy, model);
   if (!strategy.is_chief()) return 0;  // the chief alone reports and writes files
-  std::printf("Test loss: %.4f - test accuracy: %.4f\n", result["loss"], result["accuracy"]);
+  if (test) {
+    std::printf("Test loss: %.4f", result["loss"]);
+    if (result.contains("accuracy")) std::printf(" - test accuracy: %.4f", result["accuracy"]);
+    std::printf("\n");
+  }
   if (!a.save_model.empty()) model.save(a.save_model);
 
   if (!a.metrics_out.empty()) {
@@ -457,8 +549,8 @@ int run_train(const TrainArgs& a) {
         if (auto v = logs.get(k)) e[k] = *v;
       j["epochs"].push_back(e);
     }
-    j["test_loss"] = result["loss"];
-    j["test_accuracy"] = result["accuracy"];
+    for (const char* k : {"loss", "accuracy"})
+      if (result.contains(k)) j[std::string("test_") + k] = result[k];
     j["global_steps"] = steps;
     j["samples_per_second"] = static_cast<double>(steps * global_batch) / seconds;
     j["num_workers"] = strategy.num_workers();
@@ -487,26 +579,63 @@ std::optional<double> available_memory_bytes() {
 
 std::function<int()> add_train_command(CLI::App& app) {
   auto a = std::make_shared<TrainArgs>();
-  CLI::App* cmd = app.add_subcommand("train", "train a built-in model on Fashion-MNIST or MNIST");
+  CLI::App* cmd = app.add_subcommand("train", "train a built-in model on Fashion-MNIST or MNIST, or your own model on your data");
   cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a repeated flag: the last wins
-  cmd->add_option("--model", a->model, "tutorial_cnn | fashion_cnn")->check(CLI::IsMember({"tutorial_cnn", "fashion_cnn"}));
+  cmd->add_option("--model", a->model,
+                  "tutorial_cnn | fashion_cnn | a Keras model file: FILE.keras (model.save) or FILE.json (model.to_json())")
+      ->check(CLI::Validator(
+          [](std::string& m) {
+            return m == "tutorial_cnn" || m == "fashion_cnn" || is_model_file(m)
+                       ? std::string()
+                       : quote(m) + " is not tutorial_cnn, fashion_cnn or a file ending in .keras or .json";
+          },
+          ""));
   const CLI::Validator non_empty(
       [](std::string& s) { return s.empty() ? "'' is not a path: give a file or directory" : ""; }, "");
-  cmd->add_option("--dataset", a->dataset, "fashion_mnist | mnist | a directory of IDX files");
+  CLI::Option* dataset_flag = cmd->add_option("--dataset", a->dataset, "fashion_mnist | mnist | a directory of IDX files");
+  UserDataOptions& d = a->data;
+  CLI::Option* data_flag = cmd->add_option(
+      "--data", d.spec,
+      "your data instead of --dataset: tfrecord:PATTERN[,PATTERN...] (tf.train.Example records), images:DIR (a "
+      "folder per class) or csv:PATTERN");
+  data_flag->excludes(dataset_flag);
+  cmd->add_option("--validation-data", d.validation_spec, "validation data in the form of --data")->needs(data_flag);
+  cmd->add_option("--feature-key", d.feature_key, "tfrecord: the Example feature the model takes")->needs(data_flag);
+  cmd->add_option("--label-key", d.label_key, "tfrecord: the Example feature holding the label")->needs(data_flag);
+  cmd->add_option("--label-dtype", d.label_dtype, "tfrecord: int64 | float32, the label's type")
+      ->check(CLI::IsMember({"int64", "float32"}))
+      ->needs(data_flag);
+  cmd->add_option("--compression", d.compression, "tfrecord: GZIP for gzipped files")
+      ->check(CLI::IsMember({"", "GZIP"}))
+      ->needs(data_flag);
+  add_number(cmd, "--shuffle-buffer", d.shuffle_buffer, [](int64_t v) { return v >= 1; },
+             "an integer from 1 to 2^63-1", "tfrecord: examples in the shuffle buffer");
+  add_number(cmd, "--validation-split", d.validation_split, [](double v) { return v >= 0 && v < 1; },
+             "a number from 0 to below 1", "images: the fraction of the files held out for validation");
+  cmd->add_option("--label-column", d.label_column, "csv: the column holding the label")->needs(data_flag);
+  cmd->add_option("--loss", a->loss,
+                  "a Keras loss name (sparse_categorical_crossentropy, mse, ...); default: a .keras model's own, else "
+                  "sparse categorical cross-entropy");
+  cmd->add_option("--tensorboard", a->tensorboard, "write TensorBoard logs to this directory (the chief only)")
+      ->check(non_empty);
   auto at_least = [](auto lo) { return [lo](auto v) { return v >= lo; }; };
   add_number(cmd, "--epochs", a->epochs, at_least(1), "an integer from 1 to 2^63-1", "passes over the data");
   add_number(cmd, "--steps-per-epoch", a->steps_per_epoch, [](int64_t v) { return v == -1 || v >= 1; },
              "-1 or an integer from 1 to 2^63-1", "batches per epoch; -1: one pass over the data (the default)");
   add_number(cmd, "--batch-size", a->batch_size, at_least(1), "an integer from 1 to 2^63-1", "per-worker batch size");
-  cmd->add_option("--optimizer", a->optimizer)->check(CLI::IsMember({"sgd", "rmsprop", "adam"}));
+  cmd->add_option("--optimizer", a->optimizer, "sgd | rmsprop | adam; default: a .keras model's own, else adam")
+      ->check(CLI::IsMember({"sgd", "rmsprop", "adam"}));
   add_number(cmd, "--learning-rate", a->learning_rate, [](double v) { return v > 0 && std::isfinite(v); },
-             "a finite number > 0", "step size of the optimizer");
+             "a finite number > 0",
+             "step size of the optimizer; default: a .keras model's own, else 0.001");
   add_number(cmd, "--seed", a->seed, [](uint64_t) { return true; }, "an integer from 0 to 2^64-1",
              "seed of the weights and the shuffle");
   add_number(cmd, "--threads", a->threads, at_least(0), "an integer from 0 to 2^31-1",
              "intra-op threads; 0: all cores; more than 4 per core are capped");
   cmd->add_option("--loop", a->loop, "fit (Keras) | ctl (custom training loop)")->check(CLI::IsMember({"fit", "ctl"}));
-  cmd->add_option("--save-model", a->save_model, "directory to save the trained model in")->check(non_empty);
+  cmd->add_option("--save-model", a->save_model,
+                  "save the trained model: FILE.keras for Keras 3's archive, any other name for a directory")
+      ->check(non_empty);
   cmd->add_option("--metrics-out", a->metrics_out, "JSON file for the run's metrics")->check(non_empty);
   add_number(cmd, "--verbose", a->verbose, [](int v) { return v >= 0 && v <= 2; }, "0, 1 or 2",
              "0 silent, 1 progress bar, 2 one line per epoch");

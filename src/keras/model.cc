@@ -110,6 +110,25 @@ bool Model::built() const {
   return s_->built;
 }
 
+Shape Model::input_shape() const {
+  if (s_->graph) {
+    LS_CHECK(s_->graph->inputs.size() == 1, ValueError, "model \"", s_->name, "\" has ", s_->graph->inputs.size(),
+             " inputs: ask each of its inputs for its shape");
+    return s_->graph->inputs[0]->shape;
+  }
+  LS_CHECK(s_->built, ValueError, "model \"", s_->name, "\" is not built yet, so it has no input shape: start it with "
+           "keras::Input(shape), or call build(shape)");
+  return s_->input_shape;
+}
+
+DType Model::input_dtype() const {
+  if (s_->graph) {
+    input_shape();  // the same checks
+    return s_->graph->inputs[0]->dtype;
+  }
+  return s_->input ? s_->input->dtype() : DType::float32;
+}
+
 std::string Model::summary_string() const {
   // tf.keras' layout: 65 columns, fields ending at 29, 55 and 65.
   constexpr size_t kWidth = 65, kCol1 = 29, kCol2 = 55;

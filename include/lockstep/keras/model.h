@@ -127,6 +127,10 @@ class Model {
   // The layer called `name`; ValueError when there is none.
   LayerPtr get_layer(const std::string& name) const;
   bool built() const;
+  // Keras' model.input_shape and the input's dtype, for a built model of one input (the shape without the batch
+  // axis). ValueError when the model is not built yet or has several inputs.
+  Shape input_shape() const;
+  DType input_dtype() const;
   // Builds every layer for inputs of `input_shape` (without batch); done at construction when the first
   // layer is an Input. A functional model is built from the start.
   void build(const Shape& input_shape);
