@@ -408,5 +408,53 @@ json.dump({"y": model.predict(x, verbose=0).ravel().tolist(), "optimizer": type(
     EXPECT_NEAR(r["slots"][i].get<double>(), slots[i], 1e-5 * std::max(1.0, slots[i])) << i;
 }
 
+// A functional model of two inputs with the layers of typical Keras models, saved by lockstep, is loaded by TF and
+// predicts the same; TF saves it again and lockstep loads TF's archive and predicts the same: both ways, in one test.
+TEST(KerasFile, FunctionalArchivesGoBothWaysWithTensorFlow) {
+  std::string why;
+  const std::string python = testing::interop_python("tensorflow", why);
+  if (python.empty()) GTEST_SKIP() << why;
+  TempFile mine("functional.keras"), theirs("functional_tf.keras"), inputs("functional_inputs.json"),
+      out("functional_out.json"), script("functional.py");
+  auto image = Input({6, 6, 1});
+  auto tokens = Input({5}, DType::int32);
+  auto x = kl::Conv2D(4, 3, {.padding = "same", .activation = "relu"})(kl::Rescaling(0.5, 0.1)(image));
+  x = kl::Add()({x, kl::LayerNormalization()(kl::Conv2D(4, 3, {.padding = "same"})(x))});
+  auto pooled = kl::Concatenate()({kl::GlobalAveragePooling2D()(x), kl::GlobalMaxPooling2D()(x)});
+  auto words = kl::Dense(4, {.activation = "tanh"})(kl::Flatten()(kl::Embedding(10, 3)(tokens)));
+  Model model({image, tokens}, kl::Dense(3)(kl::Concatenate()({pooled, words})));
+  model.compile({.optimizer = optimizers::Adam({.learning_rate = 0.01}),
+                 .loss = losses::SparseCategoricalCrossentropy({.from_logits = true})});
+  model.save(mine.path);
+
+  Philox rng(5);
+  const Tensor xi = random_uniform({4, 6, 6, 1}, rng, 0, 1, DType::float32);
+  std::vector<int32_t> ids;
+  for (int i = 0; i < 20; ++i) ids.push_back((i * 7) % 10);
+  const Tensor xt = from_data(ids.data(), Shape({4, 5}), DType::int32);
+  write_bytes(inputs.path, json({{"image", xi.to_vector<float>()}, {"tokens", ids}}).dump());
+  write_bytes(script.path, R"(import json, os, sys
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+import numpy as np, keras
+model = keras.models.load_model(sys.argv[1])
+d = json.load(open(sys.argv[2]))
+x = [np.array(d["image"], dtype=np.float32).reshape(4, 6, 6, 1), np.array(d["tokens"], dtype=np.int32).reshape(4, 5)]
+model.save(sys.argv[4])
+json.dump({"y": model.predict(x, verbose=0).ravel().tolist()}, open(sys.argv[3], "w"))
+)");
+  const std::string command = python + " " + script.path + " " + mine.path + " " + inputs.path + " " + out.path + " " +
+                              theirs.path + " 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  const std::vector<float> want = model({xi, xt})[0].to_vector<float>();
+  const std::vector<float> tf = json::parse(read_bytes(out.path))["y"].get<std::vector<float>>();
+  const std::vector<float> back = models::load_model(theirs.path)({xi, xt})[0].to_vector<float>();
+  ASSERT_EQ(tf.size(), want.size());
+  ASSERT_EQ(back.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_NEAR(tf[i], want[i], 1e-6 * std::max(1.0f, std::abs(want[i]))) << i;
+    EXPECT_NEAR(back[i], want[i], 1e-6 * std::max(1.0f, std::abs(want[i]))) << i;
+  }
+}
+
 }  // namespace
 }  // namespace lockstep::keras
