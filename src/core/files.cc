@@ -8,6 +8,8 @@
 
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
+#include <mutex>
 #include <cstring>
 #include <filesystem>
 
@@ -168,6 +170,36 @@ void AtomicDirectory::commit() {
   }
   committed_ = true;
   sync_directory(parent_of(dir_));
+}
+
+namespace {
+struct PendingWrites {
+  std::mutex mutex;
+  std::condition_variable done;
+  int count = 0;
+};
+// Never destroyed: writer threads may still end while the process exits.
+PendingWrites& pending_writes() {
+  static auto* p = new PendingWrites;
+  return *p;
+}
+}  // namespace
+
+PendingWrite::PendingWrite() {
+  std::lock_guard lock(pending_writes().mutex);
+  ++pending_writes().count;
+}
+
+PendingWrite::~PendingWrite() {
+  PendingWrites& p = pending_writes();
+  std::lock_guard lock(p.mutex);
+  if (--p.count == 0) p.done.notify_all();
+}
+
+bool wait_for_pending_writes(std::chrono::milliseconds timeout) {
+  PendingWrites& p = pending_writes();
+  std::unique_lock lock(p.mutex);
+  return p.done.wait_for(lock, timeout, [&] { return p.count == 0; });
 }
 
 }  // namespace lockstep

@@ -295,7 +295,7 @@ void Checkpoint::Impl::persist(const std::string& prefix, Snapshot snap, std::fu
     writer_error = error;
   };
   if (options.async)
-    writer = std::thread(std::move(work));
+    writer = std::thread([work = std::move(work), pending = std::make_shared<PendingWrite>()] { work(); });
   else
     work();
 }

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <mutex>
 
+#include "lockstep/core/files.h"
 #include "lockstep/core/logging.h"
 
 namespace lockstep::train {
@@ -62,6 +63,8 @@ void exit_after_preemption(distribute::Strategy* strategy, int code) {
       log(LogLevel::warning, "a peer left before the preemption checkpoint was confirmed: ", e.what());
     }
   }
+  if (!wait_for_pending_writes(std::chrono::seconds(30)))  // a backup being written reaches the disk first
+    log(LogLevel::error, "a background checkpoint write did not finish within 30 s and is abandoned");
   std::fflush(nullptr);
   ::_exit(code);
 }

@@ -3,6 +3,7 @@
 // then renamed over the target and the directory fsynced; a failure removes the temporary file, leaves the
 // previous target untouched and throws one Error naming the file and the system's reason.
 #pragma once
+#include <chrono>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -67,5 +68,18 @@ void check_writable(const std::string& path, const std::string& what);
 // Creates `dir` (and its parents) when missing and throws, naming `what`, unless it is a directory in which
 // files can be created: the early check of a directory that later work fills.
 void check_directory_writable(const std::string& dir, const std::string& what);
+
+// A durable write in progress on a background thread (an asynchronous checkpoint), alive while it runs. A process
+// about to end abruptly (a worker whose job failed) first waits for them, so that a save already under way reaches
+// the disk instead of being cut off.
+class PendingWrite {
+ public:
+  PendingWrite();
+  ~PendingWrite();
+  PendingWrite(const PendingWrite&) = delete;
+  PendingWrite& operator=(const PendingWrite&) = delete;
+};
+// Waits until no PendingWrite is alive, or `timeout` has passed; false when some are still running.
+bool wait_for_pending_writes(std::chrono::milliseconds timeout);
 
 }  // namespace lockstep

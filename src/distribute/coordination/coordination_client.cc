@@ -13,6 +13,7 @@
 
 #include "coordination-impl.h"
 #include "distribute/coordination/coordination.grpc.pb.h"
+#include "lockstep/core/files.h"
 #include "lockstep/core/logging.h"
 
 namespace lockstep::distribute {
@@ -42,6 +43,9 @@ milliseconds remaining(Clock::time_point deadline) {
 
 void default_on_error(const std::string& message) {
   log(LogLevel::error, message);
+  // A checkpoint already being written in the background is finished first: the restart resumes from it.
+  if (!wait_for_pending_writes(std::chrono::seconds(30)))
+    log(LogLevel::error, "a background checkpoint write did not finish within 30 s and is abandoned");
   std::fflush(stdout);
   std::fflush(stderr);
   std::_Exit(1);
