@@ -24,6 +24,7 @@
 #include "lockstep/distribute/strategy/strategy.h"
 #include "lockstep/keras/saving.h"
 #include "lockstep/train/preemption.h"
+#include "lockstep/train/summary.h"
 
 namespace lockstep::cli {
 
@@ -280,6 +281,12 @@ std::vector<keras::Logs> custom_loop(distribute::Strategy& strategy, keras::Mode
   auto save = [&] {
     if (manager) manager->save();
   };
+  // --tensorboard: the epoch logs as the TensorBoard callback writes them for fit, on the chief.
+  std::optional<summary::SummaryWriter> train_log, validation_log;
+  if (!a.tensorboard.empty() && strategy.is_chief()) {
+    train_log = summary::create_file_writer(a.tensorboard + "/train");
+    validation_log = summary::create_file_writer(a.tensorboard + "/validation");
+  }
 
   for (; state->epoch < a.epochs; ++state->epoch) {
     const int64_t epoch = state->epoch;
@@ -325,6 +332,14 @@ std::vector<keras::Logs> custom_loop(distribute::Strategy& strategy, keras::Mode
       for (const char* k : {"loss", "accuracy", "val_loss", "val_accuracy"})
         if (auto v = logs.get(k)) std::printf(" - %s: %.4f", k, *v);
       std::printf("\n");
+    }
+    if (train_log) {
+      for (const auto& [name, value] : logs.items()) {
+        const bool val = name.starts_with("val_");
+        summary::scalar("epoch_" + name.substr(val ? 4 : 0), value, epoch, val ? &*validation_log : &*train_log);
+      }
+      summary::flush(&*train_log);
+      summary::flush(&*validation_log);
     }
     epochs.push_back(logs);
     state->step_in_epoch = 0;
@@ -432,6 +447,9 @@ int run_train(const TrainArgs& a) {
   if (cluster->task_type() == "evaluator") {
     LS_CHECK(!a.backup_dir.empty(), ValueError, "TF_CONFIG makes this task the evaluator, which evaluates the "
              "checkpoints the training workers write to --backup-dir: add the same --backup-dir DIR");
+    LS_CHECK(a.data.spec.empty() && !is_model_file(a.model), ValueError, "TF_CONFIG makes this task the evaluator, "
+             "which evaluates the built-in models on --dataset; for --model FILE or --data, leave the evaluator task "
+             "out of TF_CONFIG and pass --validation-data to the workers");
     return run_sidecar_evaluator({.directory = a.backup_dir, .model = a.model, .dataset = a.dataset,
                                   .steps = a.steps_per_epoch > 0 && a.epochs <= INT64_MAX / a.steps_per_epoch
                                                ? a.epochs * a.steps_per_epoch

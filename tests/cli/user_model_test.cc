@@ -74,6 +74,24 @@ TEST_F(UserModel, FunctionalKerasFileWithValidationDataAndTensorBoard) {
   }
 }
 
+TEST_F(UserModel, CustomLoopTrainsAKerasFileAndWritesTensorBoardLogs) {
+  const std::string val = "tfrecord:" + (kGolden / "cli_train/train-00001-of-00002.tfrecord").string();
+  const Result r = run_lockstep("train --loop ctl --threads 1 --model " + (kGolden / "cli_train/classifier.keras").string() +
+                                " --data " + kTfrecords + " --validation-data " + val +
+                                " --feature-key x --epochs 3 --batch-size 32 --verbose 0 --tensorboard " +
+                                path("logs") + " --metrics-out " + path("metrics.json"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::vector<double> loss = losses();
+  ASSERT_EQ(loss.size(), 3u);
+  EXPECT_LT(loss.back(), loss.front());
+  // The epoch scalars under the names the TensorBoard callback gives them in fit.
+  for (const auto& [run, tag] : {std::pair{"train", "epoch_loss"}, {"train", "epoch_accuracy"}, {"validation", "epoch_loss"}}) {
+    std::string events;
+    for (const auto& f : fs::directory_iterator(dir_ / "logs" / run)) events += read_all(f.path().string());
+    EXPECT_NE(events.find(tag), std::string::npos) << run << " " << tag;
+  }
+}
+
 TEST_F(UserModel, JsonModelTrainsOnCsvFromTheFlags) {
   // y = 1 when the features' sum is positive: a linear rule a small model learns in a few epochs.
   {
