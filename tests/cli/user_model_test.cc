@@ -74,6 +74,22 @@ TEST_F(UserModel, FunctionalKerasFileWithValidationDataAndTensorBoard) {
   }
 }
 
+TEST_F(UserModel, AKilledWorkerResumesMidFileWithTheWeightsOfAnUninterruptedRun) {
+  const std::string args = "train --workers 2 --threads 1 --model " + (kGolden / "cli_train/classifier.keras").string() +
+                           " --data " + kTfrecords + " --feature-key x --epochs 3 --batch-size 16 --verbose 0";
+  Result r = run_lockstep(args + " --metrics-out " + path("plain.json"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  // Worker 1 dies at step 25 of 57, in the middle of epoch 2 and of its TFRecord file; the group restarts once.
+  r = run_lockstep(args + " --max-restarts 1 --backup-dir " + path("backup") + " --backup-freq 5 --metrics-out " +
+                       path("metrics.json"),
+                   "LOCKSTEP_FAULT_INJECT=kill:1:25");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("restored epoch 2 step 4"), std::string::npos) << r.err;
+  const json plain = json::parse(read_all(path("plain.json")));
+  EXPECT_EQ(metrics().at("restarts"), 1);
+  EXPECT_EQ(metrics().at("weights_sha256"), plain.at("weights_sha256"));
+}
+
 TEST_F(UserModel, CustomLoopTrainsAKerasFileAndWritesTensorBoardLogs) {
   const std::string val = "tfrecord:" + (kGolden / "cli_train/train-00001-of-00002.tfrecord").string();
   const Result r = run_lockstep("train --loop ctl --threads 1 --model " + (kGolden / "cli_train/classifier.keras").string() +
