@@ -4,10 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <thread>
 
 #include "../data/tfrecord_test_util.h"
-#include "../free_port.h"
+#include "../two_workers.h"
 #include "lockstep/data/csv.h"
 #include "lockstep/data/tfrecord.h"
 #include "lockstep/distribute/strategy/strategy.h"
@@ -148,37 +147,25 @@ TEST(AutoShard, CsvFilesToo) {
 TEST(AutoShard, ExperimentalDistributeDatasetShardsByFileAcrossWorkers) {
   TempDir tmp;
   const auto files = write_parts(tmp, 4, 3);
-  const ClusterSpec spec({{"worker",
-                           {"127.0.0.1:" + std::to_string(lockstep::testing::free_port()),
-                            "127.0.0.1:" + std::to_string(lockstep::testing::free_port())}}});
-  std::vector<std::string> errors(2);
   std::vector<std::vector<std::string>> read(2), resumed(2), continued(2);
-  auto worker = [&](int rank) {
-    try {
-      MultiWorkerMirroredStrategy strategy({.timeout_seconds = 60},
-                                           std::make_unique<SimpleClusterResolver>(spec, "worker", rank));
-      const DistributedDataset dist = strategy.experimental_distribute_dataset(data::TFRecordDataset(files).batch(2));
-      auto records = [](const PerReplica<data::Batch>& b, std::vector<std::string>& out) {
-        const Tensor& x = b.values.at(0).x;  // [1, 4]: one record of 4 bytes per replica
-        out.emplace_back(static_cast<const char*>(x.raw_data()), static_cast<size_t>(x.numel()));
-      };
-      auto it = dist.begin();
-      std::optional<nlohmann::json> saved;
-      for (int step = 0; auto b = it.next(); ++step) {
-        records(*b, read[static_cast<size_t>(rank)]);
-        if (step == 1) saved = it.save_state();
-        if (step > 1) records(*b, continued[static_cast<size_t>(rank)]);
-      }
-      auto again = dist.make_iterator(0);
-      again.restore_state(*saved);
-      while (auto b = again.next()) records(*b, resumed[static_cast<size_t>(rank)]);
-    } catch (const std::exception& e) {
-      errors[static_cast<size_t>(rank)] = e.what();
+  auto worker = [&](int rank, MultiWorkerMirroredStrategy& strategy) {
+    const DistributedDataset dist = strategy.experimental_distribute_dataset(data::TFRecordDataset(files).batch(2));
+    auto records = [](const PerReplica<data::Batch>& b, std::vector<std::string>& out) {
+      const Tensor& x = b.values.at(0).x;  // [1, 4]: one record of 4 bytes per replica
+      out.emplace_back(static_cast<const char*>(x.raw_data()), static_cast<size_t>(x.numel()));
+    };
+    auto it = dist.begin();
+    std::optional<nlohmann::json> saved;
+    for (int step = 0; auto b = it.next(); ++step) {
+      records(*b, read[static_cast<size_t>(rank)]);
+      if (step == 1) saved = it.save_state();
+      if (step > 1) records(*b, continued[static_cast<size_t>(rank)]);
     }
+    auto again = dist.make_iterator(0);
+    again.restore_state(*saved);
+    while (auto b = again.next()) records(*b, resumed[static_cast<size_t>(rank)]);
   };
-  std::thread other(worker, 1);
-  worker(0);
-  other.join();
+  const std::vector<std::string> errors = testing::on_two_workers(worker);
   ASSERT_EQ(errors, (std::vector<std::string>{"", ""}));
   EXPECT_EQ(files_read(read[0]), (std::vector<std::string>{"f0", "f2"}));
   EXPECT_EQ(files_read(read[1]), (std::vector<std::string>{"f1", "f3"}));

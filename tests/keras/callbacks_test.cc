@@ -13,17 +13,15 @@
 #include <regex>
 #include <set>
 #include <sstream>
-#include <thread>
 
 #include "lockstep/distribute/strategy/strategy.h"
 #include "lockstep/keras/model.h"
-#include "../free_port.h"
+#include "../two_workers.h"
 
 namespace lockstep::keras {
 namespace {
 
 namespace fs = std::filesystem;
-using lockstep::testing::free_port;
 
 struct Problem {
   Sequential model;
@@ -222,31 +220,20 @@ TEST(Callbacks, ModelCheckpointBatchFieldNeedsStepSaves) {
 // directories, so that the test sees who wrote: the chief alone, whole models and weights alike.
 TEST(Callbacks, ModelCheckpointWritesOnTheChiefOnly) {
   TestDir dir("lockstep_test_ckpt_workers");
-  const distribute::ClusterSpec spec(
-      {{"worker", {"127.0.0.1:" + std::to_string(free_port()), "127.0.0.1:" + std::to_string(free_port())}}});
-  std::vector<std::string> errors(2);
-  auto worker = [&](int rank) {
-    try {
-      distribute::MultiWorkerMirroredStrategy strategy(
-          {.timeout_seconds = 60}, std::make_unique<distribute::SimpleClusterResolver>(spec, "worker", rank));
-      std::optional<Problem> p;
-      {
-        auto scope = strategy.scope();
-        p = problem(0.01, 2, "dense");  // one example per replica; the same names on both workers
-      }
-      const fs::path mine = dir.path / ("worker" + std::to_string(rank));
-      p->model.fit(p->ds, {.epochs = 1,
-                           .callbacks = {callbacks::ModelCheckpoint((mine / "model").string()),
-                                         callbacks::ModelCheckpoint((mine / "w.{batch}.safetensors").string(),
-                                                                    {.save_weights_only = true, .save_freq = 20})},
-                           .verbose = 0});
-    } catch (const std::exception& e) {
-      errors[static_cast<size_t>(rank)] = e.what();
+  auto worker = [&](int rank, distribute::MultiWorkerMirroredStrategy& strategy) {
+    std::optional<Problem> p;
+    {
+      auto scope = strategy.scope();
+      p = problem(0.01, 2, "dense");  // one example per replica; the same names on both workers
     }
+    const fs::path mine = dir.path / ("worker" + std::to_string(rank));
+    p->model.fit(p->ds, {.epochs = 1,
+                         .callbacks = {callbacks::ModelCheckpoint((mine / "model").string()),
+                                       callbacks::ModelCheckpoint((mine / "w.{batch}.safetensors").string(),
+                                                                  {.save_weights_only = true, .save_freq = 20})},
+                         .verbose = 0});
   };
-  std::thread other(worker, 1);
-  worker(0);
-  other.join();
+  const std::vector<std::string> errors = testing::on_two_workers(worker);
   EXPECT_EQ(errors, (std::vector<std::string>{"", ""}));
   EXPECT_EQ(dir.names(), std::set<std::string>{"worker0"});
   std::set<std::string> written;

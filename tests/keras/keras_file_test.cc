@@ -9,9 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <thread>
 
-#include "../free_port.h"
+#include "../two_workers.h"
 #include "../interop_python.h"
 #include "lockstep/distribute/strategy/strategy.h"
 #include "lockstep/keras/layers.h"
@@ -314,44 +313,32 @@ TEST(KerasFile, UnsupportedLayersAndOptionsAreNamed) {
 // and loading it needs it on the chief only (it reads and broadcasts), as for the directory format.
 TEST(KerasFile, MultiWorkerSaveOnTheChiefAndLoadWithoutASharedFile) {
   TempFile chief_file("chief.keras"), other_file("other.keras");
-  const distribute::ClusterSpec spec(
-      {{"worker",
-        {"127.0.0.1:" + std::to_string(testing::free_port()), "127.0.0.1:" + std::to_string(testing::free_port())}}});
   Philox rng(6);
   const Tensor x = random_uniform({32, 6}, rng, 0, 1, DType::float32);
   const Tensor y = cast(random_uniform({32}, rng, 0, 3, DType::float32), DType::int64);
   const data::Dataset ds = data::Dataset::from_tensor_slices(x, y).batch(8);
-  std::vector<std::string> errors(2);
   std::vector<std::vector<float>> trained(2), loaded(2);
   std::vector<int64_t> iterations(2);
-  auto worker = [&](int rank) {
-    try {
-      distribute::MultiWorkerMirroredStrategy strategy(
-          {.timeout_seconds = 60}, std::make_unique<distribute::SimpleClusterResolver>(spec, "worker", rank));
-      const std::string& mine = rank == 0 ? chief_file.path : other_file.path;
-      Sequential model;
-      {
-        auto scope = strategy.scope();
-        model = Sequential(
-            {Input({6}), kl::Dense(8, {.activation = "relu", .name = "hidden"}), kl::Dense(3, {.name = "logits"})});
-        model.compile({.optimizer = optimizers::SGD({.learning_rate = 0.1, .momentum = 0.9}),
-                       .loss = losses::SparseCategoricalCrossentropy({.from_logits = true})});
-      }
-      model.fit(ds, {.epochs = 1, .verbose = 0});
-      trained[static_cast<size_t>(rank)] = model.predict(x).to_vector<float>();
-      model.save(mine);
+  auto worker = [&](int rank, distribute::MultiWorkerMirroredStrategy& strategy) {
+    const std::string& mine = rank == 0 ? chief_file.path : other_file.path;
+    Sequential model;
+    {
       auto scope = strategy.scope();
-      Model back = models::load_model(mine);
-      loaded[static_cast<size_t>(rank)] = back.predict(x).to_vector<float>();
-      iterations[static_cast<size_t>(rank)] = back.optimizer()->iterations();
-      back.fit(ds, {.epochs = 1, .verbose = 0});  // the restored optimizer trains on 2 workers
-    } catch (const std::exception& e) {
-      errors[static_cast<size_t>(rank)] = e.what();
+      model = Sequential(
+          {Input({6}), kl::Dense(8, {.activation = "relu", .name = "hidden"}), kl::Dense(3, {.name = "logits"})});
+      model.compile({.optimizer = optimizers::SGD({.learning_rate = 0.1, .momentum = 0.9}),
+                     .loss = losses::SparseCategoricalCrossentropy({.from_logits = true})});
     }
+    model.fit(ds, {.epochs = 1, .verbose = 0});
+    trained[static_cast<size_t>(rank)] = model.predict(x).to_vector<float>();
+    model.save(mine);
+    auto scope = strategy.scope();
+    Model back = models::load_model(mine);
+    loaded[static_cast<size_t>(rank)] = back.predict(x).to_vector<float>();
+    iterations[static_cast<size_t>(rank)] = back.optimizer()->iterations();
+    back.fit(ds, {.epochs = 1, .verbose = 0});  // the restored optimizer trains on 2 workers
   };
-  std::thread other(worker, 1);
-  worker(0);
-  other.join();
+  const std::vector<std::string> errors = testing::on_two_workers(worker);
   EXPECT_EQ(errors, (std::vector<std::string>{"", ""}));
   EXPECT_TRUE(fs::exists(chief_file.path));
   EXPECT_FALSE(fs::exists(other_file.path)) << "a non-chief worker wrote a model file";

@@ -7,14 +7,12 @@
 #include <signal.h>
 #include <sys/resource.h>
 
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-#include <thread>
 
+#include "../two_workers.h"
 #include "lockstep/distribute/strategy/strategy.h"
 
 namespace lockstep::keras {
@@ -431,52 +429,29 @@ TEST(SavedModel, UnderAndAcrossMirroredStrategies) {
   expect_same_weights(mirrored, model);
 }
 
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 // Two workers (threads, each with its own MultiWorkerMirroredStrategy): save writes the chief's directory
 // only, and load_model on both needs it on the chief only (it reads and broadcasts), on 2 workers or 1.
 TEST(SavedModel, MultiWorkerSaveOnTheChiefAndLoadWithoutASharedDirectory) {
   auto [x, y] = blobs(64);
   const data::Dataset ds = data::Dataset::from_tensor_slices(x, y).batch(16);
   SavedModelDir chief_dir("saved_chief"), other_dir("saved_other");
-  const distribute::ClusterSpec spec(
-      {{"worker", {"127.0.0.1:" + std::to_string(free_port()), "127.0.0.1:" + std::to_string(free_port())}}});
-  std::vector<std::string> errors(2);
   std::vector<std::map<std::string, double>> trained(2), loaded(2);
-  auto worker = [&](int rank) {
-    try {
-      distribute::MultiWorkerMirroredStrategy strategy(
-          {.timeout_seconds = 60}, std::make_unique<distribute::SimpleClusterResolver>(spec, "worker", rank));
-      const std::string& mine = rank == 0 ? chief_dir.path : other_dir.path;
-      Sequential model;
-      {
-        auto scope = strategy.scope();
-        model = compiled_blob_model("hidden", "logits");  // the chief's initial weights are broadcast by fit
-      }
-      model.fit(ds, {.epochs = 1, .verbose = 0});
-      trained[static_cast<size_t>(rank)] = model.evaluate(ds, {.verbose = 0});
-      model.save(mine);
+  auto worker = [&](int rank, distribute::MultiWorkerMirroredStrategy& strategy) {
+    const std::string& mine = rank == 0 ? chief_dir.path : other_dir.path;
+    Sequential model;
+    {
       auto scope = strategy.scope();
-      Sequential back = Sequential::load_model(mine);
-      loaded[static_cast<size_t>(rank)] = back.evaluate(ds, {.verbose = 0});
-      back.fit(ds, {.epochs = 1, .verbose = 0});  // the restored optimizer trains on 2 workers
-    } catch (const std::exception& e) {
-      errors[static_cast<size_t>(rank)] = e.what();
+      model = compiled_blob_model("hidden", "logits");  // the chief's initial weights are broadcast by fit
     }
+    model.fit(ds, {.epochs = 1, .verbose = 0});
+    trained[static_cast<size_t>(rank)] = model.evaluate(ds, {.verbose = 0});
+    model.save(mine);
+    auto scope = strategy.scope();
+    Sequential back = Sequential::load_model(mine);
+    loaded[static_cast<size_t>(rank)] = back.evaluate(ds, {.verbose = 0});
+    back.fit(ds, {.epochs = 1, .verbose = 0});  // the restored optimizer trains on 2 workers
   };
-  std::thread other(worker, 1);
-  worker(0);
-  other.join();
+  const std::vector<std::string> errors = testing::on_two_workers(worker);
   EXPECT_EQ(errors, (std::vector<std::string>{"", ""}));
   EXPECT_TRUE(fs::exists(chief_dir.path + "/config.json"));
   EXPECT_FALSE(fs::exists(other_dir.path)) << "a non-chief worker wrote a saved model";

@@ -9,12 +9,11 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <thread>
 
 #include "lockstep/distribute/strategy/strategy.h"
 #include "lockstep/keras/callbacks.h"
 #include "lockstep/keras/model.h"
-#include "../free_port.h"
+#include "../two_workers.h"
 #include "../interop_python.h"
 #include "../tensorboard_events.h"
 
@@ -176,32 +175,20 @@ TEST_F(TensorBoardTest, OptionsAreChecked) {
 // Two workers (threads of this process, each with its own MultiWorkerMirroredStrategy) given separate log
 // directories, so that the test sees who wrote: the chief alone.
 TEST_F(TensorBoardTest, OnlyTheChiefWrites) {
-  const distribute::ClusterSpec spec({{"worker",
-                                       {"127.0.0.1:" + std::to_string(lockstep::testing::free_port()),
-                                        "127.0.0.1:" + std::to_string(lockstep::testing::free_port())}}});
-  std::vector<std::string> errors(2);
-  auto worker = [&](int rank) {
-    try {
-      distribute::MultiWorkerMirroredStrategy strategy(
-          {.timeout_seconds = 60}, std::make_unique<distribute::SimpleClusterResolver>(spec, "worker", rank));
-      std::optional<Problem> p;
-      {
-        auto scope = strategy.scope();
-        p = problem();
-      }
-      const std::string mine = path("worker" + std::to_string(rank));
-      p->model.fit(p->train, {.epochs = 1,
-                              .validation_data = p->val,
-                              .callbacks = {callbacks::TensorBoard({.log_dir = mine, .histogram_freq = 1, .update_freq = 1})},
-                              .verbose = 0});
-      p->model.evaluate(p->val, {.callbacks = {callbacks::TensorBoard({.log_dir = mine})}, .verbose = 0});
-    } catch (const std::exception& e) {
-      errors[static_cast<size_t>(rank)] = e.what();
+  auto worker = [&](int rank, distribute::MultiWorkerMirroredStrategy& strategy) {
+    std::optional<Problem> p;
+    {
+      auto scope = strategy.scope();
+      p = problem();
     }
+    const std::string mine = path("worker" + std::to_string(rank));
+    p->model.fit(p->train, {.epochs = 1,
+                            .validation_data = p->val,
+                            .callbacks = {callbacks::TensorBoard({.log_dir = mine, .histogram_freq = 1, .update_freq = 1})},
+                            .verbose = 0});
+    p->model.evaluate(p->val, {.callbacks = {callbacks::TensorBoard({.log_dir = mine})}, .verbose = 0});
   };
-  std::thread other(worker, 1);
-  worker(0);
-  other.join();
+  const std::vector<std::string> errors = testing::on_two_workers(worker);
   EXPECT_EQ(errors, (std::vector<std::string>{"", ""}));
   EXPECT_TRUE(fs::exists(path("worker0/train")));
   EXPECT_TRUE(fs::exists(path("worker0/validation")));
