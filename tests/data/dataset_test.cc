@@ -13,6 +13,7 @@
 
 #include "data_test_util.h"
 #include "lockstep/data/dataset_node.h"
+#include "../error_of.h"
 
 namespace lockstep::data {
 namespace {
@@ -28,15 +29,7 @@ V iota(int64_t n) {
   return v;
 }
 
-// The message of the lockstep error that f throws (empty when it throws none).
-template <typename E, typename F> std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "";
-}
+using lockstep::testing::error_of;
 
 TEST(Dataset, RangeYieldsInt64Scalars) {
   EXPECT_EQ(values(Dataset::range(0, 5)), iota(5));

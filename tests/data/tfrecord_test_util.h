@@ -11,6 +11,7 @@
 #include <string>
 
 #include "lockstep/data/dataset.h"
+#include "../error_of.h"
 
 namespace lockstep::data::testing {
 
@@ -81,15 +82,6 @@ inline std::vector<std::string> records_of(const Dataset& ds) {
   return out;
 }
 
-// The message of the exception that f throws as E (empty when it throws nothing).
-template <typename E, typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "";
-}
+using lockstep::testing::error_of;
 
 }  // namespace lockstep::data::testing

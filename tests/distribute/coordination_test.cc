@@ -29,6 +29,7 @@
 #include "distribute/coordination/coordination.grpc.pb.h"
 #include "lockstep/core/error.h"
 #include "../free_port.h"
+#include "../error_of.h"
 
 extern char** environ;
 
@@ -122,16 +123,7 @@ void shutdown_all(std::vector<Client>& clients) {
   for (std::thread& t : threads) t.join();
 }
 
-// The message of the lockstep error of type E that f throws (empty when it throws none).
-template <typename E, typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "";
-}
+using lockstep::testing::error_of;
 
 TEST(CoordinationTest, RegistersEveryTaskAndShutsDown) {
   const int port = free_port();

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include "../error_of.h"
 
 namespace lockstep::image_golden {
 
@@ -32,19 +33,6 @@ inline const nlohmann::json& golden() {
   return g;
 }
 
-// The message of the error `f` throws as E, or a failure when it throws nothing or something else.
-template <typename E, typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw another error: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "did not throw";
-  return "";
-}
+using lockstep::testing::error_of;
 
 }  // namespace lockstep::image_golden

@@ -10,6 +10,7 @@
 #include "crash_at.h"
 #include "lockstep/distribute/strategy/strategy.h"
 #include "lockstep/keras/model.h"
+#include "../error_of.h"
 
 namespace lockstep::keras {
 namespace {
@@ -37,16 +38,7 @@ std::vector<std::string> layer_names(const Model& m) {
   return out;
 }
 
-// The error message of `f`, or "" when it does not throw a lockstep::Error.
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using lockstep::testing::error_of;
 
 TEST(Functional, TemporaryLayersRunAsTheirEagerCalls) {
   clear_session();

@@ -16,6 +16,7 @@
 #include "lockstep/keras/layers.h"
 #include "lockstep/keras/saving.h"
 #include "lockstep/tensor/ops.h"
+#include "../error_of.h"
 
 namespace lockstep::keras {
 namespace {
@@ -244,14 +245,7 @@ TEST(KerasFile, RoundTripKeepsWeightsOptimizerStateAndTraining) {
   EXPECT_EQ(models::load_model(dir.path).predict(x).to_vector<float>(), model.predict(x).to_vector<float>());
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using lockstep::testing::error_of;
 
 TEST(KerasFile, DamagedArchivesAreOneErrorNamingFileAndMember) {
   const std::string tf_file = (kGolden / "keras_file_cnn_adam.keras").string();

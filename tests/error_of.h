@@ -1,0 +1,26 @@
+// error_of<E>(f): the message of the exception of type E that f throws, for tests that check what an error says.
+// Test helper only.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <exception>
+#include <string>
+
+#include "lockstep/core/error.h"
+
+namespace lockstep::testing {
+
+// "" when f throws nothing; a test failure (and "") when it throws an exception of another type.
+template <typename E = Error, typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "threw another error than expected: " << e.what();
+  }
+  return "";
+}
+
+}  // namespace lockstep::testing
