@@ -58,7 +58,6 @@ struct UserDataOptions {
   double validation_split = 0;        // images: the fraction held out for validation
   std::string label_column = "label";  // csv
   uint64_t seed = 1;
-  bool shuffle = true;
   bool verbose = true;  // image_dataset_from_directory's "Found N files ..." lines
 };
 struct UserData {

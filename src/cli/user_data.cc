@@ -54,54 +54,49 @@ UserData load_user_data(const UserDataOptions& o, const Shape& feature_shape, DT
     const std::string kind = colon == std::string::npos ? "" : spec.substr(0, colon);
     LS_CHECK(kind == "tfrecord" || kind == "images" || kind == "csv", ValueError, "--data ", quote(spec),
              " is not tfrecord:PATTERN[,PATTERN...], images:DIR or csv:PATTERN");
+    LS_CHECK(colon + 1 < spec.size(), ValueError, "--data ", spec, " names no files: give ", kind,
+             kind == "images" ? ":DIR" : ":PATTERN");
     return std::pair{kind, spec.substr(colon + 1)};
   };
-  auto [kind, where] = kind_of(o.spec);
-  LS_CHECK(!where.empty(), ValueError, "--data ", o.spec, " names no files: give ", kind,
-           kind == "images" ? ":DIR" : ":PATTERN");
+  const auto [kind, where] = kind_of(o.spec);
   LS_CHECK(o.validation_split == 0 || kind == "images", ValueError, "--validation-split splits an image folder "
            "(--data images:DIR); for ", kind, " data give --validation-data ", kind, ":...");
-  std::optional<data::Dataset> train, validation;
-  if (kind == "images") {
-    // The model's input shape gives the size images are resized to and their channels.
+  // images: resized to the model's input size, with its channels; batched by image_dataset_from_directory.
+  auto image_options = [&](bool shuffle) {
     const auto& d = feature_shape.dims();
     LS_CHECK(d.size() == 3 && (d[2] == 1 || d[2] == 3 || d[2] == 4), ValueError, "--data images: needs a model that "
              "takes images (height, width, channels of 1, 3 or 4), but it takes ", feature_shape.str());
-    keras::utils::ImageDatasetOptions io{.color_mode = d[2] == 1 ? "grayscale" : d[2] == 4 ? "rgba" : "rgb",
-                                         .batch_size = global_batch,
-                                         .image_size = {d[0], d[1]},
-                                         .shuffle = o.shuffle,
-                                         .seed = static_cast<uint32_t>(o.seed),
-                                         .verbose = o.verbose};
-    if (o.validation_split > 0) {
-      io.validation_split = o.validation_split;
-      auto [t, v] = keras::utils::image_dataset_from_directory_both(where, io);
-      train = t.dataset;
-      validation = v.dataset;
-    } else {
-      train = keras::utils::image_dataset_from_directory(where, io).dataset;
-    }
-  } else if (kind == "tfrecord") {
-    train = tfrecord_dataset(where, o, feature_shape, feature_dtype).shuffle(o.shuffle_buffer, o.seed).batch(global_batch);
+    return keras::utils::ImageDatasetOptions{.color_mode = d[2] == 1 ? "grayscale" : d[2] == 4 ? "rgba" : "rgb",
+                                             .batch_size = global_batch,
+                                             .image_size = {d[0], d[1]},
+                                             .shuffle = shuffle,
+                                             .seed = static_cast<uint32_t>(o.seed),
+                                             .verbose = o.verbose};
+  };
+  // One dataset of `kind` from `where`, batched by the global batch; the training data is shuffled.
+  auto read = [&](const std::string& at, bool shuffle) {
+    if (kind == "images") return keras::utils::image_dataset_from_directory(at, image_options(shuffle)).dataset;
+    if (kind == "csv") return csv_dataset(at, o, global_batch, shuffle);
+    data::Dataset records = tfrecord_dataset(at, o, feature_shape, feature_dtype);
+    return (shuffle ? records.shuffle(o.shuffle_buffer, o.seed) : records).batch(global_batch);
+  };
+
+  std::optional<data::Dataset> train, validation;
+  if (o.validation_split > 0) {
+    keras::utils::ImageDatasetOptions split = image_options(true);
+    split.validation_split = o.validation_split;
+    auto [t, v] = keras::utils::image_dataset_from_directory_both(where, split);
+    train = t.dataset;
+    validation = v.dataset;
   } else {
-    train = csv_dataset(where, o, global_batch, true);
+    train = read(where, true);
   }
   if (repeat) train = train->repeat();
   if (!o.validation_spec.empty()) {
-    auto [vkind, vwhere] = kind_of(o.validation_spec);
+    const auto [vkind, vwhere] = kind_of(o.validation_spec);
     LS_CHECK(vkind == kind, ValueError, "--validation-data ", o.validation_spec, " is ", vkind, " data but --data is ",
              kind, ": give both in the same form");
-    if (kind == "images") {
-      UserDataOptions v = o;
-      v.spec = o.validation_spec;
-      v.validation_spec.clear();
-      v.shuffle = false;
-      validation = load_user_data(v, feature_shape, feature_dtype, global_batch, false).train;
-    } else if (kind == "tfrecord") {
-      validation = tfrecord_dataset(vwhere, o, feature_shape, feature_dtype).batch(global_batch);
-    } else {
-      validation = csv_dataset(vwhere, o, global_batch, false);
-    }
+    validation = read(vwhere, false);
   }
   return {*train, validation};
 }
