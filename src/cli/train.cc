@@ -492,7 +492,12 @@ int run_train(const TrainArgs& a) {
     auto scope = strategy.scope();  // the model's and optimizer's variables are mirrored
     return make_model(a);
   }();
-  if (!user_data) check_batch_fits(a, model, n_train, strategy);
+  if (!user_data) {
+    LS_CHECK(model.input_shape() == Shape({28, 28}), ValueError, "model ", a.model, " takes inputs of shape ",
+             model.input_shape().str(), " but data set '", a.dataset, "' has images of shape (28, 28): give your own "
+             "data with --data");
+    check_batch_fits(a, model, n_train, strategy);
+  }
   const int64_t global_batch = a.batch_size * strategy.num_replicas_in_sync();
   // A pass over the data ends with a smaller batch, split across the replicas like the others: with fewer
   // images than replicas, some of them have nothing to train on in that step. Said once, before training.

@@ -169,6 +169,7 @@ TEST_F(UserModel, BadInputIsOneLineBeforeAnyStep) {
       {"--model " + keras_file + " --data " + kTfrecords + " --feature-key x --validation-split 0.2",
        "--validation-split splits an image folder"},
       {"--model " + keras_file + " --data images:" + (kGolden / "image_data").string(), "needs a model that takes images"},
+      {"--model " + keras_file + " --dataset fashion_mnist", "takes inputs of shape (8,) but data set 'fashion_mnist' has"},
   };
   for (const Case& c : cases) {
     const Result r = run_lockstep("train --threads 1 --epochs 1 --verbose 0 " + c.args, "", 60);
