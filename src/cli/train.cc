@@ -260,7 +260,10 @@ std::vector<keras::Logs> custom_loop(distribute::Strategy& strategy, keras::Mode
   distribute::DistributedDataset dist = strategy.experimental_distribute_dataset(train);
   std::vector<keras::Logs> epochs;
   auto state = std::make_shared<LoopState>();
-  state->accuracy = keras::metrics::SparseCategoricalAccuracy();
+  {
+    auto scope = strategy.scope();  // sync-on-read, as the tutorial's metrics: result() is over every worker
+    state->accuracy = keras::metrics::SparseCategoricalAccuracy();
+  }
   state->step_losses = &step_losses;
   state->epochs = &epochs;
   auto it = dist.make_iterator(0);
@@ -317,14 +320,10 @@ std::vector<keras::Logs> custom_loop(distribute::Strategy& strategy, keras::Mode
       if (a.backup_freq > 0 && state->steps % a.backup_freq == 0) save();
       fault.after_step(state->steps);
     }
-    std::vector<double> acc = state->accuracy->state();
-    strategy.all_reduce_sum(acc);  // over workers, so every worker reports the global accuracy
-    auto accuracy = keras::metrics::SparseCategoricalAccuracy();
-    accuracy->set_state(acc);
     const int64_t n = state->step_in_epoch;
     keras::Logs logs;
     logs.set("loss", n ? state->total / static_cast<double>(n) : 0.0);
-    logs.set("accuracy", accuracy->result());
+    logs.set("accuracy", state->accuracy->result());  // a collective: every worker reports the global accuracy
     if (test)
       for (const auto& [name, value] : model.evaluate(*test, {.verbose = 0})) logs.set("val_" + name, value);
     if (a.verbose && strategy.is_chief()) {
