@@ -46,6 +46,35 @@ class UnavailableError : public Error {
  public:
   using Error::Error;
 };
+// Something to be created exists already, such as a file renamed over without overwrite (TF: AlreadyExistsError).
+class AlreadyExistsError : public Error {
+ public:
+  using Error::Error;
+};
+// The system refused access to a file or directory (TF: PermissionDeniedError).
+class PermissionDeniedError : public Error {
+ public:
+  using Error::Error;
+};
+// The state does not allow the call, such as a directory where a file is expected (TF: FailedPreconditionError).
+class FailedPreconditionError : public Error {
+ public:
+  using Error::Error;
+};
+
+// The type of an error as data, so that it can cross to another worker or process and be raised there as the
+// same type (distribute's cross-worker toolkit, the launcher's failure reports). kOther: any other exception.
+enum class ErrorKind : char {
+  kNone = '-', kError = 'E', kValue = 'V', kInvalidArgument = 'I', kNotFound = 'N', kDataLoss = 'D',
+  kRuntime = 'R', kDeadlineExceeded = 'T', kUnavailable = 'U', kAlreadyExists = 'A', kPermissionDenied = 'P',
+  kFailedPrecondition = 'F', kOther = 'O'
+};
+// The kind of `e`: its most derived lockstep error type, or kOther.
+ErrorKind error_kind(const std::exception& e);
+// TF's name of the kind ("NotFoundError"; "Error" for kError and kOther).
+const char* error_kind_name(ErrorKind kind);
+// Throws the error type of `kind` with `message` (kOther and kError throw Error; kNone is a bug: RuntimeError).
+[[noreturn]] void raise_error(ErrorKind kind, const std::string& message);
 
 // Builds a message from streamable parts: make_message("expected ", a, ", got ", b).
 template <typename... Parts> std::string make_message(const Parts&... parts);

@@ -1,0 +1,60 @@
+// Error kinds as data: an exception's type mapped to a letter and back, so it can be raised again elsewhere.
+#include "lockstep/core/error.h"
+
+namespace lockstep {
+
+ErrorKind error_kind(const std::exception& e) {
+  // Most derived first: every type below derives from Error.
+  if (dynamic_cast<const ValueError*>(&e)) return ErrorKind::kValue;
+  if (dynamic_cast<const InvalidArgumentError*>(&e)) return ErrorKind::kInvalidArgument;
+  if (dynamic_cast<const NotFoundError*>(&e)) return ErrorKind::kNotFound;
+  if (dynamic_cast<const DataLossError*>(&e)) return ErrorKind::kDataLoss;
+  if (dynamic_cast<const RuntimeError*>(&e)) return ErrorKind::kRuntime;
+  if (dynamic_cast<const DeadlineExceededError*>(&e)) return ErrorKind::kDeadlineExceeded;
+  if (dynamic_cast<const UnavailableError*>(&e)) return ErrorKind::kUnavailable;
+  if (dynamic_cast<const AlreadyExistsError*>(&e)) return ErrorKind::kAlreadyExists;
+  if (dynamic_cast<const PermissionDeniedError*>(&e)) return ErrorKind::kPermissionDenied;
+  if (dynamic_cast<const FailedPreconditionError*>(&e)) return ErrorKind::kFailedPrecondition;
+  if (dynamic_cast<const Error*>(&e)) return ErrorKind::kError;
+  return ErrorKind::kOther;
+}
+
+const char* error_kind_name(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kValue: return "ValueError";
+    case ErrorKind::kInvalidArgument: return "InvalidArgumentError";
+    case ErrorKind::kNotFound: return "NotFoundError";
+    case ErrorKind::kDataLoss: return "DataLossError";
+    case ErrorKind::kRuntime: return "RuntimeError";
+    case ErrorKind::kDeadlineExceeded: return "DeadlineExceededError";
+    case ErrorKind::kUnavailable: return "UnavailableError";
+    case ErrorKind::kAlreadyExists: return "AlreadyExistsError";
+    case ErrorKind::kPermissionDenied: return "PermissionDeniedError";
+    case ErrorKind::kFailedPrecondition: return "FailedPreconditionError";
+    case ErrorKind::kNone: return "none";
+    case ErrorKind::kError:
+    case ErrorKind::kOther: break;
+  }
+  return "Error";
+}
+
+void raise_error(ErrorKind kind, const std::string& message) {
+  switch (kind) {
+    case ErrorKind::kValue: throw ValueError(message);
+    case ErrorKind::kInvalidArgument: throw InvalidArgumentError(message);
+    case ErrorKind::kNotFound: throw NotFoundError(message);
+    case ErrorKind::kDataLoss: throw DataLossError(message);
+    case ErrorKind::kRuntime: throw RuntimeError(message);
+    case ErrorKind::kDeadlineExceeded: throw DeadlineExceededError(message);
+    case ErrorKind::kUnavailable: throw UnavailableError(message);
+    case ErrorKind::kAlreadyExists: throw AlreadyExistsError(message);
+    case ErrorKind::kPermissionDenied: throw PermissionDeniedError(message);
+    case ErrorKind::kFailedPrecondition: throw FailedPreconditionError(message);
+    case ErrorKind::kNone: throw RuntimeError("raise_error(kNone): " + message);
+    case ErrorKind::kError:
+    case ErrorKind::kOther: break;
+  }
+  throw Error(message);
+}
+
+}  // namespace lockstep
