@@ -45,9 +45,9 @@ keras::Sequential build_cnn_model() {
 
 // Checkpoint saving and restoring. Every worker saves (a collective call: saving on the chief alone would
 // deadlock), each into its own path: the chief into the real directory, the others into a temporary one.
-// (TF's `task_type is None`, no cluster at all, is worker 0 of an empty cluster here.)
-bool is_chief(const std::string& task_type, int task_id, const ls::distribute::ClusterSpec& cluster_spec) {
-  return task_type == "chief" || (task_type == "worker" && task_id == 0 && !cluster_spec.as_dict().contains("chief"));
+bool is_chief(const std::optional<std::string>& task_type, int task_id, const ls::distribute::ClusterSpec& cluster_spec) {
+  return !task_type || task_type == "chief" ||
+         (task_type == "worker" && task_id == 0 && !cluster_spec.as_dict().contains("chief"));
 }
 
 std::string get_temp_dir(const std::string& dirpath, int task_id) {
@@ -57,7 +57,7 @@ std::string get_temp_dir(const std::string& dirpath, int task_id) {
   return temp_dir.string();
 }
 
-std::string write_filepath(const std::string& filepath, const std::string& task_type, int task_id,
+std::string write_filepath(const std::string& filepath, const std::optional<std::string>& task_type, int task_id,
                            const ls::distribute::ClusterSpec& cluster_spec) {
   std::string dirpath = fs::path(filepath).parent_path().string();
   const std::string base = fs::path(filepath).filename().string();
@@ -137,7 +137,7 @@ int main(int argc, char** argv) try {
   auto numpy = [](const ls::Variable& v) { return v.value().item<int64_t>(); };
   const ls::Tensor one = ls::scalar(1, ls::DType::int64), zero = ls::scalar(0, ls::DType::int64);
 
-  const std::string task_type = strategy.cluster_resolver().task_type();
+  const std::optional<std::string> task_type = strategy.cluster_resolver().task_type();
   const int task_id = strategy.cluster_resolver().task_id();
   const ls::distribute::ClusterSpec cluster_spec = strategy.cluster_resolver().cluster_spec();
 

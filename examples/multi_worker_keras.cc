@@ -42,8 +42,9 @@ keras::Sequential build_and_compile_cnn_model() {
 
 // Model saving: every worker saves, each to its own path, because saving may need every worker; only the
 // chief's copy is the real one: the `chief` task, or worker 0 when the cluster has no chief.
-bool is_chief(const std::string& task_type, int task_id, const ls::distribute::ClusterSpec& cluster_spec) {
-  return task_type == "chief" || (task_type == "worker" && task_id == 0 && !cluster_spec.as_dict().contains("chief"));
+bool is_chief(const std::optional<std::string>& task_type, int task_id, const ls::distribute::ClusterSpec& cluster_spec) {
+  return !task_type || task_type == "chief" ||
+         (task_type == "worker" && task_id == 0 && !cluster_spec.as_dict().contains("chief"));
 }
 
 std::string get_temp_dir(const std::string& dirpath, int task_id) {
@@ -53,7 +54,7 @@ std::string get_temp_dir(const std::string& dirpath, int task_id) {
   return temp_dir.string();
 }
 
-std::string write_filepath(const std::string& filepath, const std::string& task_type, int task_id,
+std::string write_filepath(const std::string& filepath, const std::optional<std::string>& task_type, int task_id,
                            const ls::distribute::ClusterSpec& cluster_spec) {
   std::string dirpath = fs::path(filepath).parent_path().string();
   const std::string base = fs::path(filepath).filename().string();
@@ -121,7 +122,7 @@ int main(int argc, char** argv) try {
                          {.epochs = 3, .steps_per_epoch = steps_per_epoch, .callbacks = callbacks});
 
   const std::string model_path = (fs::path(dir) / "keras-model").string();
-  const std::string task_type = strategy.cluster_resolver().task_type();
+  const std::optional<std::string> task_type = strategy.cluster_resolver().task_type();
   const int task_id = strategy.cluster_resolver().task_id();
   const ls::distribute::ClusterSpec cluster_spec = strategy.cluster_resolver().cluster_spec();
   const std::string write_model_path = write_filepath(model_path, task_type, task_id, cluster_spec);

@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <limits>
 #include <map>
 #include <optional>
@@ -21,6 +20,7 @@
 #include "lockstep/core/threads.h"
 #include "launcher.h"
 #include "lockstep/data/datasets.h"
+#include "lockstep/distribute/collective/cross_worker.h"
 #include "lockstep/distribute/strategy/strategy.h"
 #include "lockstep/keras/saving.h"
 #include "lockstep/train/preemption.h"
@@ -115,9 +115,9 @@ keras::Model make_model(const TrainArgs& a) {
   }
   keras::Model m = [&] {
     if (a.model.ends_with(".keras")) return keras::models::load_model(a.model);
-    std::ifstream in(a.model);
-    LS_CHECK(in.good(), NotFoundError, "--model ", a.model, ": cannot open the file (give model.to_json()'s text saved to it)");
-    return keras::models::model_from_json(std::string(std::istreambuf_iterator<char>(in), {}));
+    LS_CHECK(std::filesystem::is_regular_file(a.model), NotFoundError, "--model ", a.model,
+             ": cannot open the file (give model.to_json()'s text saved to it)");
+    return keras::models::model_from_json(read_file(a.model));
   }();
   if (m.optimizer() && m.loss() && a.optimizer.empty() && a.loss.empty()) {
     if (a.learning_rate > 0) m.optimizer()->set_learning_rate(a.learning_rate);
@@ -356,14 +356,8 @@ std::vector<keras::Logs> custom_loop(distribute::Strategy& strategy, keras::Mode
 
 // Every worker's weights hash, in rank order (one entry on a single worker).
 std::vector<std::string> hashes_of_all_workers(distribute::Strategy& strategy, const keras::Model& model) {
-  const std::string mine = weights_sha256(model);
-  distribute::Communicator* cross = strategy.cross_worker();
-  if (!cross) return {mine};
-  std::string all(mine.size() * static_cast<size_t>(strategy.num_workers()), ' ');
-  cross->all_gather(mine.data(), all.data(), mine.size());
-  std::vector<std::string> out;
-  for (int w = 0; w < strategy.num_workers(); ++w) out.push_back(all.substr(static_cast<size_t>(w) * mine.size(), mine.size()));
-  return out;
+  return distribute::all_gather_bytes(strategy.cross_worker(), weights_sha256(model),
+                                     distribute::collective_options(distribute::Tag::kCommandLine));
 }
 
 // `lockstep train --workers N`: the same command on N local workers through the launcher, every option
@@ -443,7 +437,7 @@ int run_train(const TrainArgs& a) {
   std::unique_ptr<distribute::ClusterResolver> cluster = distribute::resolve_cluster();
   set_num_threads(a.threads);
   // TF's evaluator task trains nothing and joins no collective: it evaluates the chief's checkpoints.
-  if (cluster->task_type() == "evaluator") {
+  if (cluster->task().type == "evaluator") {
     LS_CHECK(!a.backup_dir.empty(), ValueError, "TF_CONFIG makes this task the evaluator, which evaluates the "
              "checkpoints the training workers write to --backup-dir: add the same --backup-dir DIR");
     LS_CHECK(a.data.spec.empty() && !is_model_file(a.model), ValueError, "TF_CONFIG makes this task the evaluator, "
@@ -554,35 +548,37 @@ int run_train(const TrainArgs& a) {
   std::map<std::string, double> result;
   if (test) result = model.evaluate(*test, {.verbose = 0});
   const std::vector<std::string> hashes = hashes_of_all_workers(strategy, model);
-  if (!strategy.is_chief()) return 0;  // the chief alone reports and writes files
-  if (test) {
-    std::printf("Test loss: %.4f", result["loss"]);
-    if (result.contains("accuracy")) std::printf(" - test accuracy: %.4f", result["accuracy"]);
-    std::printf("\n");
-  }
-  if (!a.save_model.empty()) model.save(a.save_model);
-
-  if (!a.metrics_out.empty()) {
-    nlohmann::json j;
-    j["epochs"] = nlohmann::json::array();
-    for (const keras::Logs& logs : epochs) {
-      nlohmann::json e;
-      for (const char* k : {"loss", "accuracy", "val_loss", "val_accuracy"})
-        if (auto v = logs.get(k)) e[k] = *v;
-      j["epochs"].push_back(e);
+  // The chief alone reports and writes files; every worker returns once they are durable, with the chief's error
+  // when it failed.
+  distribute::on_chief(strategy.cross_worker(), [&] {
+    if (test) {
+      std::printf("Test loss: %.4f", result["loss"]);
+      if (result.contains("accuracy")) std::printf(" - test accuracy: %.4f", result["accuracy"]);
+      std::printf("\n");
     }
-    for (const char* k : {"loss", "accuracy"})
-      if (result.contains(k)) j[std::string("test_") + k] = result[k];
-    j["global_steps"] = steps;
-    j["samples_per_second"] = static_cast<double>(steps * global_batch) / seconds;
-    j["num_workers"] = strategy.num_workers();
-    j["num_replicas_in_sync"] = strategy.num_replicas_in_sync();
-    j["restarts"] = restarts;
-    j["weights_sha256"] = hashes[0];
-    j["weights_sha256_per_worker"] = hashes;
-    if (!step_losses.empty()) j["step_losses"] = step_losses;
-    write_file_atomically(a.metrics_out, j.dump(2) + "\n");
-  }
+    if (!a.save_model.empty()) model.save(a.save_model);
+    if (!a.metrics_out.empty()) {
+      nlohmann::json j;
+      j["epochs"] = nlohmann::json::array();
+      for (const keras::Logs& logs : epochs) {
+        nlohmann::json e;
+        for (const char* k : {"loss", "accuracy", "val_loss", "val_accuracy"})
+          if (auto v = logs.get(k)) e[k] = *v;
+        j["epochs"].push_back(e);
+      }
+      for (const char* k : {"loss", "accuracy"})
+        if (result.contains(k)) j[std::string("test_") + k] = result[k];
+      j["global_steps"] = steps;
+      j["samples_per_second"] = static_cast<double>(steps * global_batch) / seconds;
+      j["num_workers"] = strategy.num_workers();
+      j["num_replicas_in_sync"] = strategy.num_replicas_in_sync();
+      j["restarts"] = restarts;
+      j["weights_sha256"] = hashes[0];
+      j["weights_sha256_per_worker"] = hashes;
+      if (!step_losses.empty()) j["step_losses"] = step_losses;
+      write_file_atomically(a.metrics_out, j.dump(2) + "\n");
+    }
+  }, distribute::collective_options(distribute::Tag::kCommandLine));
   return 0;
 }
 

@@ -87,6 +87,47 @@ void write_file_atomically(const std::string& path, std::string_view contents) {
   file.commit();
 }
 
+void make_parent_directories(const std::string& path) {
+  const std::string dir = parent_of(path);
+  std::error_code ec;
+  if (fs::is_directory(dir, ec)) return;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    // The deepest ancestor that exists: what stopped the creation is in it.
+    fs::path existing = fs::path(dir).parent_path();
+    while (!existing.empty() && !fs::exists(existing, ec)) existing = existing.parent_path();
+    throw Error(make_message("cannot create directory ", dir, " for ", path, ": ", ec.message(),
+                             existing.empty() ? "" : " (in " + existing.string() + ")",
+                             "; choose a path in a writable directory"));
+  }
+}
+
+std::string read_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw NotFoundError(make_message("cannot open ", path, ": ", std::strerror(errno), "; check the path"));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw NotFoundError(make_message("cannot open ", path, ": not a regular file; check the path"));
+  }
+  std::string bytes(static_cast<size_t>(st.st_size), '\0');
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      throw DataLossError(make_message("cannot read ", path, ": ", std::strerror(err)));
+    }
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  bytes.resize(done);  // a file that shrank while being read: its parser finds it truncated
+  return bytes;
+}
+
 void sync_directory(const std::string& dir) {
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) throw_write_error(dir, "opening the directory to fsync it", errno);

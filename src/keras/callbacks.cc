@@ -15,6 +15,7 @@
 #include "lockstep/core/files.h"
 #include "lockstep/core/logging.h"
 #include "lockstep/keras/model.h"
+#include "saving-impl.h"
 
 namespace lockstep::keras {
 
@@ -309,12 +310,7 @@ class ModelCheckpointCallback : public Callback {
  public:
   ModelCheckpointCallback(std::string path, ModelCheckpointOptions o)
       : path_(std::move(path)), opt_(std::move(o)), monitor_(opt_.monitor, opt_.mode, 0) {}
-  void on_train_begin(const Logs&) override {
-    // The strategy the model was built under decides who writes: the chief alone, as Keras does.
-    const distribute::Strategy* strategy = make_trackable(*model_)->strategy();
-    chief_ = !strategy || strategy->is_chief();
-    steps_since_save_ = 0;
-  }
+  void on_train_begin(const Logs&) override { steps_since_save_ = 0; }
   void on_epoch_begin(int64_t epoch, const Logs&) override { epoch_ = epoch; }
   void on_train_batch_end(int64_t batch, const Logs& logs) override {
     if (opt_.save_freq.steps == 0 || ++steps_since_save_ < opt_.save_freq.steps) return;
@@ -326,26 +322,25 @@ class ModelCheckpointCallback : public Callback {
   }
 
  private:
+  // Every worker calls it: the chief of the model's strategy decides and writes (save and save_weights create
+  // the directory the path names, as Keras' callback does), and the others return once its file is durable.
   void save(int64_t epoch, std::optional<int64_t> batch, const Logs& logs) {
-    if (opt_.save_best_only) {
-      std::optional<double> v = monitor_.read(logs);
-      if (!v || !monitor_.improved(*v)) return;
-      monitor_.best = *v;
-    }
-    const std::string path = format_path(path_, epoch, batch, logs);
-    if (!chief_) return;
-    // Keras creates the directory the path names, as a user who formats a path expects.
-    if (const std::filesystem::path parent = std::filesystem::path(path).parent_path(); !parent.empty())
-      std::filesystem::create_directories(parent);
-    if (opt_.save_weights_only) model_->save_weights(path);
-    else model_->save(path);
-    if (opt_.verbose) std::printf("\nEpoch %lld: saving model to %s\n", static_cast<long long>(epoch + 1), path.c_str());
+    detail::write_on_chief(*model_, [&] {
+      if (opt_.save_best_only) {
+        std::optional<double> v = monitor_.read(logs);
+        if (!v || !monitor_.improved(*v)) return;
+        monitor_.best = *v;
+      }
+      const std::string path = format_path(path_, epoch, batch, logs);
+      if (opt_.save_weights_only) model_->save_weights(path);
+      else model_->save(path);
+      if (opt_.verbose) std::printf("\nEpoch %lld: saving model to %s\n", static_cast<long long>(epoch + 1), path.c_str());
+    });
   }
 
   std::string path_;
   ModelCheckpointOptions opt_;
   Monitor monitor_;
-  bool chief_ = true;
   int64_t epoch_ = 0, steps_since_save_ = 0;
 };
 }  // namespace

@@ -265,14 +265,10 @@ void restore_optimizer(Model& model, const H5Reader& h5, const std::string& wher
   }
 }
 
-std::string read_whole_file(const std::string& path) {
+std::string read_archive(const std::string& path) {
   LS_CHECK(std::filesystem::is_regular_file(path), NotFoundError, "no saved model at ", path,
            ": the file is missing (save one with model.save(\"", path, "\"))");
-  std::ifstream in(path, std::ios::binary);
-  LS_CHECK(in.good(), NotFoundError, "cannot open ", path);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  LS_CHECK(!in.bad(), DataLossError, "cannot read ", path);
-  return bytes;
+  return read_file(path);
 }
 
 }  // namespace
@@ -317,7 +313,7 @@ void save_keras_archive(const Model& model, const std::string& path, const SaveO
 
 Model load_keras_archive(const std::string& path, const LoadOptions& options) {
   const std::vector<std::string> files = read_on_chief([&] {
-    std::map<std::string, std::string> members = unzip(read_whole_file(path), path);
+    std::map<std::string, std::string> members = unzip(read_archive(path), path);
     return std::vector<std::string>{std::move(members[kConfig]), std::move(members[kWeights])};
   });
   const std::string where = path + ": " + kConfig;

@@ -10,7 +10,8 @@
 #include "keras-impl.h"
 #include "lockstep/core/files.h"
 #include "lockstep/core/logging.h"
-#include "lockstep/distribute/collective/communicator.h"
+#include "lockstep/core/version.h"
+#include "lockstep/distribute/collective/cross_worker.h"
 #include "lockstep/train/safetensors.h"
 #include "model-impl.h"
 #include "saving-impl.h"
@@ -326,10 +327,20 @@ Sequential Sequential::from_config(const nlohmann::json& config) {
   }
 }
 
-void Model::save_weights(const std::string& path) const {
+namespace {
+// save_weights' file, written here (the chief's part).
+void write_weights(const Model& model, const std::string& path) {
   std::vector<train::NamedTensor> tensors;
-  for (const Variable& v : variables()) tensors.push_back({v.name(), v.value()});
-  train::save_safetensors(path, tensors, {{"format", "lockstep.weights"}, {"model", s_->name}});
+  for (const Variable& v : model.variables()) tensors.push_back({v.name(), v.value()});
+  train::save_safetensors(path, tensors, {{"format", "lockstep.weights"}, {"model", model.name()}});
+}
+}  // namespace
+
+void Model::save_weights(const std::string& path) const {
+  detail::write_on_chief(*this, [&] {
+    make_parent_directories(path);
+    write_weights(*this, path);
+  });
 }
 
 namespace {
@@ -455,20 +466,10 @@ std::shared_ptr<losses::Loss> loss_from(const nlohmann::json& l) {
 
 namespace {
 
-// A saved model's files as bytes: read by the chief of the current multi-worker strategy and broadcast to the
-// other workers (so they need no shared file system), or read here when there is none. A reading error is
-// raised on every worker.
+// A saved model's files as bytes (read_on_chief gives them to every worker).
 struct SavedModelFiles {
   std::string config, weights, optimizer;  // optimizer: empty when the file is absent
 };
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  LS_CHECK(in.good(), NotFoundError, "cannot open ", path);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  LS_CHECK(!in.bad(), DataLossError, "cannot read ", path);
-  return bytes;
-}
 
 SavedModelFiles read_saved_model(const std::string& dir) {
   SavedModelFiles f;
@@ -477,20 +478,10 @@ SavedModelFiles read_saved_model(const std::string& dir) {
   for (const char* name : {"config.json", kWeightsFile})
     LS_CHECK(fs::exists(dir + "/" + name), NotFoundError, "no saved model at ", dir, ": ", dir, "/", name,
              " is missing (save it again with model.save)");
-  f.config = read_bytes(dir + "/config.json");
-  f.weights = read_bytes(dir + "/" + kWeightsFile);
-  if (fs::exists(dir + "/" + kOptimizerFile)) f.optimizer = read_bytes(dir + "/" + kOptimizerFile);
+  f.config = read_file(dir + "/config.json");
+  f.weights = read_file(dir + "/" + kWeightsFile);
+  if (fs::exists(dir + "/" + kOptimizerFile)) f.optimizer = read_file(dir + "/" + kOptimizerFile);
   return f;
-}
-
-// For load_model's collectives: distinct from the training loops' and checkpoints' tags.
-const distribute::CollectiveOptions kLoadCollective{(1u << 21) + 17, std::chrono::seconds(600)};
-
-void broadcast_string(distribute::Communicator* comm, std::string& s) {
-  int64_t size = static_cast<int64_t>(s.size());
-  comm->broadcast(&size, sizeof size, 0, kLoadCollective);
-  s.resize(static_cast<size_t>(size));
-  comm->broadcast(s.data(), s.size(), 0, kLoadCollective);
 }
 
 SavedModelFiles read_saved_model_collectively(const std::string& dir) {
@@ -501,35 +492,18 @@ SavedModelFiles read_saved_model_collectively(const std::string& dir) {
   return {f.at(0), f.at(1), f.at(2)};
 }
 
+const distribute::CollectiveOptions kSaving = distribute::collective_options(distribute::Tag::kSavedModel);
+
 }  // namespace
 
 std::vector<std::string> detail::read_on_chief(const std::function<std::vector<std::string>()>& read) {
   distribute::Communicator* comm = distribute::has_strategy() ? distribute::get_strategy().cross_worker() : nullptr;
-  if (!comm) return read();
-  std::vector<std::string> files;
-  std::string error;  // its first character says the type
-  if (comm->rank() == 0) {
-    try {
-      files = read();
-    } catch (const NotFoundError& e) {
-      error = std::string("N") + e.what();
-    } catch (const ValueError& e) {
-      error = std::string("V") + e.what();
-    } catch (const std::exception& e) {
-      error = std::string("D") + e.what();
-    }
-  }
-  broadcast_string(comm, error);
-  if (!error.empty()) {
-    if (error[0] == 'N') throw NotFoundError(error.substr(1));
-    if (error[0] == 'V') throw ValueError(error.substr(1));
-    throw DataLossError(error.substr(1));
-  }
-  int64_t count = static_cast<int64_t>(files.size());
-  comm->broadcast(&count, sizeof count, 0, kLoadCollective);
-  files.resize(static_cast<size_t>(count));
-  for (std::string& s : files) broadcast_string(comm, s);
-  return files;
+  return distribute::read_on_chief(comm, read, kSaving);
+}
+
+void detail::write_on_chief(const Model& model, const std::function<void()>& write) {
+  const distribute::Strategy* strategy = make_trackable(model)->strategy();
+  distribute::on_chief(strategy ? strategy->cross_worker() : nullptr, write, kSaving);
 }
 
 void Model::load_weights(const std::string& path) {
@@ -537,27 +511,30 @@ void Model::load_weights(const std::string& path) {
 }
 
 void Model::save(const std::string& dir, SaveOptions options) const {
-  // Every worker holds the same weights: the chief alone writes, and the others do not touch its directory.
-  if (s_->strategy && !s_->strategy->is_chief()) return;
-  if (detail::is_keras_archive(dir)) return detail::save_keras_archive(*this, dir, options);
-  AtomicDirectory out(dir, "config.json");  // a failed save leaves no half-written model
-  nlohmann::json doc = {{"module", "keras"},           {"class_name", s_->graph ? "Functional" : "Sequential"},
-                        {"config", get_config()},      {"registered_name", nullptr},
-                        {"lockstep_version", "0.1.0"}, {"include_optimizer", false}};
-  if (s_->built && !s_->input && !s_->graph) doc["build_config"] = {{"input_shape", s_->input_shape.dims()}};
-  std::optional<nlohmann::json> compiled;
-  if (options.include_optimizer && s_->optimizer) compiled = detail::compile_config(*this);
-  if (compiled) {
-    doc["compile_config"] = *compiled;
-    doc["include_optimizer"] = true;
-    std::vector<train::NamedTensor> state;
-    for (auto& [name, t] : s_->optimizer->state()) state.push_back({name, std::move(t)});
-    train::save_safetensors(out.staging() + "/" + kOptimizerFile, state,
-                            {{"format", "lockstep.optimizer"}, {"optimizer", s_->optimizer->name()}});
-  }
-  write_file_atomically(out.staging() + "/config.json", doc.dump(2) + "\n");
-  save_weights(out.staging() + "/" + kWeightsFile);
-  out.commit();
+  // Every worker holds the same weights: the chief alone writes, and the others wait until its files are
+  // durable (they may load them next), without touching its directory.
+  detail::write_on_chief(*this, [&] {
+    make_parent_directories(dir);
+    if (detail::is_keras_archive(dir)) return detail::save_keras_archive(*this, dir, options);
+    AtomicDirectory out(dir, "config.json");  // a failed save leaves no half-written model
+    nlohmann::json doc = {{"module", "keras"},           {"class_name", s_->graph ? "Functional" : "Sequential"},
+                          {"config", get_config()},      {"registered_name", nullptr},
+                          {"lockstep_version", version()}, {"include_optimizer", false}};
+    if (s_->built && !s_->input && !s_->graph) doc["build_config"] = {{"input_shape", s_->input_shape.dims()}};
+    std::optional<nlohmann::json> compiled;
+    if (options.include_optimizer && s_->optimizer) compiled = detail::compile_config(*this);
+    if (compiled) {
+      doc["compile_config"] = *compiled;
+      doc["include_optimizer"] = true;
+      std::vector<train::NamedTensor> state;
+      for (auto& [name, t] : s_->optimizer->state()) state.push_back({name, std::move(t)});
+      train::save_safetensors(out.staging() + "/" + kOptimizerFile, state,
+                              {{"format", "lockstep.optimizer"}, {"optimizer", s_->optimizer->name()}});
+    }
+    write_file_atomically(out.staging() + "/config.json", doc.dump(2) + "\n");
+    write_weights(*this, out.staging() + "/" + kWeightsFile);
+    out.commit();
+  });
 }
 
 void detail::compile_from_config(Model& model, const nlohmann::json& cc, const std::string& where) {

@@ -10,6 +10,7 @@
 #include "lockstep/keras/model.h"
 #include "lockstep/keras/optimizers.h"
 #include "lockstep/train/summary.h"
+#include "saving-impl.h"
 
 namespace lockstep::keras::callbacks {
 
@@ -47,7 +48,8 @@ class TensorBoardCallback : public Callback {
       summary::write("keras", model_json.dump(), 0, "graph_keras_model", "1", &writer("train"));
     }
   }
-  void on_train_end(const Logs&) override { close_writers(); }
+  // On every worker: fit returns once the chief's event files are complete, so any worker may read them next.
+  void on_train_end(const Logs&) override { detail::write_on_chief(*model_, [&] { close_writers(); }); }
 
   void on_epoch_begin(int64_t, const Logs&) override {
     epoch_start_ = Clock::now();

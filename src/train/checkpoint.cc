@@ -4,10 +4,6 @@
 // index file, pruning, and restore with fallback past corrupted files.
 #include "lockstep/train/checkpoint.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -22,6 +18,8 @@
 
 #include "lockstep/core/files.h"
 #include "lockstep/core/logging.h"
+#include "lockstep/core/version.h"
+#include "lockstep/distribute/collective/cross_worker.h"
 
 namespace lockstep::train {
 
@@ -30,9 +28,8 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kSuffix = ".safetensors";
-constexpr const char* kLockstepVersion = "0.1.0";
 // Collectives of checkpoints run between steps, never beside another collective with this tag.
-const distribute::CollectiveOptions kCollective{(1u << 21), std::chrono::seconds(600)};
+const distribute::CollectiveOptions kCollective = distribute::collective_options(distribute::Tag::kCheckpoint);
 
 std::string file_of(const std::string& prefix) {
   return prefix.ends_with(kSuffix) ? prefix : prefix + kSuffix;
@@ -41,82 +38,14 @@ std::string prefix_of(const std::string& path) {
   return path.ends_with(kSuffix) ? path.substr(0, path.size() - std::strlen(kSuffix)) : path;
 }
 
-std::string read_file_bytes(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    throw NotFoundError(make_message("cannot open checkpoint file ", path, ": ", std::strerror(errno),
-                                     "; check the path (latest_checkpoint(dir) names the newest one)"));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw NotFoundError(make_message("cannot open checkpoint file ", path, ": not a regular file"));
-  }
-  std::string bytes(static_cast<size_t>(st.st_size), '\0');
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  bytes.resize(done);  // a file that shrank while being read is caught as truncated by the parse
-  return bytes;
-}
-
-// ---- collectives over the workers (all no-ops on one worker) ----
-
-// The chief's string on every worker.
-void broadcast_string(distribute::Communicator* comm, std::string& s) {
-  if (!comm) return;
-  int64_t size = static_cast<int64_t>(s.size());
-  comm->broadcast(&size, sizeof size, 0, kCollective);
-  s.resize(static_cast<size_t>(size));
-  comm->broadcast(s.data(), s.size(), 0, kCollective);
-}
-
-// Every worker's string, in rank order.
-std::vector<std::string> all_gather_strings(distribute::Communicator* comm, const std::string& mine) {
-  if (!comm) return {mine};
-  const size_t n = static_cast<size_t>(comm->size());
-  std::vector<int64_t> sizes(n);
-  const int64_t my_size = static_cast<int64_t>(mine.size());
-  comm->all_gather(&my_size, sizes.data(), sizeof my_size, kCollective);
-  const size_t longest = static_cast<size_t>(*std::max_element(sizes.begin(), sizes.end()));
-  std::string padded = mine;
-  padded.resize(longest, '\0');
-  std::string all(longest * n, '\0');
-  comm->all_gather(padded.data(), all.data(), longest, kCollective);
-  std::vector<std::string> out;
-  for (size_t r = 0; r < n; ++r) out.push_back(all.substr(r * longest, static_cast<size_t>(sizes[r])));
-  return out;
-}
-
-// An error the chief hit, raised on every worker: "" means none. Keeps the error's type for the usual ones.
-void raise_shared_error(distribute::Communicator* comm, std::string error) {
-  broadcast_string(comm, error);
-  if (error.empty()) return;
-  const char kind = error[0];
-  const std::string message = error.substr(1);
-  if (kind == 'N') throw NotFoundError(message);
-  if (kind == 'D') throw DataLossError(message);
-  if (kind == 'V') throw ValueError(message);
-  throw Error(message);
-}
-
-// Runs fn, returning "" or the encoded error for raise_shared_error.
-template <typename F> std::string capture_error(F&& fn) {
+// The message of an error held as an exception_ptr.
+std::string message_of(const std::exception_ptr& error) {
   try {
-    fn();
-    return "";
-  } catch (const NotFoundError& e) {
-    return std::string("N") + e.what();
-  } catch (const DataLossError& e) {
-    return std::string("D") + e.what();
-  } catch (const ValueError& e) {
-    return std::string("V") + e.what();
+    std::rethrow_exception(error);
   } catch (const std::exception& e) {
-    return std::string("E") + e.what();
+    return e.what();
+  } catch (...) {
+    return "unknown error";
   }
 }
 
@@ -193,8 +122,9 @@ struct Checkpoint::Impl {
   // The background write: at most one in flight.
   std::thread writer;
   std::mutex error_mutex;
-  std::string writer_error;
+  std::exception_ptr writer_error;
 
+  ~Impl();  // waits for the write in flight
   distribute::Communicator* comm() const { return strategy ? strategy->cross_worker() : nullptr; }
   bool chief() const { return !strategy || strategy->is_chief(); }
   int rank() const { return strategy ? strategy->worker_rank() : 0; }
@@ -203,12 +133,12 @@ struct Checkpoint::Impl {
   // Joins the write in flight; on every worker, raises the error it hit (the chief's, shared).
   void finish_write() {
     if (writer.joinable()) writer.join();
-    std::string error;
+    std::exception_ptr error;
     {
       std::lock_guard lock(error_mutex);
-      error = std::exchange(writer_error, "");
+      error = std::exchange(writer_error, nullptr);
     }
-    raise_shared_error(comm(), error);
+    distribute::raise_if_any(comm(), error, kCollective);
   }
 
   Snapshot snapshot() const;
@@ -225,7 +155,7 @@ struct Checkpoint::Impl {
 };
 
 Checkpoint::Checkpoint(std::vector<std::pair<std::string, TrackableRef>> objects, CheckpointOptions options)
-    : impl_(std::make_unique<Impl>()) {
+    : impl_(std::make_shared<Impl>()) {
   impl_->options = options;
   std::set<std::string> names;
   for (auto& [name, ref] : objects) {
@@ -239,10 +169,24 @@ Checkpoint::Checkpoint(std::vector<std::pair<std::string, TrackableRef>> objects
   if (options.strategy) impl_->strategy = options.strategy;
 }
 
+Checkpoint::Impl::~Impl() {
+  // The writer's own task may hold the last handle (a manager's, through after_durable): it is ending then.
+  if (writer.joinable() && writer.get_id() == std::this_thread::get_id()) writer.detach();
+  if (writer.joinable()) writer.join();
+  if (writer_error) log(LogLevel::error, "a background checkpoint write failed: ", message_of(writer_error));
+}
+
 Checkpoint::~Checkpoint() {
-  if (impl_->writer.joinable()) impl_->writer.join();
-  if (!impl_->writer_error.empty())
-    log(LogLevel::error, "a background checkpoint write failed: ", impl_->writer_error.substr(1));
+  if (owner_ && impl_ && impl_->writer.joinable()) impl_->writer.join();
+}
+Checkpoint::Checkpoint(Checkpoint&& other) noexcept : impl_(std::move(other.impl_)), owner_(other.owner_) {}
+Checkpoint& Checkpoint::operator=(Checkpoint&& other) noexcept {
+  if (this != &other) {
+    if (owner_ && impl_ && impl_->writer.joinable()) impl_->writer.join();
+    impl_ = std::move(other.impl_);
+    owner_ = other.owner_;
+  }
+  return *this;
 }
 
 Snapshot Checkpoint::Impl::snapshot() const {
@@ -269,7 +213,7 @@ Snapshot Checkpoint::Impl::snapshot() const {
     values[name] = std::move(state.values);
   }
   if (!mine.empty()) {
-    std::vector<std::string> all = all_gather_strings(comm(), mine.dump());
+    std::vector<std::string> all = distribute::all_gather_bytes(comm(), mine.dump(), kCollective);
     for (const auto& [name, unused] : mine.items()) {
       nlohmann::json per = nlohmann::json::array();
       for (const std::string& text : all) per.push_back(nlohmann::json::parse(text).at(name));
@@ -278,7 +222,7 @@ Snapshot Checkpoint::Impl::snapshot() const {
   }
   snap.metadata["format"] = kCheckpointFormat;
   snap.metadata["format_version"] = std::to_string(kCheckpointFormatVersion);
-  snap.metadata["lockstep_version"] = kLockstepVersion;
+  snap.metadata["lockstep_version"] = version();
   snap.metadata["save_counter"] = std::to_string(save_counter);
   snap.metadata["world_size"] = std::to_string(world_size());
   snap.metadata["objects"] = values.dump();
@@ -287,10 +231,14 @@ Snapshot Checkpoint::Impl::snapshot() const {
 
 void Checkpoint::Impl::persist(const std::string& prefix, Snapshot snap, std::function<void()> after_durable) {
   auto work = [this, file = file_of(prefix), snap = std::move(snap), after_durable = std::move(after_durable)] {
-    std::string error = capture_error([&] {
+    std::exception_ptr error;
+    try {
+      make_parent_directories(file);  // as TF's checkpoint.save creates the prefix's directory
       save_safetensors(file, snap.tensors, snap.metadata);
       if (after_durable) after_durable();
-    });
+    } catch (...) {
+      error = std::current_exception();
+    }
     std::lock_guard lock(error_mutex);
     writer_error = error;
   };
@@ -414,31 +362,35 @@ std::string Checkpoint::Impl::restore(const std::vector<std::string>& candidates
                                       std::shared_ptr<LoadStatus::Detail>& detail) {
   finish_write();
   // The chief finds the first candidate that reads and parses; the others learn which and get its bytes.
-  std::string chosen, bytes, error;
+  std::string chosen, bytes;
   std::optional<SafetensorsFile> parsed;
-  if (chief()) {
-    for (size_t i = 0; i < candidates.size(); ++i) {
-      const std::string file = file_of(candidates[i]);
-      error = capture_error([&] {
-        bytes = read_file_bytes(file);
-        parsed = parse_safetensors(bytes, file);
-      });
-      if (error.empty()) {
-        chosen = candidates[i];
-        break;
-      }
-      if (i + 1 < candidates.size())
-        log(LogLevel::warning, error.substr(1), "; falling back to ", file_of(candidates[i + 1]));
-    }
-    if (chosen.empty() && candidates.size() > 1)
-      error += make_message(" (none of the ", candidates.size(), " checkpoints listed is readable)");
-  }
-  raise_shared_error(comm(), error);
-  broadcast_string(comm(), chosen);
+  distribute::on_chief(
+      comm(),
+      [&] {
+        for (size_t i = 0; i < candidates.size(); ++i) {
+          const std::string file = file_of(candidates[i]);
+          try {
+            bytes = read_file(file);
+            parsed = parse_safetensors(bytes, file);
+            chosen = candidates[i];
+            return;
+          } catch (const std::exception& e) {
+            if (i + 1 < candidates.size()) {
+              log(LogLevel::warning, e.what(), "; falling back to ", file_of(candidates[i + 1]));
+              continue;
+            }
+            if (candidates.size() == 1) throw;
+            raise_error(error_kind(e), make_message(e.what(), " (none of the ", candidates.size(),
+                                                    " checkpoints listed is readable)"));
+          }
+        }
+      },
+      kCollective);
+  distribute::broadcast_bytes(comm(), chosen, 0, kCollective);
   if (chosen.empty()) return "";
   const std::string file = file_of(chosen);
   if (comm()) {
-    broadcast_string(comm(), bytes);
+    distribute::broadcast_bytes(comm(), bytes, 0, kCollective);
     if (!parsed) parsed = parse_safetensors(bytes, file);
   }
   detail = std::make_shared<LoadStatus::Detail>();
@@ -446,13 +398,10 @@ std::string Checkpoint::Impl::restore(const std::vector<std::string>& candidates
   apply(*parsed, file, set_counter, *detail);
   // Every worker restored from the same bytes; checking the counter across workers catches a worker that
   // took another path through this code.
-  if (distribute::Communicator* c = comm()) {
-    std::vector<int64_t> counters(static_cast<size_t>(c->size()));
-    const int64_t mine = save_counter;
-    c->all_gather(&mine, counters.data(), sizeof mine, kCollective);
-    LS_CHECK(std::all_of(counters.begin(), counters.end(), [&](int64_t x) { return x == counters[0]; }), RuntimeError,
-             "workers restored different checkpoints from ", file, "; restart the job");
-  }
+  using distribute::ReduceOp;
+  LS_CHECK(distribute::agree(comm(), save_counter, ReduceOp::MAX, kCollective) ==
+               distribute::agree(comm(), save_counter, ReduceOp::MIN, kCollective),
+           RuntimeError, "workers restored different checkpoints from ", file, "; restart the job");
   return chosen;
 }
 
@@ -598,15 +547,15 @@ std::optional<std::string> latest_checkpoint(const std::string& directory) {
 // ---- checkpoint manager ----
 
 struct CheckpointManager::Impl {
-  Checkpoint& checkpoint;
+  Checkpoint checkpoint;  // a handle on the user's checkpoint's state: it may be moved after this is made
   std::string directory;
   CheckpointManagerOptions options;
   std::mutex mutex;  // the writer thread updates the index
   Index index;
   std::optional<int64_t> last_saved_step;
 
-  Impl(Checkpoint& c, std::string dir, CheckpointManagerOptions o)
-      : checkpoint(c), directory(std::move(dir)), options(std::move(o)) {}
+  Impl(const Checkpoint& c, std::string dir, CheckpointManagerOptions o)
+      : checkpoint(c.impl_), directory(std::move(dir)), options(std::move(o)) {}
 
   // After a new checkpoint is durable: index it, then prune, so an index never names a missing file.
   void commit(const std::string& relative) {

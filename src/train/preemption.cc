@@ -11,6 +11,7 @@
 
 #include "lockstep/core/files.h"
 #include "lockstep/core/logging.h"
+#include "lockstep/distribute/collective/cross_worker.h"
 
 namespace lockstep::train {
 
@@ -23,7 +24,7 @@ struct sigaction g_old_term {}, g_old_int {};
 
 void on_preemption_signal(int) { g_signalled = 1; }
 
-const distribute::CollectiveOptions kAgreement{(1u << 21) + 1, std::chrono::seconds(600)};
+const distribute::CollectiveOptions kAgreement = distribute::collective_options(distribute::Tag::kPreemption);
 
 }  // namespace
 
@@ -49,10 +50,8 @@ PreemptionWatch::~PreemptionWatch() {
 bool preemption_signal_received() { return g_signalled != 0; }
 
 bool preemption_agreed(distribute::Strategy* strategy) {
-  double flag = preemption_signal_received() ? 1 : 0;
-  if (distribute::Communicator* comm = strategy ? strategy->cross_worker() : nullptr)
-    comm->all_reduce(&flag, 1, DType::float64, distribute::ReduceOp::MAX, kAgreement);
-  return flag > 0;
+  return distribute::agree(strategy ? strategy->cross_worker() : nullptr, preemption_signal_received() ? 1 : 0,
+                          distribute::ReduceOp::MAX, kAgreement) > 0;
 }
 
 void exit_after_preemption(distribute::Strategy* strategy, int code) {
@@ -99,11 +98,10 @@ struct PreemptionCheckpointHandler::Impl {
 
 Checkpoint& PreemptionCheckpointHandler::checked(const distribute::ClusterResolver& resolver, Checkpoint& checkpoint) {
   const distribute::Strategy* s = checkpoint.strategy();
-  LS_CHECK(!s || (resolver.task_type() == s->cluster_resolver().task_type() &&
-                  resolver.task_id() == s->cluster_resolver().task_id()),
-           ValueError, "PreemptionCheckpointHandler got the cluster resolver of task ", resolver.task_type(), ":",
-           resolver.task_id(), " but the checkpoint's strategy runs task ", s->cluster_resolver().task_type(), ":",
-           s->cluster_resolver().task_id(), "; pass the strategy's cluster_resolver()");
+  LS_CHECK(!s || resolver.task().name() == s->cluster_resolver().task().name(), ValueError,
+           "PreemptionCheckpointHandler got the cluster resolver of task ", resolver.task().name(),
+           " but the checkpoint's strategy runs task ", s->cluster_resolver().task().name(),
+           "; pass the strategy's cluster_resolver()");
   return checkpoint;
 }
 

@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "lockstep/core/error.h"
+#include "../error_of.h"
 
 namespace lockstep {
 namespace {
@@ -120,6 +121,26 @@ TEST_F(Files, DirectoryRefusesToReplaceUnrelatedFiles) {
   EXPECT_EQ(read(path("home/notes.txt")), "precious");
   write_file_atomically(path("file"), "x");
   EXPECT_THROW(AtomicDirectory::check(path("file"), "config.json"), ValueError);
+}
+
+TEST_F(Files, ReadFileGivesEveryByteOrNamesTheFile) {
+  const std::string bytes("a\0b\xff", 4);
+  write_file_atomically(path("f"), bytes);
+  EXPECT_EQ(read_file(path("f")), bytes);
+  write_file_atomically(path("empty"), "");
+  EXPECT_EQ(read_file(path("empty")), "");
+  EXPECT_NE(testing::error_of<NotFoundError>([&] { read_file(path("missing")); }).find(path("missing")), std::string::npos);
+  EXPECT_NE(testing::error_of<NotFoundError>([&] { read_file(dir_.string()); }).find("not a regular file"), std::string::npos);
+}
+
+TEST_F(Files, ParentDirectoriesAreCreatedOrTheOneInTheWayIsNamed) {
+  make_parent_directories(path("a/b/c/file"));
+  EXPECT_TRUE(fs::is_directory(path("a/b/c")));
+  make_parent_directories(path("a/b/c/file"));  // already there: nothing to do
+  make_parent_directories("relative_file_in_the_working_directory");
+  write_file_atomically(path("plain"), "x");
+  const std::string message = testing::error_of<Error>([&] { make_parent_directories(path("plain/sub/file")); });
+  EXPECT_NE(message.find("cannot create directory " + path("plain/sub")), std::string::npos) << message;
 }
 
 }  // namespace

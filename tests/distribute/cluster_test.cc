@@ -278,7 +278,8 @@ TEST(TFConfig, UnsetEmptyOrEmptyObjectIsOneLocalWorker) {
     TFConfigClusterResolver r(text);
     EXPECT_FALSE(r.is_configured()) << text;
     EXPECT_TRUE(r.cluster_spec().empty());
-    EXPECT_EQ(r.task_type(), "worker");
+    EXPECT_EQ(r.task_type(), std::nullopt);  // TF's None: the tutorials' _is_chief takes it for the chief
+    EXPECT_EQ(r.task().type, "worker");
     EXPECT_EQ(r.task_id(), 0);
     EXPECT_EQ(r.rank(), 0);
     EXPECT_EQ(r.world_size(), 1);

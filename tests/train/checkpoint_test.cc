@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "lockstep/tensor/ops.h"
 #include "lockstep/train/preemption.h"
@@ -111,6 +112,45 @@ TEST_F(CheckpointTest, MissingAndForeignFilesAreClearErrors) {
   } catch (const DataLossError& e) {
     EXPECT_NE(std::string(e.what()).find("not written by lockstep's Checkpoint"), std::string::npos) << e.what();
   }
+}
+
+// As TF's checkpoint.save: the prefix's directory is created, its parents too; only what cannot be created is an
+// error, and it names that directory.
+TEST_F(CheckpointTest, SaveCreatesThePrefixsDirectory) {
+  Variable w = vector_var({4}, "w");
+  Checkpoint ckpt({{"w", w}});
+  const std::string saved = ckpt.save(path("training_checkpoints/run/ckpt"));
+  EXPECT_TRUE(fs::exists(saved + ".safetensors"));
+  EXPECT_EQ(latest_checkpoint(path("training_checkpoints/run")), saved);
+  EXPECT_TRUE(fs::exists(ckpt.write(path("written/ckpt")) + ".safetensors"));
+  std::ofstream(path("a_file")) << "x";
+  try {
+    ckpt.save(path("a_file/sub/ckpt"));
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot create directory " + path("a_file/sub")), std::string::npos) << e.what();
+  }
+}
+
+// A checkpoint made inside a block (a strategy's scope) is used after it; its manager follows it.
+TEST_F(CheckpointTest, ACheckpointMovesAndItsManagerKeepsWorking) {
+  Variable w = vector_var({1, 2}, "w");
+  Checkpoint outside({{"unused", vector_var({0}, "unused")}});
+  std::optional<CheckpointManager> manager;
+  {
+    Checkpoint inside({{"w", w}});
+    manager.emplace(inside, path("managed"));
+    outside = std::move(inside);
+  }
+  Checkpoint moved(std::move(outside));
+  EXPECT_EQ(moved.save(path("moved")), path("moved-1"));
+  w.assign(from_vector<float>({3, 4}, {2}));
+  EXPECT_EQ(manager->save(), path("managed/ckpt-2"));  // one save counter, shared
+  w.assign(from_vector<float>({0, 0}, {2}));
+  moved.restore(path("moved-1")).assert_consumed();
+  EXPECT_EQ(w.value().to_vector<float>(), (std::vector<float>{1, 2}));
+  EXPECT_EQ(manager->restore_or_initialize(), path("managed/ckpt-2"));
+  EXPECT_EQ(w.value().to_vector<float>(), (std::vector<float>{3, 4}));
 }
 
 // Damages a file the way disks and crashes do.
@@ -230,10 +270,17 @@ TEST_F(CheckpointTest, AsyncSavesAreDurableAfterSyncAndReportFailures) {
   EXPECT_EQ(manager.checkpoints(), std::vector<std::string>{path("async/ckpt-5")});
   EXPECT_TRUE(fs::exists(path("async/ckpt-5.safetensors")));
   EXPECT_FALSE(fs::exists(path("async/ckpt-4.safetensors")));
-  // A write that fails in the background surfaces at the next sync, naming the file.
+  // A write that fails in the background (a file stands where its directory should be) surfaces at the next
+  // sync, naming the path.
+  std::ofstream(path("not_a_dir")) << "x";
   Checkpoint broken({{"w", w}}, {.async = true});
-  broken.save(path("no/such/dir/ckpt"));
-  EXPECT_THROW(broken.sync(), NotFoundError);
+  broken.save(path("not_a_dir/ckpt"));
+  try {
+    broken.sync();
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path("not_a_dir")), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(CheckpointTest, PreemptionHandlerSavesOnSigtermAndTheLoopResumesItsCount) {

@@ -58,6 +58,14 @@ class AtomicDirectory {
   bool committed_ = false;
 };
 
+// Creates the directory that would hold `path`, and its parents, when missing (TF's checkpoint.save does). Throws
+// an Error that names the directory that could not be created and the system's reason.
+void make_parent_directories(const std::string& path);
+
+// The whole of a regular file's bytes. NotFoundError when it is missing or not a regular file, DataLossError when
+// reading fails; both name the file.
+std::string read_file(const std::string& path);
+
 // Fsyncs a directory, so that renames and new entries in it survive a crash.
 void sync_directory(const std::string& dir);
 

@@ -142,8 +142,8 @@ struct ModelCheckpointOptions {
 };
 // Saves the model (or its weights) to `filepath` after every epoch or every N steps, where "{epoch}" or
 // "{epoch:02d}", "{batch}" (steps only) and "{<log key>:.4f}" are replaced by their values (epochs and
-// batches count from 1, as Keras prints them; a step-based save takes the current epoch). Under a
-// multi-worker strategy only the chief writes.
+// batches count from 1, as Keras prints them; a step-based save takes the current epoch); its directory is created.
+// Under a multi-worker strategy only the chief writes, and every worker goes on once the file is durable.
 std::shared_ptr<Callback> ModelCheckpoint(const std::string& filepath, ModelCheckpointOptions options = {});
 
 struct BackupAndRestoreOptions {
@@ -186,7 +186,8 @@ struct TensorBoardOptions {
 // steps: "epoch_<log>" (loss, metrics, learning_rate; validation logs without their "val_" prefix) at step epoch
 // (from 0), "batch_<log>" every update_freq batches at the batch's number counted across epochs (from 1), and
 // "evaluation_<log>_vs_iterations" in validation/ at the optimizer's iteration count after every evaluation.
-// Under a multi-worker strategy only the chief writes (every worker's logs are the same). Keras' profile_batch,
+// Under a multi-worker strategy only the chief writes (every worker's logs are the same), and fit() returns on every
+// worker once the chief's event files are complete. Keras' profile_batch,
 // embeddings_freq and write_images are not offered. Unlike Keras 3, whose batch-level record_if also drops the
 // epoch summaries of epochs ending on a batch number that update_freq does not divide, every epoch is written.
 std::shared_ptr<Callback> TensorBoard(TensorBoardOptions options = {});

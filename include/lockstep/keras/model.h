@@ -158,14 +158,16 @@ class Model {
   // keras' model.to_json(): {"module", "class_name": "Functional" | "Sequential", "config", ...}.
   std::string to_json() const;
   // Weights in a safetensors file, keyed by variable name ("dense/kernel"), loaded back by order with
-  // shapes checked. Only the chief should write in a multi-worker job.
+  // shapes checked. Under a multi-worker strategy, as save().
   void save_weights(const std::string& path) const;
   void load_weights(const std::string& path);
   // A directory with config.json (the model's config and, once compiled, Keras 3's compile_config),
   // model.weights.safetensors and optimizer.safetensors (iterations and slots, as Optimizer::state() gives
-  // them; left out with include_optimizer = false), swapped in whole. Under a multi-worker strategy every
-  // worker may call it: the chief writes `dir`, the others write nothing. A path ending in ".keras" is written
-  // as Keras 3's archive instead (lockstep/keras/saving.h), which TensorFlow's keras.models.load_model reads.
+  // them; left out with include_optimizer = false), swapped in whole; missing parent directories are created.
+  // Under a multi-worker strategy it is a collective, as TF's: every worker calls it (with its own path, as the
+  // tutorials do), the chief alone writes its `dir`, and every worker returns only once the chief's files are
+  // durable (with the chief's error if it failed), so any worker may load them next. A path ending in ".keras"
+  // is written as Keras 3's archive instead (lockstep/keras/saving.h), which TensorFlow's keras.models.load_model reads.
   void save(const std::string& dir, SaveOptions options = {}) const;
   // Rebuilds a model saved by save(): created in the current strategy's scope when there is one (its
   // variables mirrored by that strategy, whatever strategy and number of workers saved it), compiled from

@@ -16,7 +16,7 @@ namespace lockstep::keras::models {
 // corrupt one, ValueError naming the layer and option lockstep does not support.
 Model load_model(const std::string& path, LoadOptions options = {});
 // model.save(path): a .keras archive when `path` ends in ".keras", else a directory. Written atomically, by
-// the chief alone under a multi-worker strategy.
+// the chief alone under a multi-worker strategy; a collective that returns once the chief's file is durable.
 void save_model(const Model& model, const std::string& path, SaveOptions options = {});
 
 }  // namespace lockstep::keras::models

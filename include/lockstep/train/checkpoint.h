@@ -53,10 +53,14 @@ class Checkpoint {
  public:
   explicit Checkpoint(std::vector<std::pair<std::string, TrackableRef>> objects, CheckpointOptions options = {});
   ~Checkpoint();  // waits for a background write in flight (its failure is logged)
+  // Movable (made in a strategy's scope, used after it); a CheckpointManager made from it keeps working.
+  Checkpoint(Checkpoint&&) noexcept;
+  Checkpoint& operator=(Checkpoint&&) noexcept;
   Checkpoint(const Checkpoint&) = delete;
   Checkpoint& operator=(const Checkpoint&) = delete;
 
-  // Increments save_counter and writes "<file_prefix>-<save_counter>"; returns that prefix.
+  // Increments save_counter and writes "<file_prefix>-<save_counter>"; returns that prefix. As TF's, it creates
+  // the prefix's directory (and its parents) when missing.
   std::string save(const std::string& file_prefix);
   // Writes "<file_prefix>" as is, save_counter untouched; returns it.
   std::string write(const std::string& file_prefix);
@@ -83,7 +87,10 @@ class Checkpoint {
   // For PreemptionCheckpointHandler, which saves its step count with the user's objects.
   void add_object(const std::string& name, TrackablePtr object);
   void remove_object(const TrackablePtr& object);
-  std::unique_ptr<Impl> impl_;
+  // A second handle on the same state, for the managers that save it; it does not wait for writes when it goes.
+  explicit Checkpoint(std::shared_ptr<Impl> impl) : impl_(std::move(impl)), owner_(false) {}
+  std::shared_ptr<Impl> impl_;
+  bool owner_ = true;
 };
 
 // The newest checkpoint prefix named by `directory`'s "checkpoint" index file, or nullopt.

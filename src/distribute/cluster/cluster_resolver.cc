@@ -42,7 +42,7 @@ nlohmann::json ClusterSpec::as_dict() const {
 }
 
 bool ClusterResolver::is_chief() const {
-  const std::string type = task_type();
+  const std::string type = task().type;
   return type == "chief" || (type == "worker" && task_id() == 0 && cluster_spec().num_tasks("chief") == 0);
 }
 
@@ -60,7 +60,7 @@ std::vector<Task> ClusterResolver::training_tasks() const {
 int ClusterResolver::rank() const {
   const std::vector<Task> tasks = training_tasks();
   for (size_t r = 0; r < tasks.size(); ++r)
-    if (tasks[r].type == task_type() && tasks[r].index == task_id()) return static_cast<int>(r);
+    if (tasks[r].type == task().type && tasks[r].index == task_id()) return static_cast<int>(r);
   return -1;
 }
 
@@ -73,9 +73,10 @@ Task ClusterResolver::chief() const {
 }
 
 Task ClusterResolver::task() const {
-  const std::vector<std::string> addresses = cluster_spec().job_tasks(task_type());
+  const std::string type = task_type().value_or("worker");
+  const std::vector<std::string> addresses = cluster_spec().job_tasks(type);
   const int i = task_id();
-  return Task{task_type(), i,
+  return Task{type, i,
               i >= 0 && i < static_cast<int>(addresses.size()) ? addresses[static_cast<size_t>(i)] : ""};
 }
 

@@ -144,8 +144,10 @@ TFConfigClusterResolver::TFConfigClusterResolver(const std::string& tf_config_js
   if (!has_task)
     fail("TF_CONFIG has a \"cluster\" but no \"task\": add \"task\": {\"type\": \"worker\", \"index\": N} ",
          "naming this process's place in the cluster");
-  std::tie(task_type_, task_id_) = parse_task(config["task"]);
-  validate_cluster(spec_, task_type_, task_id_, "TF_CONFIG");
+  std::string type;
+  std::tie(type, task_id_) = parse_task(config["task"]);
+  validate_cluster(spec_, type, task_id_, "TF_CONFIG");
+  task_type_ = type;
 }
 
 }  // namespace lockstep::distribute

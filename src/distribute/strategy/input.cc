@@ -105,7 +105,7 @@ std::optional<PerReplica<data::Batch>> DistributedDataset::Iterator::next() {
   // Workers agree to stop together: a worker whose shard ran out would otherwise leave the others
   // waiting in the next all-reduce.
   if (Communicator* cross = strategy_->cross_worker()) {
-    cross->all_reduce(&missing, 1, DType::float64, ReduceOp::SUM, {kInputTag, std::chrono::seconds(600)});
+    cross->all_reduce(&missing, 1, DType::float64, ReduceOp::SUM, collective_options(Tag::kInput));
   }
   if (missing > 0) return std::nullopt;
   elements_ += global_batch_;

@@ -94,7 +94,7 @@ void GradientReducer::ensure_layout() {
         std::exception_ptr error;
         try {
           all_reduce_bucket(*raw, raw->buffers[bucket],
-                            collective_options(strategy_.communication_options(), static_cast<uint32_t>(bucket + 1)));
+                            collective_options(strategy_.communication_options(), bucket_tag(bucket)));
         } catch (...) {
           error = std::current_exception();
         }

@@ -14,13 +14,12 @@
 
 namespace lockstep::distribute {
 
-// Collective tags: gradient buckets use 1..n; these stay clear of them.
-constexpr uint32_t kMetricsTag = 1u << 20;
-constexpr uint32_t kMergeTag = kMetricsTag + 1;
-constexpr uint32_t kInputTag = kMetricsTag + 2;
-
-// A collective's options: `tag`, and CommunicationOptions.timeout_seconds as the timeout (600 s when unset).
+// A collective's options: `tag` (communicator.h's Tag, or bucket_tag(b)), and CommunicationOptions.timeout_seconds
+// as the timeout (600 s when unset).
 CollectiveOptions collective_options(const CommunicationOptions& o, uint32_t tag);
+inline CollectiveOptions collective_options(const CommunicationOptions& o, Tag tag) {
+  return collective_options(o, static_cast<uint32_t>(tag));
+}
 
 // Threads for replicas 1..n-1 that live as long as the strategy, so each keeps its per-thread state
 // (oneDNN plans, tapes) from step to step; replica 0 runs on the caller's thread.

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "lockstep/core/logging.h"
+#include "lockstep/core/version.h"
 #include "lockstep/core/threads.h"
 #include "lockstep/distribute/collective/gloo.h"
 #include "lockstep/distribute/collective/local.h"
@@ -215,7 +216,7 @@ void Strategy::connect_workers() {
     c.task_names.push_back(t.name());
     c.task_addresses.push_back(t.address);
   }
-  c.fingerprint = nlohmann::json{{"lockstep_version", "0.1.0"}, {"num_local_replicas", num_local_}}.dump();
+  c.fingerprint = nlohmann::json{{"lockstep_version", version()}, {"num_local_replicas", num_local_}}.dump();
   c.incarnation = std::random_device{}() * 0x100000001ull + static_cast<uint64_t>(::getpid());
   c.startup_timeout = timeout_from_env("LOCKSTEP_STARTUP_TIMEOUT", c.startup_timeout);
   c.heartbeat_timeout = timeout_from_env("LOCKSTEP_HEARTBEAT_TIMEOUT", c.heartbeat_timeout);
@@ -293,7 +294,7 @@ void Strategy::Impl::hierarchical_all_reduce(int replica, void* data, size_t cou
 }
 
 void Strategy::all_reduce_sum(std::vector<double>& values) {
-  const CollectiveOptions o = collective_options(options_, kMetricsTag);
+  const CollectiveOptions o = collective_options(options_, Tag::kMetrics);
   if (in_replica_context()) {
     impl_->hierarchical_all_reduce(t_replica, values.data(), values.size(), DType::float64, o);
   } else if (impl_->cross) {
@@ -303,7 +304,7 @@ void Strategy::all_reduce_sum(std::vector<double>& values) {
 
 void Strategy::merge_call(const std::function<void()>& update) {
   if (!impl_->local || !in_replica_context()) return update();
-  const CollectiveOptions o = collective_options(options_, kMergeTag);
+  const CollectiveOptions o = collective_options(options_, Tag::kMerge);
   Communicator& c = *impl_->local_comms[static_cast<size_t>(t_replica)];
   c.barrier(o);  // every replica has finished reading the variables for this step
   if (t_replica == 0) update();
@@ -337,7 +338,7 @@ Tensor Strategy::reduce(ReduceOp op, const PerReplica<Tensor>& value, std::optio
   if (impl_->cross) {
     std::vector<double> buf = total.to_vector<double>();
     buf.push_back(count);
-    impl_->cross->all_reduce(buf.data(), buf.size(), DType::float64, ReduceOp::SUM, collective_options(options_, kMetricsTag));
+    impl_->cross->all_reduce(buf.data(), buf.size(), DType::float64, ReduceOp::SUM, collective_options(options_, Tag::kMetrics));
     count = buf.back();
     buf.pop_back();
     total = from_vector(buf, total.shape());
@@ -351,14 +352,14 @@ Tensor Strategy::gather(const PerReplica<Tensor>& value, int64_t axis) {
   if (!impl_->cross) return local;
   // Workers must contribute equal shapes: check first, so a mismatch is an error and not garbage.
   std::vector<double> dims(local.shape().dims().begin(), local.shape().dims().end()), sum = dims;
-  impl_->cross->all_reduce(sum.data(), sum.size(), DType::float64, ReduceOp::SUM, collective_options(options_, kMetricsTag));
+  impl_->cross->all_reduce(sum.data(), sum.size(), DType::float64, ReduceOp::SUM, collective_options(options_, Tag::kMetrics));
   for (size_t i = 0; i < dims.size(); ++i)
     LS_CHECK(sum[i] == dims[i] * num_workers(), InvalidArgumentError,
              "strategy.gather needs the same shape on every worker; this worker has ", local.shape().str());
   Tensor c = local.contiguous();
   const size_t bytes = static_cast<size_t>(c.numel()) * dtype_size(c.dtype());
   Tensor all = Tensor::empty(Shape{num_workers() * c.numel()}, c.dtype());
-  impl_->cross->all_gather(c.raw_data(), all.raw_data(), bytes, collective_options(options_, kMetricsTag));
+  impl_->cross->all_gather(c.raw_data(), all.raw_data(), bytes, collective_options(options_, Tag::kMetrics));
   std::vector<Tensor> parts;
   for (int w = 0; w < num_workers(); ++w)
     parts.push_back(raw_ops::reshape(raw_ops::slice(all, {w * c.numel()}, {c.numel()}), c.shape()));
@@ -415,7 +416,7 @@ void Strategy::synchronize_variables(int64_t global_batch_size) {
     std::memcpy(buf.data() + at, v.value().contiguous().raw_data(), n);
     at += n;
   }
-  impl_->cross->broadcast(buf.data(), buf.size(), 0, collective_options(options_, 0));
+  impl_->cross->broadcast(buf.data(), buf.size(), 0, collective_options(options_, Tag::kInitialValues));
   at = 0;
   for (const Variable& v : variables_) {
     const size_t n = static_cast<size_t>(v.value().numel()) * dtype_size(v.dtype());

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,8 +44,10 @@ class ClusterResolver {
  public:
   virtual ~ClusterResolver() = default;
   virtual ClusterSpec cluster_spec() const = 0;
-  virtual std::string task_type() const = 0;  // "chief", "worker", "evaluator"; "worker" when local
-  virtual int task_id() const = 0;
+  // "chief", "worker" or "evaluator"; nullopt for a single local process without a cluster (TF's None, which
+  // the tutorials' _is_chief treats as the chief). task().type says "worker" there.
+  virtual std::optional<std::string> task_type() const = 0;
+  virtual int task_id() const = 0;  // 0 for a single local process (TF's None)
   virtual std::string rpc_layer() const { return "grpc"; }
 
   // TF's rule: the "chief" task, else worker 0 when the cluster has no chief.
@@ -79,13 +82,13 @@ class TFConfigClusterResolver : public ClusterResolver {
   const ClusterSecurityFiles& security_files() const { return security_files_; }
 
   ClusterSpec cluster_spec() const override { return spec_; }
-  std::string task_type() const override { return task_type_; }
+  std::optional<std::string> task_type() const override { return task_type_; }
   int task_id() const override { return task_id_; }
   std::string rpc_layer() const override { return rpc_layer_; }
 
  private:
   ClusterSpec spec_;
-  std::string task_type_ = "worker";
+  std::optional<std::string> task_type_;  // nullopt until TF_CONFIG names a task
   int task_id_ = 0;
   std::string rpc_layer_ = "grpc";
   std::string environment_;
@@ -104,7 +107,7 @@ class SlurmClusterResolver : public ClusterResolver {
   static std::vector<std::string> expand_hostlist(const std::string& list);
 
   ClusterSpec cluster_spec() const override { return spec_; }
-  std::string task_type() const override { return "worker"; }
+  std::optional<std::string> task_type() const override { return "worker"; }
   int task_id() const override { return task_id_; }
 
  private:
@@ -125,7 +128,7 @@ class MPIClusterResolver : public ClusterResolver {
  public:
   explicit MPIClusterResolver(std::chrono::milliseconds timeout = std::chrono::seconds(120));
   ClusterSpec cluster_spec() const override { return spec_; }
-  std::string task_type() const override { return "worker"; }
+  std::optional<std::string> task_type() const override { return "worker"; }
   int task_id() const override { return task_id_; }
 
  private:
@@ -138,7 +141,7 @@ class SimpleClusterResolver : public ClusterResolver {
  public:
   SimpleClusterResolver(ClusterSpec spec, std::string task_type, int task_id);  // validates
   ClusterSpec cluster_spec() const override { return spec_; }
-  std::string task_type() const override { return task_type_; }
+  std::optional<std::string> task_type() const override { return task_type_; }
   int task_id() const override { return task_id_; }
 
  private:

@@ -16,12 +16,34 @@ namespace lockstep::distribute {
 // tf.distribute.ReduceOp, plus MAX and MIN.
 enum class ReduceOp { SUM, MEAN, MAX, MIN };
 
+// Every collective tag lockstep uses, handed out here and nowhere else: two features on one tag would mix
+// their data or deadlock. Gradient buckets take bucket_tag(b) below kBucketTagLimit; every other feature has
+// its own value above it (a test checks that they are distinct and that tag_name names each).
+inline constexpr uint32_t kBucketTagLimit = 1u << 20;
+enum class Tag : uint32_t {
+  kMetrics = kBucketTagLimit,  // sync-on-read metrics, Strategy::reduce and gather
+  kInitialValues,              // the chief's initial variable values
+  kMerge,                      // merge_call
+  kInput,                      // distributed input agreeing that the data has ended
+  kCheckpoint,                 // Checkpoint and CheckpointManager saving and restoring
+  kPreemption,                 // agreeing on a preemption and exiting after it
+  kSavedModel,                 // model.save, save_weights, load_model, ModelCheckpoint, TensorBoard's last write
+  kCommandLine,                // lockstep train's own exchanges (weights hashes, its report)
+  kEnd                         // not a tag: one past the last
+};
+// "kCheckpoint", ... for messages and tests.
+const char* tag_name(Tag tag);
+// The tag of gradient bucket `bucket` (0-based): bucket + 1. ValueError past kBucketTagLimit - 2.
+uint32_t bucket_tag(size_t bucket);
+
 struct CollectiveOptions {
   // Collectives that may be in flight at once need distinct tags (gloo's slot); 0 for sequential use.
   uint32_t tag = 0;
   // Longest a collective may wait for its peers; then it throws DeadlineExceededError.
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
 };
+// Options for a feature's collectives: its tag and a timeout (long by default: a peer may be writing a file).
+CollectiveOptions collective_options(Tag tag, std::chrono::milliseconds timeout = std::chrono::seconds(600));
 
 class Communicator {
  public:
