@@ -6,6 +6,7 @@
 #include "lockstep/autograd/tape.h"
 #include "lockstep/autograd/variable.h"
 #include "lockstep/core/error.h"
+#include "lockstep/core/gfile.h"
 #include "lockstep/core/logging.h"
 #include "lockstep/core/philox.h"
 #include "lockstep/core/threads.h"

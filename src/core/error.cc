@@ -15,6 +15,9 @@ ErrorKind error_kind(const std::exception& e) {
   if (dynamic_cast<const AlreadyExistsError*>(&e)) return ErrorKind::kAlreadyExists;
   if (dynamic_cast<const PermissionDeniedError*>(&e)) return ErrorKind::kPermissionDenied;
   if (dynamic_cast<const FailedPreconditionError*>(&e)) return ErrorKind::kFailedPrecondition;
+  if (dynamic_cast<const OutOfRangeError*>(&e)) return ErrorKind::kOutOfRange;
+  if (dynamic_cast<const ResourceExhaustedError*>(&e)) return ErrorKind::kResourceExhausted;
+  if (dynamic_cast<const UnimplementedError*>(&e)) return ErrorKind::kUnimplemented;
   if (dynamic_cast<const Error*>(&e)) return ErrorKind::kError;
   return ErrorKind::kOther;
 }
@@ -31,6 +34,9 @@ const char* error_kind_name(ErrorKind kind) {
     case ErrorKind::kAlreadyExists: return "AlreadyExistsError";
     case ErrorKind::kPermissionDenied: return "PermissionDeniedError";
     case ErrorKind::kFailedPrecondition: return "FailedPreconditionError";
+    case ErrorKind::kOutOfRange: return "OutOfRangeError";
+    case ErrorKind::kResourceExhausted: return "ResourceExhaustedError";
+    case ErrorKind::kUnimplemented: return "UnimplementedError";
     case ErrorKind::kNone: return "none";
     case ErrorKind::kError:
     case ErrorKind::kOther: break;
@@ -50,6 +56,9 @@ void raise_error(ErrorKind kind, const std::string& message) {
     case ErrorKind::kAlreadyExists: throw AlreadyExistsError(message);
     case ErrorKind::kPermissionDenied: throw PermissionDeniedError(message);
     case ErrorKind::kFailedPrecondition: throw FailedPreconditionError(message);
+    case ErrorKind::kOutOfRange: throw OutOfRangeError(message);
+    case ErrorKind::kResourceExhausted: throw ResourceExhaustedError(message);
+    case ErrorKind::kUnimplemented: throw UnimplementedError(message);
     case ErrorKind::kNone: throw RuntimeError("raise_error(kNone): " + message);
     case ErrorKind::kError:
     case ErrorKind::kOther: break;

@@ -34,6 +34,9 @@ TEST(ErrorKind, EveryErrorTypeRoundTrips) {
   expect_round_trip<AlreadyExistsError>();
   expect_round_trip<PermissionDeniedError>();
   expect_round_trip<FailedPreconditionError>();
+  expect_round_trip<OutOfRangeError>();
+  expect_round_trip<ResourceExhaustedError>();
+  expect_round_trip<UnimplementedError>();
 }
 
 TEST(ErrorKind, KindsAndNamesAreDistinct) {
@@ -41,11 +44,12 @@ TEST(ErrorKind, KindsAndNamesAreDistinct) {
       error_kind(ValueError("")),         error_kind(InvalidArgumentError("")), error_kind(NotFoundError("")),
       error_kind(DataLossError("")),      error_kind(RuntimeError("")),         error_kind(DeadlineExceededError("")),
       error_kind(UnavailableError("")),   error_kind(AlreadyExistsError("")),   error_kind(PermissionDeniedError("")),
-      error_kind(FailedPreconditionError("")), error_kind(Error(""))};
-  EXPECT_EQ(kinds.size(), 11u);
+      error_kind(FailedPreconditionError("")), error_kind(OutOfRangeError("")), error_kind(ResourceExhaustedError("")),
+      error_kind(UnimplementedError("")), error_kind(Error(""))};
+  EXPECT_EQ(kinds.size(), 14u);
   std::set<std::string> names;
   for (ErrorKind k : kinds) names.insert(error_kind_name(k));
-  EXPECT_EQ(names.size(), 11u);
+  EXPECT_EQ(names.size(), 14u);
   EXPECT_STREQ(error_kind_name(error_kind(NotFoundError(""))), "NotFoundError");
 }
 

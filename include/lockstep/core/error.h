@@ -62,12 +62,29 @@ class FailedPreconditionError : public Error {
   using Error::Error;
 };
 
+// A position or size past the end, such as a seek beyond the end of a file (TF: OutOfRangeError).
+class OutOfRangeError : public Error {
+ public:
+  using Error::Error;
+};
+// A resource ran out: disk space, quota, file handles, memory (TF: ResourceExhaustedError).
+class ResourceExhaustedError : public Error {
+ public:
+  using Error::Error;
+};
+// An operation this system or file system does not offer, such as a rename across file systems
+// (TF: UnimplementedError).
+class UnimplementedError : public Error {
+ public:
+  using Error::Error;
+};
+
 // The type of an error as data, so that it can cross to another worker or process and be raised there as the
 // same type (distribute's cross-worker toolkit, the launcher's failure reports). kOther: any other exception.
 enum class ErrorKind : char {
   kNone = '-', kError = 'E', kValue = 'V', kInvalidArgument = 'I', kNotFound = 'N', kDataLoss = 'D',
   kRuntime = 'R', kDeadlineExceeded = 'T', kUnavailable = 'U', kAlreadyExists = 'A', kPermissionDenied = 'P',
-  kFailedPrecondition = 'F', kOther = 'O'
+  kFailedPrecondition = 'F', kOutOfRange = 'B', kResourceExhausted = 'X', kUnimplemented = 'M', kOther = 'O'
 };
 // The kind of `e`: its most derived lockstep error type, or kOther.
 ErrorKind error_kind(const std::exception& e);
