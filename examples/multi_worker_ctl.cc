@@ -52,9 +52,9 @@ bool is_chief(const std::optional<std::string>& task_type, int task_id, const ls
 
 std::string get_temp_dir(const std::string& dirpath, int task_id) {
   const std::string base_dirpath = "workertemp_" + std::to_string(task_id);
-  const fs::path temp_dir = fs::path(dirpath) / base_dirpath;
-  fs::create_directories(temp_dir);
-  return temp_dir.string();
+  const std::string temp_dir = ls::io::gfile::join(dirpath, base_dirpath);
+  ls::io::gfile::makedirs(temp_dir);
+  return temp_dir;
 }
 
 std::string write_filepath(const std::string& filepath, const std::optional<std::string>& task_type, int task_id,
@@ -154,7 +154,7 @@ int main(int argc, char** argv) try {
   // Save (every worker), then remove what a non-chief worker saved.
   auto save = [&] {
     checkpoint_manager.save();
-    if (!is_chief(task_type, task_id, cluster_spec)) fs::remove_all(write_checkpoint_dir);
+    if (!is_chief(task_type, task_id, cluster_spec)) ls::io::gfile::rmtree(write_checkpoint_dir);
   };
 
   // Restoring the checkpoint.

@@ -49,9 +49,9 @@ bool is_chief(const std::optional<std::string>& task_type, int task_id, const ls
 
 std::string get_temp_dir(const std::string& dirpath, int task_id) {
   const std::string base_dirpath = "workertemp_" + std::to_string(task_id);
-  const fs::path temp_dir = fs::path(dirpath) / base_dirpath;
-  fs::create_directories(temp_dir);
-  return temp_dir.string();
+  const std::string temp_dir = ls::io::gfile::join(dirpath, base_dirpath);
+  ls::io::gfile::makedirs(temp_dir);
+  return temp_dir;
 }
 
 std::string write_filepath(const std::string& filepath, const std::optional<std::string>& task_type, int task_id,
@@ -126,11 +126,14 @@ int main(int argc, char** argv) try {
   const int task_id = strategy.cluster_resolver().task_id();
   const ls::distribute::ClusterSpec cluster_spec = strategy.cluster_resolver().cluster_spec();
   const std::string write_model_path = write_filepath(model_path, task_type, task_id, cluster_spec);
+  // A collective: every worker returns once the chief's model is on disk.
   multi_worker_model.save(write_model_path);
   // Only the chief's model is loaded later: remove the temporary ones the other workers saved.
-  if (!is_chief(task_type, task_id, cluster_spec)) fs::remove_all(fs::path(write_model_path).parent_path());
+  if (!is_chief(task_type, task_id, cluster_spec))
+    ls::io::gfile::rmtree(fs::path(write_model_path).parent_path().string());
 
-  // Load it without a strategy (the tutorial continues training it on a single worker).
+  // Load it without a strategy (the tutorial continues training it on a single worker). The tutorial loads it on
+  // every worker, from a file system they share; each worker here has a directory of its own, so the chief does.
   if (is_chief(task_type, task_id, cluster_spec)) {
     keras::Sequential loaded_model = keras::Sequential::load_model(model_path);
     std::printf("Loaded the model saved at %s: %lld parameters\n", model_path.c_str(),

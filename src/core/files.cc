@@ -14,6 +14,7 @@
 #include <filesystem>
 
 #include "lockstep/core/error.h"
+#include "lockstep/core/logging.h"
 
 namespace lockstep {
 namespace fs = std::filesystem;
@@ -99,6 +100,14 @@ void make_parent_directories(const std::string& path) {
     throw Error(make_message("cannot create directory ", dir, " for ", path, ": ", ec.message(),
                              existing.empty() ? "" : " (in " + existing.string() + ")",
                              "; choose a path in a writable directory"));
+  }
+}
+
+void make_parent_directories_if_possible(const std::string& path) {
+  try {
+    make_parent_directories(path);
+  } catch (const Error& e) {
+    log(LogLevel::warning, e.what());
   }
 }
 

@@ -325,13 +325,13 @@ class ModelCheckpointCallback : public Callback {
   // Every worker calls it: the chief of the model's strategy decides and writes (save and save_weights create
   // the directory the path names, as Keras' callback does), and the others return once its file is durable.
   void save(int64_t epoch, std::optional<int64_t> batch, const Logs& logs) {
-    detail::write_on_chief(*model_, [&] {
+    const std::string path = format_path(path_, epoch, batch, logs);
+    detail::write_on_chief(*model_, path, [&] {
       if (opt_.save_best_only) {
         std::optional<double> v = monitor_.read(logs);
         if (!v || !monitor_.improved(*v)) return;
         monitor_.best = *v;
       }
-      const std::string path = format_path(path_, epoch, batch, logs);
       if (opt_.save_weights_only) model_->save_weights(path);
       else model_->save(path);
       if (opt_.verbose) std::printf("\nEpoch %lld: saving model to %s\n", static_cast<long long>(epoch + 1), path.c_str());

@@ -337,7 +337,7 @@ void write_weights(const Model& model, const std::string& path) {
 }  // namespace
 
 void Model::save_weights(const std::string& path) const {
-  detail::write_on_chief(*this, [&] {
+  detail::write_on_chief(*this, path, [&] {
     make_parent_directories(path);
     write_weights(*this, path);
   });
@@ -501,8 +501,9 @@ std::vector<std::string> detail::read_on_chief(const std::function<std::vector<s
   return distribute::read_on_chief(comm, read, kSaving);
 }
 
-void detail::write_on_chief(const Model& model, const std::function<void()>& write) {
+void detail::write_on_chief(const Model& model, const std::string& path, const std::function<void()>& write) {
   const distribute::Strategy* strategy = make_trackable(model)->strategy();
+  if (strategy && !strategy->is_chief() && !path.empty()) make_parent_directories_if_possible(path);
   distribute::on_chief(strategy ? strategy->cross_worker() : nullptr, write, kSaving);
 }
 
@@ -513,7 +514,7 @@ void Model::load_weights(const std::string& path) {
 void Model::save(const std::string& dir, SaveOptions options) const {
   // Every worker holds the same weights: the chief alone writes, and the others wait until its files are
   // durable (they may load them next), without touching its directory.
-  detail::write_on_chief(*this, [&] {
+  detail::write_on_chief(*this, dir, [&] {
     make_parent_directories(dir);
     if (detail::is_keras_archive(dir)) return detail::save_keras_archive(*this, dir, options);
     AtomicDirectory out(dir, "config.json");  // a failed save leaves no half-written model

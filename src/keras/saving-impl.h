@@ -23,7 +23,9 @@ void compile_from_config(Model& model, const nlohmann::json& compile_config, con
 std::vector<std::string> read_on_chief(const std::function<std::vector<std::string>()>& read);
 // Runs `write` on the chief of the model's multi-worker strategy alone; returns on every worker once it is done
 // there, with its error raised on every worker (model.save, save_weights, ModelCheckpoint: all workers call them).
-void write_on_chief(const Model& model, const std::function<void()>& write);
+// The other workers make the directory that would hold their `path` ("": none), where TF's would write their
+// copy: the tutorials remove it next.
+void write_on_chief(const Model& model, const std::string& path, const std::function<void()>& write);
 
 // A path ending in ".keras": Keras 3's zip archive rather than lockstep's directory.
 inline bool is_keras_archive(const std::string& path) {

@@ -49,7 +49,7 @@ class TensorBoardCallback : public Callback {
     }
   }
   // On every worker: fit returns once the chief's event files are complete, so any worker may read them next.
-  void on_train_end(const Logs&) override { detail::write_on_chief(*model_, [&] { close_writers(); }); }
+  void on_train_end(const Logs&) override { detail::write_on_chief(*model_, "", [&] { close_writers(); }); }
 
   void on_epoch_begin(int64_t, const Logs&) override {
     epoch_start_ = Clock::now();

@@ -254,6 +254,7 @@ std::string Checkpoint::Impl::write(const std::string& prefix, std::function<voi
   Snapshot snap = snapshot();
   metadata = snap.metadata;
   if (chief()) persist(prefix, std::move(snap), std::move(after_durable));
+  else make_parent_directories_if_possible(prefix);
   if (!options.async) finish_write();
   return prefix;
 }

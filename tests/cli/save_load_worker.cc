@@ -22,9 +22,10 @@ bool is_chief(const std::optional<std::string>& task_type, int task_id) {
 // The tutorial's write_filepath: the chief's own path, or one in workertemp_<id> beside it.
 std::string write_filepath(const std::string& filepath, const std::optional<std::string>& task_type, int task_id) {
   if (is_chief(task_type, task_id)) return filepath;
-  const fs::path temp_dir = fs::path(filepath).parent_path() / ("workertemp_" + std::to_string(task_id));
-  fs::create_directories(temp_dir);
-  return (temp_dir / fs::path(filepath).filename()).string();
+  const std::string temp_dir =
+      ls::io::gfile::join(fs::path(filepath).parent_path().string(), "workertemp_" + std::to_string(task_id));
+  ls::io::gfile::makedirs(temp_dir);
+  return ls::io::gfile::join(temp_dir, fs::path(filepath).filename().string());
 }
 
 // Every variable of `a` equals that of `b`, bit for bit.
@@ -84,7 +85,7 @@ int main(int argc, char** argv) try {
     const std::string write_model_path = write_filepath(model_path, task_type, task_id);
     if (round % 3 == 2) model.save_weights(write_model_path);
     else model.save(write_model_path);
-    if (!is_chief(task_type, task_id)) fs::remove_all(fs::path(write_model_path).parent_path());
+    if (!is_chief(task_type, task_id)) ls::io::gfile::rmtree(fs::path(write_model_path).parent_path().string());
 
     keras::Model loaded = keras::Sequential::from_config(model.get_config());
     if (round % 3 == 2) {

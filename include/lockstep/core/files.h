@@ -61,6 +61,9 @@ class AtomicDirectory {
 // Creates the directory that would hold `path`, and its parents, when missing (TF's checkpoint.save does). Throws
 // an Error that names the directory that could not be created and the system's reason.
 void make_parent_directories(const std::string& path);
+// The same for a worker that writes nothing at `path` itself (a non-chief, where TF's would write its copy and the
+// tutorials then remove that directory): a failure is only logged as a warning.
+void make_parent_directories_if_possible(const std::string& path);
 
 // The whole of a regular file's bytes. NotFoundError when it is missing or not a regular file, DataLossError when
 // reading fails; both name the file.

@@ -1,5 +1,7 @@
 // Built against an installed lockstep: checks that the version macros came with the package and that the
-// linked libraries train. Fits y = 2x + 1 with one Dense unit for a few epochs; the loss must fall.
+// linked libraries train. Fits y = 2x + 1 with one Dense unit for a few epochs; the loss must fall. Then the
+// tutorials' file idioms as a port writes them: task_type() None without TF_CONFIG, tf.io.gfile's makedirs and
+// rmtree, a Checkpoint made inside the strategy's scope and saved after it into a directory not yet made.
 #include <lockstep/lockstep.h>
 
 #include <cstdio>
@@ -28,6 +30,28 @@ int main() try {
     std::fprintf(stderr, "install_smoke: the loss did not fall\n");
     return 1;
   }
+
+  ls::distribute::MultiWorkerMirroredStrategy strategy;
+  if (strategy.cluster_resolver().task_type() != std::nullopt) {
+    std::fprintf(stderr, "install_smoke: task_type() is not None without TF_CONFIG\n");
+    return 1;
+  }
+  const std::string dir = ls::io::gfile::join("install_smoke_files", "workertemp_1");
+  ls::io::gfile::makedirs(dir);
+  ls::train::Checkpoint checkpoint({{"model", model}});
+  {
+    auto scope = strategy.scope();
+    ls::Variable step(ls::scalar(3, ls::DType::int64), {.name = "step"});
+    checkpoint = ls::train::Checkpoint({{"model", model}, {"step", step}});
+  }
+  const std::string saved = checkpoint.save(ls::io::gfile::join(dir, "training_checkpoints", "ckpt"));
+  const bool found = ls::io::gfile::exists(saved + ".safetensors");
+  ls::io::gfile::rmtree("install_smoke_files");
+  if (!found || ls::io::gfile::exists("install_smoke_files")) {
+    std::fprintf(stderr, "install_smoke: the checkpoint was not saved under %s, or not removed\n", dir.c_str());
+    return 1;
+  }
+  std::printf("checkpoint %s\n", saved.c_str());
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "install_smoke: %s\n", e.what());
