@@ -1,7 +1,7 @@
 # Layer targets with enforced dependency direction.
 #
 # Each layer compiles against an include root of its own that holds links only to the public header
-# folders of the layers it may use (itself and those to its left in DESIGN.md). A header of a higher
+# folders of the layers it may use (itself and those to its left in docs/design.md). A header of a higher
 # layer is therefore not found, and a forbidden include fails to compile.
 
 set(LOCKSTEP_LAYER_ROOT ${CMAKE_BINARY_DIR}/layer_include)
