@@ -442,8 +442,8 @@ std::string quoted(const std::string& s) {
 // An index larger than this is not one a CheckpointManager wrote (that would be some 100000 checkpoints).
 constexpr uintmax_t kMaxIndexBytes = 16 << 20;
 
-// TF's CheckpointState text: "key: value" lines. Parsed by hand: std::regex recurses per character and
-// overflowed the stack on a damaged index with a long line.
+// TF's CheckpointState text: "key: value" lines. Parsed by hand, not with std::regex, which recurses per
+// character: a damaged index with a long line must not exhaust the stack.
 std::optional<Index> read_index(const std::string& directory) {
   const fs::path file = fs::path(directory) / kIndexName;
   std::error_code ec;
