@@ -163,6 +163,8 @@ class Watchdog {
   Collective enter(std::string op, std::chrono::milliseconds timeout);
   // The collective returned: throws if the watchdog woke it (gloo may return from a woken wait as if done).
   void leave(const Collective& c);
+  // The collective threw something other than gloo's errors (out of memory): it is no longer in flight.
+  void abandon(const Collective& c);
   // The collective failed with gloo's exception: records the failure (a timeout when it ran past its deadline,
   // else a lost connection blaming the failed peer), closes the connections and throws it.
   [[noreturn]] void fail(const Collective& c, const std::string& what);
@@ -170,7 +172,6 @@ class Watchdog {
  private:
   void watch();
   [[noreturn]] void refuse(std::unique_lock<std::mutex>& lock);
-  void unregister(const Collective& c);
   Failure lost_peer(const std::string& op, const std::string& detail);
   bool any_past_deadline(Clock::time_point now) const;
   void break_connections();

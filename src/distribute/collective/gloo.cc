@@ -163,6 +163,9 @@ class GlooCommunicator final : public Communicator {
       watchdog_.fail(c, e.what());
     } catch (const gloo::EnforceNotMet& e) {
       watchdog_.fail(c, e.what());
+    } catch (...) {
+      watchdog_.abandon(c);
+      throw;
     }
     watchdog_.leave(c);
   }

@@ -114,14 +114,14 @@ Watchdog::Collective Watchdog::enter(std::string op, milliseconds timeout) {
   return c;
 }
 
-void Watchdog::unregister(const Collective& c) {
+void Watchdog::abandon(const Collective& c) {
   std::lock_guard lock(mutex_);
   deadlines_.erase(deadlines_.find(c.deadline));
   cv_.notify_all();
 }
 
 void Watchdog::leave(const Collective& c) {
-  unregister(c);
+  abandon(c);
   // Woken by the watchdog, gloo may return as if done; a collective that finished before the failure (a peer
   // that closed right after the last collective) keeps its result.
   std::unique_lock lock(mutex_);
