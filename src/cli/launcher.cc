@@ -1,6 +1,7 @@
 // The local launcher: free ports, one TF_CONFIG per worker, fork/exec into one process group per worker,
 // output prefixed line by line from pipes read with poll(), and the group stopped (SIGTERM, then SIGKILL
-// after a grace period) and restarted when a worker fails, naming the worker whose loss started it.
+// after a grace period) and restarted when a worker fails, naming the worker whose loss started it (from how
+// each worker ended and the failure report it left in its pipe, never from its log).
 #include "launcher.h"
 
 #include <fcntl.h>
@@ -32,6 +33,7 @@
 #include <utility>
 
 #include "lockstep/core/error.h"
+#include "lockstep/core/failure_report.h"
 #include "lockstep/train/preemption.h"
 
 extern char** environ;
@@ -44,7 +46,7 @@ using Clock = std::chrono::steady_clock;
 constexpr size_t kMaxLine = 64 * 1024;                   // longer output without a line end is cut here
 constexpr auto kDrainTimeout = std::chrono::seconds(1);  // a worker's own child may hold its pipe open
 constexpr auto kReapTimeout = std::chrono::seconds(5);   // after SIGKILL only a process stuck in the kernel lingers
-// How long a worker that another worker's error names may take to exit by itself, so that the launcher
+// How long a worker that another worker's failure report blames may take to exit by itself, so that the launcher
 // reports its own status (an input error is not restarted) rather than only that it was lost.
 constexpr auto kSettleTimeout = std::chrono::seconds(1);
 constexpr int kInputErrorCode = 2;  // lockstep's "the input is wrong": running the group again cannot help
@@ -237,7 +239,8 @@ std::vector<std::string> worker_environment(const LaunchOptions& o) {
   for (char** e = environ; *e; ++e) {
     const std::string_view entry(*e);
     const std::string name(entry.substr(0, entry.find('=')));
-    if (name == "TF_CONFIG" || name == kRestartCountVariable || o.extra_env.count(name)) continue;
+    if (name == "TF_CONFIG" || name == kRestartCountVariable || name == kFailurePipeVariable || o.extra_env.count(name))
+      continue;
     // A token file given to the launcher wins over a token inherited from its environment.
     if (name == "LOCKSTEP_CLUSTER_TOKEN" && o.extra_env.count("LOCKSTEP_CLUSTER_TOKEN_FILE")) continue;
     has_threads |= name == "OMP_NUM_THREADS";
@@ -245,7 +248,8 @@ std::vector<std::string> worker_environment(const LaunchOptions& o) {
     env.emplace_back(entry);
   }
   for (const auto& [name, value] : o.extra_env)
-    if (name != "TF_CONFIG" && name != kRestartCountVariable) env.push_back(name + "=" + value);
+    if (name != "TF_CONFIG" && name != kRestartCountVariable && name != kFailurePipeVariable)
+      env.push_back(name + "=" + value);
   if (!has_threads) env.push_back("OMP_NUM_THREADS=" + std::to_string(std::max(1, usable_cores() / o.num_workers)));
   if (!has_token) env.push_back("LOCKSTEP_CLUSTER_TOKEN=" + random_token());
   return env;
@@ -254,7 +258,8 @@ std::vector<std::string> worker_environment(const LaunchOptions& o) {
 struct Program {
   std::string path;
   std::vector<std::string> argv;
-  std::vector<std::string> env;  // without TF_CONFIG and the restart count, which differ per worker and run
+  std::vector<std::string> env;  // without TF_CONFIG, the restart count and the failure pipe, which differ per
+                                 // worker and run
 };
 
 // ---- ports and TF_CONFIG ------------------------------------------------------------------------------
@@ -419,8 +424,9 @@ struct Stream {
 struct Worker {
   pid_t pid = -1;  // also the id of its process group
   bool running = false;
-  int named = -1;  // the other worker that this one's first error line names, as in "worker:1 ... failed"
+  int named = -1;  // the other worker that this one's failure report blames
   std::array<Stream, 2> streams{Stream{{}, STDOUT_FILENO, {}}, Stream{{}, STDERR_FILENO, {}}};
+  Fd report;  // read end of the pipe the worker's failure report arrives in (lockstep/core/failure_report.h)
 };
 
 // A worker that ended, with its exit code (128 + n for signal n).
@@ -430,22 +436,11 @@ struct Exit {
   int code;
 };
 
-bool is_error_line(std::string_view line) {
-  // lockstep's log at error level ("E 12:04:31] ...") and the CLI's last word ("lockstep: error: ...").
-  return line.starts_with("E ") || line.find("error: ") != std::string_view::npos;
-}
-
-// The first "worker:<j>" in `line` that is not `self` and names one of the n workers (a task name in lockstep's
-// messages, which under the launcher are "worker:<launcher's index>"); -1 if none.
-int other_worker_named(std::string_view line, size_t self, size_t n) {
-  constexpr std::string_view kTask = "worker:";
-  for (size_t at = line.find(kTask); at != std::string_view::npos; at = line.find(kTask, at + 1)) {
-    size_t end = at + kTask.size();
-    size_t j = 0;
-    while (end < line.size() && line[end] >= '0' && line[end] <= '9' && j < n)
-      j = j * 10 + static_cast<size_t>(line[end++] - '0');
-    if (end > at + kTask.size() && j < n && j != self) return static_cast<int>(j);
-  }
+// The worker (of n) that a failure report's culprit names, when it is one of the others: under the launcher the
+// task names are "worker:<launcher's index>". -1 otherwise.
+int worker_blamed(const FailureReport& report, size_t self, size_t n) {
+  for (size_t j = 0; j < n; ++j)
+    if (j != self && report.culprit == "worker:" + std::to_string(j)) return static_cast<int>(j);
   return -1;
 }
 
@@ -482,14 +477,19 @@ class Group {
       p.push_back(nullptr);
       return p;
     };
-    std::vector<std::string> args = program_.argv;
-    std::vector<char*> argv = pointers(args), envp = pointers(env);
-
-    int out[2], err[2], status[2];
+    int out[2], err[2], status[2], report[2];
     if (::pipe2(out, O_CLOEXEC) != 0) return fail_to_start(i, errno);
     Fd out_r(out[0]), out_w(out[1]);
     if (::pipe2(err, O_CLOEXEC) != 0) return fail_to_start(i, errno);
     Fd err_r(err[0]), err_w(err[1]);
+    // Close-on-exec like the others, so that no other worker inherits it; this worker's child clears the flag.
+    if (::pipe2(report, O_CLOEXEC | O_NONBLOCK) != 0) return fail_to_start(i, errno);
+    Fd report_r(report[0]), report_w(report[1]);
+    struct stat report_stat {};
+    if (::fstat(report_w.get(), &report_stat) != 0) return fail_to_start(i, errno);
+    env.push_back(make_message(kFailurePipeVariable, "=", report_w.get(), ":", report_stat.st_ino));
+    std::vector<std::string> args = program_.argv;
+    std::vector<char*> argv = pointers(args), envp = pointers(env);
     // Closed by a successful exec; otherwise the child writes its errno here.
     if (::pipe2(status, O_CLOEXEC) != 0) return fail_to_start(i, errno);
     Fd status_r(status[0]), status_w(status[1]);
@@ -512,6 +512,7 @@ class Group {
       if (null) ::dup2(null.get(), STDIN_FILENO);
       ::dup2(out_w.get(), STDOUT_FILENO);
       ::dup2(err_w.get(), STDERR_FILENO);
+      ::fcntl(report_w.get(), F_SETFD, 0);
       ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
       ::execve(program_.path.c_str(), argv.data(), envp.data());
       const int e = errno;
@@ -525,6 +526,7 @@ class Group {
     status_w.reset();
     out_w.reset();
     err_w.reset();
+    report_w.reset();
     int child_errno = 0;
     ssize_t n;
     do n = ::read(status_r.get(), &child_errno, sizeof child_errno);
@@ -541,6 +543,8 @@ class Group {
     ::fcntl(err_r.get(), F_SETFL, O_NONBLOCK);
     w.streams[0].fd = std::move(out_r);
     w.streams[1].fd = std::move(err_r);
+    w.report = std::move(report_r);
+    w.named = -1;
   }
 
   void fail_to_start(int i, int err) {
@@ -586,6 +590,7 @@ class Group {
       w.running = false;
       if (r < 0) continue;  // not ours any more (someone else reaped it); nothing to report
       drain(i);
+      read_report(i);
       ended.push_back({i, status, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)});
     }
     if (stopping_) return;
@@ -601,8 +606,8 @@ class Group {
 
   // The worker whose loss started a failure. Its peers notice the loss within milliseconds and exit too,
   // often before the launcher looks, so the first to be reaped proves nothing. A worker killed by a signal
-  // was killed, not told to exit; otherwise a worker that exits naming another worker in an error line
-  // ("worker:1 ... failed: no heartbeat") points at that one, whose own exit then decides (see culprit()).
+  // was killed, not told to exit; otherwise a worker whose failure report blames another worker (worker:1
+  // sent no heartbeat, closed its connection) points at that one, whose own exit then decides (see culprit()).
   // A named worker that is still running gets kSettleTimeout to exit; after that it counts as lost (it hangs).
   void blame(const std::vector<Exit>& failed) {
     const auto killed = std::find_if(failed.begin(), failed.end(), [](const Exit& e) { return WIFSIGNALED(e.status); });
@@ -663,7 +668,6 @@ class Group {
 
   void emit(size_t i, size_t stream, std::string_view line) {
     Worker& w = workers_[i];
-    if (stream == 1 && w.named < 0 && is_error_line(line)) w.named = other_worker_named(line, i, workers_.size());
     std::string text = "[worker " + std::to_string(i) + "] ";
     text.append(line);
     text += '\n';
@@ -691,8 +695,23 @@ class Group {
     return false;
   }
 
-  // Reads what an exited worker left in its pipes, so that its last words count before it is judged. Bounded:
-  // a child of the worker may still hold a pipe and write on.
+  // Reads the failure report an exited worker left (the first; none from a worker that did not fail through
+  // lockstep, or was killed): whom it blames.
+  void read_report(size_t i) {
+    Worker& w = workers_[i];
+    if (!w.report) return;
+    std::string text;
+    char buf[512];
+    ssize_t n;
+    while (text.size() < 4096 && ((n = ::read(w.report.get(), buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)))
+      if (n > 0) text.append(buf, static_cast<size_t>(n));
+    w.report.reset();
+    if (const std::optional<FailureReport> report = parse_failure_report(text))
+      w.named = worker_blamed(*report, i, workers_.size());
+  }
+
+  // Reads what an exited worker left in its pipes, so that its last words are shown before it is judged.
+  // Bounded: a child of the worker may still hold a pipe and write on.
   void drain(size_t i) {
     for (size_t s = 0; s < 2; ++s)
       for (int k = 0; k < 64 && read_stream(i, s); ++k) {

@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "lockstep/core/error.h"
+#include "lockstep/core/failure_report.h"
 #include "lockstep/core/version.h"
 
 namespace {
@@ -28,8 +29,16 @@ void print_error(const char* prefix, std::string message) {
   std::fprintf(stderr, "lockstep: error: %s%s\n", prefix, message.c_str());
 }
 
-// An exception as one line on stderr; returns the exit code it means.
+// An exception as one line on stderr, and as a failure report to a launcher (whom it blames, as data); returns
+// the exit code it means.
 int report(std::exception_ptr exception) {
+  try {
+    std::rethrow_exception(exception);
+  } catch (const std::exception& e) {
+    lockstep::report_failure(lockstep::failure_report_of(e));
+  } catch (...) {
+    lockstep::report_failure({});
+  }
   try {
     std::rethrow_exception(exception);
   } catch (const lockstep::UnavailableError& e) {
@@ -74,6 +83,7 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForVersion& e) {
       return app.exit(e);
     } catch (const CLI::ParseError& e) {
+      lockstep::report_failure({lockstep::ErrorKind::kValue, ""});
       print_error("", std::string(e.what()) + " (see lockstep --help)");
       return kUserError;
     }

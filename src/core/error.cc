@@ -1,4 +1,5 @@
-// Error kinds as data: an exception's type mapped to a letter and back, so it can be raised again elsewhere.
+// Error kinds and culprits as data: an exception's type mapped to a letter and back, so it can be raised again
+// elsewhere, and the task it blames.
 #include "lockstep/core/error.h"
 
 namespace lockstep {
@@ -44,26 +45,36 @@ const char* error_kind_name(ErrorKind kind) {
   return "Error";
 }
 
-void raise_error(ErrorKind kind, const std::string& message) {
+const std::string& Error::culprit() const noexcept {
+  static const std::string kNobody;
+  return culprit_ ? *culprit_ : kNobody;
+}
+
+std::string culprit_of(const std::exception& e) {
+  const auto* error = dynamic_cast<const Error*>(&e);
+  return error ? error->culprit() : std::string();
+}
+
+void raise_error(ErrorKind kind, const std::string& message, Culprit culprit) {
   switch (kind) {
-    case ErrorKind::kValue: throw ValueError(message);
-    case ErrorKind::kInvalidArgument: throw InvalidArgumentError(message);
-    case ErrorKind::kNotFound: throw NotFoundError(message);
-    case ErrorKind::kDataLoss: throw DataLossError(message);
-    case ErrorKind::kRuntime: throw RuntimeError(message);
-    case ErrorKind::kDeadlineExceeded: throw DeadlineExceededError(message);
-    case ErrorKind::kUnavailable: throw UnavailableError(message);
-    case ErrorKind::kAlreadyExists: throw AlreadyExistsError(message);
-    case ErrorKind::kPermissionDenied: throw PermissionDeniedError(message);
-    case ErrorKind::kFailedPrecondition: throw FailedPreconditionError(message);
-    case ErrorKind::kOutOfRange: throw OutOfRangeError(message);
-    case ErrorKind::kResourceExhausted: throw ResourceExhaustedError(message);
-    case ErrorKind::kUnimplemented: throw UnimplementedError(message);
-    case ErrorKind::kNone: throw RuntimeError("raise_error(kNone): " + message);
+    case ErrorKind::kValue: throw ValueError(message, std::move(culprit));
+    case ErrorKind::kInvalidArgument: throw InvalidArgumentError(message, std::move(culprit));
+    case ErrorKind::kNotFound: throw NotFoundError(message, std::move(culprit));
+    case ErrorKind::kDataLoss: throw DataLossError(message, std::move(culprit));
+    case ErrorKind::kRuntime: throw RuntimeError(message, std::move(culprit));
+    case ErrorKind::kDeadlineExceeded: throw DeadlineExceededError(message, std::move(culprit));
+    case ErrorKind::kUnavailable: throw UnavailableError(message, std::move(culprit));
+    case ErrorKind::kAlreadyExists: throw AlreadyExistsError(message, std::move(culprit));
+    case ErrorKind::kPermissionDenied: throw PermissionDeniedError(message, std::move(culprit));
+    case ErrorKind::kFailedPrecondition: throw FailedPreconditionError(message, std::move(culprit));
+    case ErrorKind::kOutOfRange: throw OutOfRangeError(message, std::move(culprit));
+    case ErrorKind::kResourceExhausted: throw ResourceExhaustedError(message, std::move(culprit));
+    case ErrorKind::kUnimplemented: throw UnimplementedError(message, std::move(culprit));
+    case ErrorKind::kNone: throw RuntimeError("raise_error(kNone): " + message, std::move(culprit));
     case ErrorKind::kError:
     case ErrorKind::kOther: break;
   }
-  throw Error(message);
+  throw Error(message, std::move(culprit));
 }
 
 }  // namespace lockstep

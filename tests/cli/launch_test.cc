@@ -1,6 +1,6 @@
 // `lockstep launch` end to end with /bin/sh workers: a TF_CONFIG per worker, prefixed output, the group
-// stopped when one worker fails, SIGKILL after the grace period, restarts, log files, the launcher's own
-// SIGINT/SIGTERM, and the one-line errors with exit code 2.
+// stopped when one worker fails (blaming whom its failure report names, never its log), SIGKILL after the grace
+// period, restarts, log files, the launcher's own SIGINT/SIGTERM, and the one-line errors with exit code 2.
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <signal.h>
@@ -135,6 +135,35 @@ TEST(LaunchCli, WorkerIgnoringSigtermIsKilledAfterTheGracePeriod) {
   // A lower bound, so load cannot break it: 0.5 s until the failure, then the full grace period.
   EXPECT_GE(took, 1.4);
   EXPECT_TRUE(contains(r.err, "lockstep launch: worker 1 did not stop within 1 s of SIGTERM; sending SIGKILL\n"))
+      << r.err;
+}
+
+// A worker's log is not evidence: worker 0 fails, saying in an error line that it lost worker:1, while worker 1
+// runs on. Without a failure report naming worker 1, the launcher blames the worker that failed (reading the
+// line, it used to wait for worker 1 and call it lost).
+TEST(LaunchCli, AMisleadingLogLineDoesNotMoveTheBlame) {
+  Result r = run_lockstep(
+      "launch -n 2 -- " +
+          worker("if [ $i = 0 ]; then echo \"lockstep: error: gloo all_reduce on worker:0 lost its connection to "
+                 "worker:1 (rank 1)\" >&2; exit 1; fi; sleep 600"),
+      "", 120);
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(lines_after(r.err, "lockstep launch: "), std::vector<std::string>{"worker 0 failed with exit code 1"})
+      << r.err;
+}
+
+// What does count is the failure report in the pipe the launcher hands each worker: worker 0's blames worker 1
+// (which hangs), whatever its log line says (worker:2).
+TEST(LaunchCli, TheFailureReportNamesTheCulprit) {
+  Result r = run_lockstep(
+      "launch -n 3 -- " +
+          worker("if [ $i = 0 ]; then "
+                 "echo kind=UnavailableError culprit=worker:1 >/proc/self/fd/${LOCKSTEP_FAILURE_PIPE%%:*}; "
+                 "echo \"lockstep: error: lost worker:2\" >&2; exit 1; fi; sleep 600"),
+      "", 120);
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(lines_after(r.err, "lockstep launch: "),
+            std::vector<std::string>{"worker 1 was lost (worker 0 exited with code 1 reporting it)"})
       << r.err;
 }
 

@@ -1,5 +1,5 @@
-// Error kinds: every lockstep error type maps to a kind and back to the same type, so an error raised on one
-// worker is raised as the same type on the others.
+// Error kinds and culprits: every lockstep error type maps to a kind and back to the same type, so an error raised
+// on one worker is raised as the same type on the others, with the task it blames.
 #include "lockstep/core/error.h"
 
 #include <gtest/gtest.h>
@@ -56,6 +56,21 @@ TEST(ErrorKind, KindsAndNamesAreDistinct) {
 TEST(ErrorKind, OtherExceptionsBecomeError) {
   EXPECT_EQ(error_kind(std::runtime_error("x")), ErrorKind::kOther);
   EXPECT_THROW(raise_error(ErrorKind::kOther, "x"), Error);
+}
+
+TEST(Culprit, TravelsWithTheErrorAndItsCopies) {
+  const UnavailableError lost("worker:1 failed", Culprit{"worker:1"});
+  EXPECT_EQ(lost.culprit(), "worker:1");
+  const UnavailableError copy = lost;
+  EXPECT_EQ(copy.culprit(), "worker:1");
+  EXPECT_EQ(culprit_of(copy), "worker:1");
+  EXPECT_EQ(ValueError("bad flag").culprit(), "");
+  EXPECT_EQ(culprit_of(std::runtime_error("x")), "");
+  try {
+    raise_error(ErrorKind::kDeadlineExceeded, "worker:2 has not arrived", Culprit{"worker:2"});
+  } catch (const DeadlineExceededError& e) {
+    EXPECT_EQ(e.culprit(), "worker:2");
+  }
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <functional>
+#include <future>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -425,6 +426,7 @@ TEST(GlooCommunicatorTest, RendezvousTimeoutNamesTheMissingRank) {
   MemoryStore store;
   GlooOptions options;
   options.peer_names = {"worker:0 at 127.0.0.1:1", "worker:1 at 127.0.0.1:2"};
+  options.peer_tasks = {"worker:0", "worker:1"};
   options.connect_timeout = milliseconds(300);
   try {
     make_gloo_communicator(store, 0, 2, options);
@@ -432,6 +434,7 @@ TEST(GlooCommunicatorTest, RendezvousTimeoutNamesTheMissingRank) {
   } catch (const DeadlineExceededError& e) {
     EXPECT_NE(std::string(e.what()).find("worker:1 at 127.0.0.1:2 (rank 1)"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("waited 300 ms"), std::string::npos) << e.what();  // the timeout it was given
+    EXPECT_EQ(e.culprit(), "worker:1");
   }
 }
 
@@ -439,7 +442,8 @@ TEST(GlooCommunicatorTest, PeerThatLeavesMidCollectiveFailsTheOthersAtOnceNaming
   MemoryStore store;
   GlooOptions options;
   options.peer_names = {"worker:0", "worker:1", "worker:2"};
-  std::vector<std::string> messages(2);
+  options.peer_tasks = options.peer_names;
+  std::vector<std::string> messages(2), culprits(2);
   run_threads(3, [&](int r) {
     auto c = make_gloo_communicator(store, r, 3, options);
     std::vector<float> v(1 << 20, 1.0f);
@@ -454,6 +458,7 @@ TEST(GlooCommunicatorTest, PeerThatLeavesMidCollectiveFailsTheOthersAtOnceNaming
       c->all_reduce(v.data(), v.size(), DType::float32, ReduceOp::SUM, {.timeout = std::chrono::seconds(120)});
     } catch (const UnavailableError& e) {
       messages[static_cast<size_t>(r)] = e.what();
+      culprits[static_cast<size_t>(r)] = e.culprit();
     }
     EXPECT_THROW(c->barrier(), UnavailableError);  // broken for good, at once
   });
@@ -461,11 +466,43 @@ TEST(GlooCommunicatorTest, PeerThatLeavesMidCollectiveFailsTheOthersAtOnceNaming
     EXPECT_NE(messages[static_cast<size_t>(r)].find("restart it (lockstep launch --max-restarts)"), std::string::npos)
         << "rank " << r << ": " << messages[static_cast<size_t>(r)];
   }
-  // Whoever noticed first names worker:2; the other may name the rank that closed on noticing it.
+  // Whoever noticed first names worker:2; the other may name the rank that closed on noticing it. The culprit, a
+  // fact taken from the pairs' state, is the task the message names.
   EXPECT_TRUE(messages[0].find("worker:2 (rank 2)") != std::string::npos ||
               messages[1].find("worker:2 (rank 2)") != std::string::npos)
       << messages[0] << "\n"
       << messages[1];
+  for (int r = 0; r < 2; ++r) {
+    const std::string& culprit = culprits[static_cast<size_t>(r)];
+    EXPECT_TRUE(culprit == "worker:2" || culprit == "worker:" + std::to_string(1 - r)) << culprit;
+    EXPECT_NE(messages[static_cast<size_t>(r)].find(culprit + " (rank"), std::string::npos)
+        << culprit << ": " << messages[static_cast<size_t>(r)];
+  }
+}
+
+TEST(GlooCommunicatorTest, CollectivePastItsTimeoutIsDeadlineExceededAndBlamesNobody) {
+  MemoryStore store;
+  GlooOptions options;
+  options.peer_tasks = {"worker:0", "worker:1"};
+  std::promise<void> timed_out;
+  std::shared_future<void> done = timed_out.get_future().share();
+  run_threads(2, [&](int r) {
+    auto c = make_gloo_communicator(store, r, 2, options);
+    if (r == 1) {
+      done.wait();  // takes no part until rank 0 has given up
+      return;
+    }
+    float x = 1;
+    try {
+      c->all_reduce(&x, 1, DType::float32, ReduceOp::SUM, {.timeout = milliseconds(200)});
+      ADD_FAILURE() << "an all_reduce without its peer returned";
+    } catch (const DeadlineExceededError& e) {
+      EXPECT_NE(std::string(e.what()).find("timed out after 200 ms"), std::string::npos) << e.what();
+      EXPECT_EQ(e.culprit(), "");
+    }
+    EXPECT_THROW(c->barrier(), DeadlineExceededError);  // the same error, at once
+    timed_out.set_value();
+  });
 }
 
 TEST(GlooCommunicatorTest, RejectsBadArguments) {
@@ -473,6 +510,9 @@ TEST(GlooCommunicatorTest, RejectsBadArguments) {
   EXPECT_THROW(make_gloo_communicator(store, 2, 2, {}), ValueError);
   GlooOptions options;
   options.peer_names = {"only one"};
+  EXPECT_THROW(make_gloo_communicator(store, 0, 2, options), ValueError);
+  options.peer_names = {};
+  options.peer_tasks = {"worker:0"};
   EXPECT_THROW(make_gloo_communicator(store, 0, 2, options), ValueError);
 }
 

@@ -123,6 +123,7 @@ void shutdown_all(std::vector<Client>& clients) {
   for (std::thread& t : threads) t.join();
 }
 
+using lockstep::testing::culprit_of;
 using lockstep::testing::error_of;
 
 TEST(CoordinationTest, RegistersEveryTaskAndShutsDown) {
@@ -190,14 +191,15 @@ TEST(CoordinationTest, BarrierTimeoutNamesTheMissingTask) {
   std::vector<ErrorLog> errors(3);
   std::vector<Client> clients = start_cluster(3, port, errors);
   auto first = std::async(std::launch::async, [&] {
-    return error_of<DeadlineExceededError>([&] { clients[0]->barrier("epoch_end", 300ms); });
+    return culprit_of<DeadlineExceededError>([&] { clients[0]->barrier("epoch_end", 300ms); });
   });
   const std::string message = error_of<DeadlineExceededError>([&] { clients[1]->barrier("epoch_end", 300ms); });
+  // The culprit is the task that never arrived, not one that arrived and gave up first.
+  EXPECT_EQ(first.get(), "worker:1");
   const std::string missing = "worker:1 at 127.0.0.1:" + std::to_string(port + 2);
   // Whoever times out first withdraws, so the later one may list it as well.
   EXPECT_NE(message.find("barrier \"epoch_end\" timed out after 0.3 s on worker:0: "), std::string::npos) << message;
   EXPECT_NE(message.find(missing), std::string::npos) << message;
-  EXPECT_NE(first.get().find(missing), std::string::npos);
   // The arrivals that timed out were withdrawn; a full round still passes.
   std::vector<std::thread> threads;
   for (Client& c : clients) threads.emplace_back([&c] { c->barrier("epoch_end", 5s); });
@@ -206,7 +208,7 @@ TEST(CoordinationTest, BarrierTimeoutNamesTheMissingTask) {
   for (ErrorLog& e : errors) EXPECT_EQ(e.count(), 0u);
 }
 
-// Every task's constructor throws ValueError naming the task and the first difference.
+// Every task's constructor throws ValueError naming the task and the first difference, which is also its culprit.
 std::vector<std::string> mismatch_messages(const std::string& worker_fingerprint) {
   const int port = free_port();
   std::vector<CoordinationOptions> options;
@@ -214,7 +216,13 @@ std::vector<std::string> mismatch_messages(const std::string& worker_fingerprint
   options[2].fingerprint = worker_fingerprint;
   std::vector<std::string> messages;
   for (auto& client : start(options)) {
-    messages.push_back(error_of<ValueError>([&] { client.get(); }));
+    try {
+      client.get();
+      ADD_FAILURE() << "a task with another configuration registered";
+    } catch (const ValueError& e) {
+      messages.push_back(e.what());
+      EXPECT_EQ(e.culprit(), "worker:1") << e.what();
+    }
   }
   return messages;
 }
@@ -285,6 +293,7 @@ TEST(CoordinationTest, ReportedErrorReachesEveryOtherTaskAndWakesWaiters) {
   EXPECT_EQ(errors[2].wait(60s), expected);
   EXPECT_EQ(waiting.get(), expected);
   EXPECT_EQ(error_of<UnavailableError>([&] { clients[0]->barrier("after", 5s); }), expected);
+  EXPECT_EQ(culprit_of<UnavailableError>([&] { clients[2]->barrier("after", 5s); }), "worker:0");  // who reported
   std::this_thread::sleep_for(100ms);
   EXPECT_EQ(errors[1].count(), 0u) << "the reporting task's own on_error ran";
 }
@@ -297,7 +306,14 @@ TEST(CoordinationTest, RegistrationTimeoutNamesTheMissingTask) {
     options.back().startup_timeout = 1s;
   }
   for (auto& client : start(options)) {
-    const std::string message = error_of<DeadlineExceededError>([&] { client.get(); });
+    std::string message;
+    try {
+      client.get();
+      ADD_FAILURE() << "registered without worker:1";
+    } catch (const DeadlineExceededError& e) {
+      message = e.what();
+      EXPECT_EQ(e.culprit(), "worker:1");
+    }
     EXPECT_NE(message.find("worker:1 at 127.0.0.1:" + std::to_string(port + 2) + " never registered"),
               std::string::npos)
         << message;
@@ -686,6 +702,7 @@ TEST(CoordinationProcessTest, KilledChiefIsDetectedAtOnce) {
       detected_ms, elapsed_ms(begin));
   EXPECT_NE(error_of<UnavailableError>([&] { worker0.get("k", 1s); }).find("lost the coordination service"),
             std::string::npos);
+  EXPECT_EQ(culprit_of<UnavailableError>([&] { worker0.get("k", 1s); }), "chief:0");
 }
 
 TEST(CoordinationProcessTest, StoppedWorkerFailsAfterTheHeartbeatTimeout) {

@@ -1,15 +1,31 @@
 // Error types. Messages name the thing, the expected and the actual value, and what to do; the CLI turns
 // a lockstep::Error into one line on stderr and exit code 2.
 #pragma once
+#include <memory>
 #include <stdexcept>
 #include <string>
 
 namespace lockstep {
 
+// The task ("worker:1", TF's task name) that an error blames: the one whose failure it reports, or that did
+// not arrive. Data, so that whoever decides whom to blame (the launcher, through the worker's failure report
+// in lockstep/core/failure_report.h) never reads it out of the message.
+struct Culprit {
+  std::string task;
+};
+
 // Base of every error lockstep raises for a user's mistake or a failed environment.
 class Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+  Error(const std::string& message, Culprit culprit)
+      : std::runtime_error(message),
+        culprit_(culprit.task.empty() ? nullptr : std::make_shared<const std::string>(std::move(culprit.task))) {}
+  // The task this error blames; empty when it blames no other task.
+  const std::string& culprit() const noexcept;
+
+ private:
+  std::shared_ptr<const std::string> culprit_;  // shared: copying an exception must not throw
 };
 // A bad argument value: unknown name, out-of-range axis, malformed configuration (TF: ValueError).
 class ValueError : public Error {
@@ -90,8 +106,11 @@ enum class ErrorKind : char {
 ErrorKind error_kind(const std::exception& e);
 // TF's name of the kind ("NotFoundError"; "Error" for kError and kOther).
 const char* error_kind_name(ErrorKind kind);
-// Throws the error type of `kind` with `message` (kOther and kError throw Error; kNone is a bug: RuntimeError).
-[[noreturn]] void raise_error(ErrorKind kind, const std::string& message);
+// Throws the error type of `kind` with `message` and `culprit` (kOther and kError throw Error; kNone is a bug:
+// RuntimeError).
+[[noreturn]] void raise_error(ErrorKind kind, const std::string& message, Culprit culprit = {});
+// The task that `e` blames: Error::culprit(), or empty for any other exception.
+std::string culprit_of(const std::exception& e);
 
 // Builds a message from streamable parts: make_message("expected ", a, ", got ", b).
 template <typename... Parts> std::string make_message(const Parts&... parts);

@@ -13,14 +13,15 @@
 
 namespace lockstep::distribute::detail {
 
-// Why a communicator stopped; every later collective throws the same.
+// Why a communicator stopped, and the task it blames; every later collective throws the same.
 struct Failure {
   enum Kind { unavailable, deadline, mismatch } kind;
   std::string message;
+  std::string culprit = {};
   [[noreturn]] void raise() const {
-    if (kind == deadline) throw DeadlineExceededError(message);
-    if (kind == mismatch) throw InvalidArgumentError(message);
-    throw UnavailableError(message);
+    if (kind == deadline) throw DeadlineExceededError(message, Culprit{culprit});
+    if (kind == mismatch) throw InvalidArgumentError(message, Culprit{culprit});
+    throw UnavailableError(message, Culprit{culprit});
   }
 };
 

@@ -13,6 +13,7 @@
 
 #include "coordination-impl.h"
 #include "distribute/coordination/coordination.grpc.pb.h"
+#include "lockstep/core/failure_report.h"
 #include "lockstep/core/files.h"
 #include "lockstep/core/logging.h"
 
@@ -41,7 +42,9 @@ milliseconds remaining(Clock::time_point deadline) {
   return std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(deadline - Clock::now()));
 }
 
-void default_on_error(const std::string& message) {
+// Logs the job's failure, tells the launcher whom it blames, and exits.
+void default_on_error(const std::string& message, const std::string& culprit) {
+  report_failure({ErrorKind::kUnavailable, culprit});
   log(LogLevel::error, message);
   // A checkpoint already being written in the background is finished first: the restart resumes from it.
   if (!wait_for_pending_writes(std::chrono::seconds(30)))
@@ -64,13 +67,16 @@ struct CoordinationClient::Impl {
   // Throws the lockstep error for a failed call; the job's failure, when known, wins over what the RPC said.
   [[noreturn]] void raise(const grpc::Status& status, const std::string& timeout_message);
   void check_usable() const;
-  // Latches the job's failure, cancels the calls in flight and, when `notify`, runs on_error.
-  void fail(const std::string& message, bool notify);
+  // Latches the job's failure (blaming the task `culprit`), cancels the calls in flight and, when `notify`,
+  // runs on_error.
+  void fail(const std::string& message, const std::string& culprit, bool notify);
   void watch();
   void heartbeat();
   void stop();
   pb::Task task() const;
   std::string lost_service_message() const;
+  // The task whose loss a lost or silent service means: the chief, which runs it.
+  std::string chief() const { return labels.name(0); }
 
   const CoordinationOptions options;
   const TaskLabels labels;
@@ -88,6 +94,7 @@ struct CoordinationClient::Impl {
   bool shutting_down = false;            // in shutdown(): the shutdown barrier decides, not on_error
   bool stopping = false;                 // the threads are being stopped
   std::string failure;
+  std::string failed_task;  // the task `failure` blames
   std::thread watch_thread;
   std::thread heartbeat_thread;
 };
@@ -154,23 +161,26 @@ grpc::Status CoordinationClient::Impl::call(milliseconds timeout, Rpc rpc) {
 void CoordinationClient::Impl::raise(const grpc::Status& status, const std::string& timeout_message) {
   {
     std::lock_guard lock(mu);
-    if (failed) throw UnavailableError(failure);
+    if (failed) throw UnavailableError(failure, Culprit{failed_task});
   }
+  // The service puts the name of the task it blames in the status's details.
   const std::string& message = status.error_message();
+  const Culprit culprit{status.error_details()};
   switch (status.error_code()) {
     case grpc::StatusCode::ABORTED:
-      throw UnavailableError(message);
+      throw UnavailableError(message, culprit);
     case grpc::StatusCode::DEADLINE_EXCEEDED:
       // gRPC's own "Deadline Exceeded": the service did not answer in time. The service's message names who
       // is missing.
-      throw DeadlineExceededError(message == "Deadline Exceeded" ? timeout_message : message);
+      if (message == "Deadline Exceeded") throw DeadlineExceededError(timeout_message, Culprit{chief()});
+      throw DeadlineExceededError(message, culprit);
     case grpc::StatusCode::INVALID_ARGUMENT:
     case grpc::StatusCode::FAILED_PRECONDITION:
     case grpc::StatusCode::ALREADY_EXISTS:
     case grpc::StatusCode::UNAUTHENTICATED:
-      throw ValueError(message);
+      throw ValueError(message, culprit);
     default:
-      throw UnavailableError(lost_service_message());
+      throw UnavailableError(lost_service_message(), Culprit{chief()});
   }
 }
 
@@ -188,9 +198,12 @@ void CoordinationClient::Impl::connect() {
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
   channel = grpc::CreateCustomChannel(options.service_address, channel_credentials(options.security), args);
   stub = pb::Coordination::NewStub(channel);
-  LS_CHECK(channel->WaitForConnected(deadline_after(remaining(deadline))), UnavailableError, labels.name(options.rank),
-           " cannot reach the coordination service of ", labels.service_label(), " after ",
-           format_seconds(options.startup_timeout), ": is the chief running and the address right? (TF_CONFIG)");
+  if (!channel->WaitForConnected(deadline_after(remaining(deadline)))) {
+    throw UnavailableError(make_message(labels.name(options.rank), " cannot reach the coordination service of ",
+                                        labels.service_label(), " after ", format_seconds(options.startup_timeout),
+                                        ": is the chief running and the address right? (TF_CONFIG)"),
+                           Culprit{chief()});
+  }
 
   pb::RegisterRequest request;
   *request.mutable_task() = task();
@@ -212,7 +225,7 @@ void CoordinationClient::Impl::connect() {
   // Return only once the service watches our connection, so that from now on our death is noticed at once.
   std::unique_lock lock(mu);
   const bool ready = cv.wait_until(lock, deadline + kRpcGrace, [&] { return watching || failed; });
-  if (failed) throw UnavailableError(failure);
+  if (failed) throw UnavailableError(failure, Culprit{failed_task});
   LS_CHECK(ready, UnavailableError, labels.name(options.rank),
            " registered but could not open its watch on the coordination service of ", labels.service_label(),
            " within ", format_seconds(options.startup_timeout));
@@ -225,19 +238,24 @@ void CoordinationClient::Impl::check_usable() const {
            " used its coordination client after shutdown(): shutdown() must be the last call");
 }
 
-void CoordinationClient::Impl::fail(const std::string& message, bool notify) {
+void CoordinationClient::Impl::fail(const std::string& message, const std::string& culprit, bool notify) {
   {
     std::lock_guard lock(mu);
     if (failed) return;
     failed = true;
     failure = message;
+    failed_task = culprit;
     for (grpc::ClientContext* ctx : calls) ctx->TryCancel();
     notify = notify && started && !reported && !shutting_down && !stopping;
   }
   cv.notify_all();
   if (!notify) return;
   if (service) service->wait_failure_delivered(kDeliveryWait);
-  (options.on_error ? options.on_error : default_on_error)(message);
+  if (options.on_error) {
+    options.on_error(message);
+  } else {
+    default_on_error(message, culprit);
+  }
 }
 
 void CoordinationClient::Impl::watch() {
@@ -258,7 +276,7 @@ void CoordinationClient::Impl::watch() {
       watching = true;
       cv.notify_all();
     } else if (event.kind() == pb::Event::JOB_FAILED) {
-      fail(event.message(), true);
+      fail(event.message(), event.task(), true);
     }
   }
   const grpc::Status status = reader->Finish();
@@ -270,7 +288,11 @@ void CoordinationClient::Impl::watch() {
   }
   const bool refused = status.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
                        status.error_code() == grpc::StatusCode::INVALID_ARGUMENT;
-  fail(refused ? status.error_message() : lost_service_message(), true);
+  if (refused) {
+    fail(status.error_message(), status.error_details(), true);
+  } else {
+    fail(lost_service_message(), chief(), true);
+  }
 }
 
 void CoordinationClient::Impl::heartbeat() {
@@ -290,9 +312,9 @@ void CoordinationClient::Impl::heartbeat() {
       last_ok = Clock::now();
     } else if (status.error_code() == grpc::StatusCode::ABORTED ||
                status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
-      fail(status.error_message(), true);  // the service declared the job (or this task) failed
+      fail(status.error_message(), status.error_details(), true);  // the service declared the job (or this task) failed
     } else if (Clock::now() - last_ok >= options.heartbeat_timeout) {
-      fail(lost_service_message(), true);
+      fail(lost_service_message(), chief(), true);
     }
   }
 }

@@ -80,17 +80,22 @@ class CoordinationService::Impl final : public pb::Coordination::Service {
     bool watching = false;  // its watch stream is open
     bool told = false;      // the failure notice was written to its watch stream
     bool left = false;      // it entered the shutdown barrier: silence and disconnection are no longer failures
+    bool gave_up = false;   // it registered, then withdrew when its wait timed out: missing, but not to blame
   };
   // One reusable barrier: a round completes when every task arrived, then the generation advances.
   struct BarrierState {
     std::vector<bool> arrived;
+    std::vector<bool> gave_up;  // arrived in this round, then withdrew on its timeout: missing, but not to blame
     int count = 0;
     uint64_t generation = 0;
   };
 
   template <typename Ready>
   Wake wait(std::unique_lock<std::mutex>& lock, grpc::ServerContext* ctx, Clock::time_point deadline, Ready ready);
-  grpc::Status wake_status(Wake wake, const std::string& timeout_message) const;
+  // A timeout's status names in its details the task it blames (the first missing one), if any.
+  grpc::Status wake_status(Wake wake, const std::string& timeout_message, const std::string& culprit = "") const;
+  // ABORTED with the failure's message, and the failed task's name in its details (the clients' culprit).
+  grpc::Status job_failed() const { return {grpc::StatusCode::ABORTED, failure_, failed_task_}; }
   grpc::Status check_task(const pb::Task& task) const;
   // UNAUTHENTICATED, logged once per caller address, for a call without the job's cluster token.
   grpc::Status authenticate(const grpc::ServerContext& ctx);
@@ -113,6 +118,7 @@ class CoordinationService::Impl final : public pb::Coordination::Service {
   grpc::Status registration_error_;  // the answer to every Register once registration failed
   bool failed_ = false;
   std::string failure_;
+  std::string failed_task_;  // the name of the task whose failure failure_ reports
   std::map<std::string, std::string> store_;
   std::map<std::string, BarrierState> barriers_;
   BarrierState shutdown_barrier_;
@@ -187,16 +193,17 @@ Wake CoordinationService::Impl::wait(std::unique_lock<std::mutex>& lock, grpc::S
   }
 }
 
-grpc::Status CoordinationService::Impl::wake_status(Wake wake, const std::string& timeout_message) const {
+grpc::Status CoordinationService::Impl::wake_status(Wake wake, const std::string& timeout_message,
+                                                    const std::string& culprit) const {
   switch (wake) {
     case Wake::ready:
       return grpc::Status::OK;
     case Wake::failed:
-      return {grpc::StatusCode::ABORTED, failure_};
+      return job_failed();
     case Wake::stopping:
       return {grpc::StatusCode::UNAVAILABLE, "the coordination service is stopping"};
     case Wake::timeout:
-      return {grpc::StatusCode::DEADLINE_EXCEEDED, timeout_message};
+      return {grpc::StatusCode::DEADLINE_EXCEEDED, timeout_message, culprit};
     case Wake::cancelled:
       break;
   }
@@ -256,10 +263,11 @@ grpc::Status CoordinationService::Impl::Register(grpc::ServerContext* ctx, const
                 " registered again from another process: a restarted task cannot join a running "
                 "job and two processes cannot share a task index; restart every task together"};
   }
-  if (failed_) return {grpc::StatusCode::ABORTED, failure_};
+  if (failed_) return job_failed();
   if (!registration_error_.ok()) return registration_error_;
   if (!t.registered) {
     t.registered = true;
+    t.gave_up = false;
     t.incarnation = incarnation;
     t.fingerprint = req->fingerprint();
     if (++registered_ == world_size_) finish_registration();
@@ -269,18 +277,24 @@ grpc::Status CoordinationService::Impl::Register(grpc::ServerContext* ctx, const
   const Wake wake = wait(lock, ctx, deadline, [&] { return registration_done_ || !registration_error_.ok(); });
   if (wake == Wake::ready) return registration_error_;
   std::vector<std::string> missing;
+  std::string culprit;  // the first task that never registered
   for (int r = 0; r < world_size_; ++r) {
-    if (!tasks_[static_cast<size_t>(r)].registered) missing.push_back(labels_.label(r));
+    const Task& other = tasks_[static_cast<size_t>(r)];
+    if (other.registered) continue;
+    missing.push_back(labels_.label(r));
+    if (culprit.empty() && !other.gave_up) culprit = labels_.name(r);
   }
   // Withdraw, so that a caller that gave up is reported missing rather than counted present.
   t.registered = false;
+  t.gave_up = true;
   --registered_;
   if (wake != Wake::timeout) return wake_status(wake, "");
   const grpc::Status timed_out(
       grpc::StatusCode::DEADLINE_EXCEEDED,
       make_message(join_labels(missing), " never registered with the coordination service of ", labels_.service_label(),
                    " within ", format_seconds(timeout), ": ", missing.size() == 1 ? "is it" : "are they",
-                   " running, with the same TF_CONFIG cluster?"));
+                   " running, with the same TF_CONFIG cluster?"),
+      culprit);
   // The chief giving up ends registration for everybody (its service is about to go), with one message.
   if (rank == 0 || Clock::now() >= registration_deadline_) {
     registration_error_ = timed_out;
@@ -290,18 +304,21 @@ grpc::Status CoordinationService::Impl::Register(grpc::ServerContext* ctx, const
 }
 
 void CoordinationService::Impl::finish_registration() {
-  std::string first;
+  std::string first, first_task;
   int differing = 0;
   for (int r = 1; r < world_size_; ++r) {
     const std::string difference = fingerprint_difference(
         tasks_[0].fingerprint, tasks_[static_cast<size_t>(r)].fingerprint, labels_.name(0), labels_.name(r));
     if (difference.empty()) continue;
-    if (differing++ == 0) first = labels_.name(r) + " does not match the chief: " + difference;
+    if (differing++ == 0) {
+      first = labels_.name(r) + " does not match the chief: " + difference;
+      first_task = labels_.name(r);
+    }
   }
   if (differing > 0) {
     if (differing > 1) first += make_message(" (and ", differing - 1, " more tasks differ)");
     registration_error_ = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                       first + "; every task must run the same program and configuration");
+                                       first + "; every task must run the same program and configuration", first_task);
   } else {
     registration_done_ = true;
     for (Task& t : tasks_) t.last_heartbeat = Clock::now();
@@ -315,6 +332,7 @@ void CoordinationService::Impl::fail_job(int rank, const std::string& reason) {
   if (failed_) return;
   failed_ = true;
   failure_ = labels_.label(rank) + " failed: " + reason;
+  failed_task_ = labels_.name(rank);
   log(LogLevel::debug, "coordination service: ", failure_);
   cv_.notify_all();
 }
@@ -324,7 +342,7 @@ grpc::Status CoordinationService::Impl::Heartbeat(grpc::ServerContext* ctx, cons
   std::lock_guard lock(mu_);
   if (grpc::Status status = check_task(*req); !status.ok()) return status;
   // A task declared failed (it was stopped, then resumed) learns it here too.
-  if (failed_) return {grpc::StatusCode::ABORTED, failure_};
+  if (failed_) return job_failed();
   tasks_[static_cast<size_t>(req->rank())].last_heartbeat = Clock::now();
   return grpc::Status::OK;
 }
@@ -348,6 +366,7 @@ grpc::Status CoordinationService::Impl::Watch(grpc::ServerContext* ctx, const pb
       pb::Event event;
       event.set_kind(pb::Event::JOB_FAILED);
       event.set_message(failure_);
+      event.set_task(failed_task_);
       lock.unlock();
       writer->Write(event);
       lock.lock();
@@ -373,7 +392,7 @@ grpc::Status CoordinationService::Impl::Set(grpc::ServerContext* ctx, const pb::
   if (grpc::Status refused = authenticate(*ctx); !refused.ok()) return refused;
   std::lock_guard lock(mu_);
   if (grpc::Status status = check_task(req->task()); !status.ok()) return status;
-  if (failed_) return {grpc::StatusCode::ABORTED, failure_};
+  if (failed_) return job_failed();
   store_[req->key()] = req->value();
   cv_.notify_all();
   return grpc::Status::OK;
@@ -384,7 +403,7 @@ grpc::Status CoordinationService::Impl::Get(grpc::ServerContext* ctx, const pb::
   if (grpc::Status refused = authenticate(*ctx); !refused.ok()) return refused;
   std::unique_lock lock(mu_);
   if (grpc::Status status = check_task(req->task()); !status.ok()) return status;
-  if (failed_) return {grpc::StatusCode::ABORTED, failure_};
+  if (failed_) return job_failed();
   auto found = store_.find(req->key());
   if (found == store_.end() && !req->wait()) return {grpc::StatusCode::NOT_FOUND, ""};
   const milliseconds timeout = requested_wait(req->timeout_ms());
@@ -403,15 +422,20 @@ grpc::Status CoordinationService::Impl::Get(grpc::ServerContext* ctx, const pb::
 grpc::Status CoordinationService::Impl::pass_barrier(std::unique_lock<std::mutex>& lock, grpc::ServerContext* ctx,
                                                      BarrierState& barrier, int rank, milliseconds timeout,
                                                      const std::string& what) {
-  if (barrier.arrived.empty()) barrier.arrived.assign(static_cast<size_t>(world_size_), false);
+  if (barrier.arrived.empty()) {
+    barrier.arrived.assign(static_cast<size_t>(world_size_), false);
+    barrier.gave_up.assign(static_cast<size_t>(world_size_), false);
+  }
   if (!barrier.arrived[static_cast<size_t>(rank)]) {
     barrier.arrived[static_cast<size_t>(rank)] = true;
+    barrier.gave_up[static_cast<size_t>(rank)] = false;
     ++barrier.count;
   }
   const uint64_t generation = barrier.generation;
   if (barrier.count == world_size_) {
     ++barrier.generation;
     barrier.arrived.assign(static_cast<size_t>(world_size_), false);
+    barrier.gave_up.assign(static_cast<size_t>(world_size_), false);
     barrier.count = 0;
     cv_.notify_all();
     return grpc::Status::OK;
@@ -419,23 +443,29 @@ grpc::Status CoordinationService::Impl::pass_barrier(std::unique_lock<std::mutex
   const Wake wake = wait(lock, ctx, Clock::now() + timeout, [&] { return barrier.generation != generation; });
   if (wake == Wake::ready) return grpc::Status::OK;
   std::vector<std::string> missing;
+  std::string culprit;  // the first task that never arrived
   for (int r = 0; r < world_size_; ++r) {
-    if (!barrier.arrived[static_cast<size_t>(r)]) missing.push_back(labels_.label(r));
+    if (barrier.arrived[static_cast<size_t>(r)]) continue;
+    missing.push_back(labels_.label(r));
+    if (culprit.empty() && !barrier.gave_up[static_cast<size_t>(r)]) culprit = labels_.name(r);
   }
   // Withdraw: a later round must not count an arrival whose caller gave up.
   barrier.arrived[static_cast<size_t>(rank)] = false;
+  barrier.gave_up[static_cast<size_t>(rank)] = true;
   --barrier.count;
-  return wake_status(wake, make_message(what, " timed out after ", format_seconds(timeout), " on ", labels_.name(rank),
-                                        ": ", join_labels(missing), missing.size() == 1 ? " has" : " have",
-                                        " not arrived (slow, stuck, or on another code path; see ",
-                                        missing.size() == 1 ? "its log)" : "their logs)"));
+  return wake_status(wake,
+                     make_message(what, " timed out after ", format_seconds(timeout), " on ", labels_.name(rank), ": ",
+                                  join_labels(missing), missing.size() == 1 ? " has" : " have",
+                                  " not arrived (slow, stuck, or on another code path; see ",
+                                  missing.size() == 1 ? "its log)" : "their logs)"),
+                     culprit);
 }
 
 grpc::Status CoordinationService::Impl::Barrier(grpc::ServerContext* ctx, const pb::BarrierRequest* req, pb::Empty*) {
   if (grpc::Status refused = authenticate(*ctx); !refused.ok()) return refused;
   std::unique_lock lock(mu_);
   if (grpc::Status status = check_task(req->task()); !status.ok()) return status;
-  if (failed_) return {grpc::StatusCode::ABORTED, failure_};
+  if (failed_) return job_failed();
   return pass_barrier(lock, ctx, barriers_[req->name()], req->task().rank(), requested_wait(req->timeout_ms()),
                       "barrier \"" + req->name() + "\"");
 }
@@ -446,7 +476,7 @@ grpc::Status CoordinationService::Impl::Shutdown(grpc::ServerContext* ctx, const
   if (grpc::Status status = check_task(req->task()); !status.ok()) return status;
   // From here on the task may go quiet and hang up: it is done, whatever the barrier's outcome.
   tasks_[static_cast<size_t>(req->task().rank())].left = true;
-  if (failed_) return {grpc::StatusCode::ABORTED, failure_};
+  if (failed_) return job_failed();
   return pass_barrier(lock, ctx, shutdown_barrier_, req->task().rank(), requested_wait(req->timeout_ms()),
                       "the shutdown barrier");
 }

@@ -238,7 +238,10 @@ void Strategy::connect_workers() {
     GlooOptions g;
     const std::string& own = tasks[static_cast<size_t>(worker_rank())].address;
     g.hostname = own.front() == '[' ? own.substr(1, own.find(']') - 1) : own.substr(0, own.rfind(':'));
-    for (const Task& t : tasks) g.peer_names.push_back(t.name() + " at " + t.address);
+    for (const Task& t : tasks) {
+      g.peer_names.push_back(t.name() + " at " + t.address);
+      g.peer_tasks.push_back(t.name());
+    }
     g.connect_timeout = c.startup_timeout;
     impl_->cross = make_gloo_communicator(*impl_->coordination, worker_rank(), num_workers(), g);
   }

@@ -20,6 +20,8 @@ struct GlooOptions {
   std::string hostname = "127.0.0.1";
   // Per rank, e.g. "worker:1 at 127.0.0.1:23456", for error messages; empty: "rank N".
   std::vector<std::string> peer_names;
+  // Per rank, its task ("worker:1"): the Error::culprit() of an error that blames that rank; empty: none.
+  std::vector<std::string> peer_tasks;
   // How long the rendezvous (store keys, TCP connections) may take.
   std::chrono::milliseconds connect_timeout{std::chrono::seconds(120)};
   // Key prefix in the store; use a new one for each rebuild of the communicator.
@@ -34,14 +36,14 @@ struct GlooOptions {
 //
 // Errors: a collective that runs past CollectiveOptions.timeout throws DeadlineExceededError; a peer that
 // dies or closes its connections makes the collective in flight (within a second) or the next one throw
-// UnavailableError naming it. Either way the communicator is broken: it closes its connections, so the
-// other workers fail fast too, and every later call throws the same error at once. Build a new one (new
-// prefix) to go on.
+// UnavailableError naming it, with that peer's task as its culprit(). Either way the communicator is broken: it
+// closes its connections, so the other workers fail fast too, and every later call throws the same error at
+// once. Build a new one (new prefix) to go on.
 //
 // Thread-safety: collectives with distinct tags may run at once from different threads (gloo matches
 // them by tag); two in flight with the same tag and kind are undefined. Each communicator runs two
-// threads (gloo's socket loop and a watchdog); creating one costs a store round trip, size-1 TCP
-// connections and an address exchange (about 10 ms on loopback): once per job, not per step.
+// threads (gloo's socket loop and a watchdog); creating one costs a store round trip and size-1 TCP
+// connections (a few ms on loopback): once per job, not per step.
 std::unique_ptr<Communicator> make_gloo_communicator(KeyValueStore& store, int rank, int size,
                                                      const GlooOptions& options);
 

@@ -62,8 +62,9 @@ struct CoordinationOptions {
   // To reach the service and for every task to register.
   std::chrono::milliseconds startup_timeout{120000};
   // Called at most once, from a background thread, when the job fails: a task died, went silent or reported
-  // an error, or the service is gone. Empty: log the message and std::_Exit(1), since a task whose peer died
-  // cannot continue (gloo's collectives cannot be cancelled). Not called for this task's own report_error(),
+  // an error, or the service is gone. Empty: report the task to blame to the launcher (report_failure), log the
+  // message and std::_Exit(1), since a task whose peer died cannot continue (gloo's collectives cannot be
+  // cancelled). Not called for this task's own report_error(),
   // nor once shutdown() has begun (shutdown() throws instead). It must not destroy the client.
   std::function<void(const std::string& message)> on_error;
 };
@@ -72,7 +73,8 @@ class CoordinationService;
 
 // Thread-safe: every method may be called from any thread, concurrently. Blocking calls (the constructor,
 // get, barrier, shutdown) throw UnavailableError as soon as the job fails and DeadlineExceededError when
-// their own timeout passes; none waits without a deadline.
+// their own timeout passes; none waits without a deadline. Their Error::culprit() is the task they blame: the
+// failed one, the first missing one, the first whose configuration differs, or the chief for a lost service.
 class CoordinationClient : public KeyValueStore {
  public:
   // Rank 0 first starts the service. Every rank then connects (retrying until startup_timeout: then
