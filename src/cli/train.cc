@@ -4,7 +4,7 @@
 #include <signal.h>
 
 #include <algorithm>
-#include <charconv>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -13,6 +13,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <string_view>
 
 #include "cli.h"
 #include "flags.h"
@@ -58,13 +59,6 @@ struct TrainArgs {
 };
 
 bool is_model_file(const std::string& model) { return model.ends_with(".keras") || model.ends_with(".json"); }
-
-// A number as the shortest text that reads back as exactly the same value (std::to_string keeps 6
-// decimals: a learning rate of 1e-7 became 0).
-template <typename T> std::string exact_text(T value) {
-  char buf[64];
-  return std::string(buf, std::to_chars(buf, buf + sizeof buf, value).ptr);
-}
 
 // The restart count of this group, which the launcher sets in every worker's environment (0 when unset).
 int restarts_from_environment() {
@@ -662,39 +656,55 @@ int run_train(const TrainArgs& a) {
 
 // ---- Options.
 
-// `lockstep train --workers N`: the same command on N local workers through the launcher, every option
-// passed on as text that reads back as exactly the value given here.
-int run_workers(const TrainArgs& a) {
+// The options that the launcher of --workers consumes instead of passing them on: the group's size and restarts,
+// and the token file, which reaches the workers as LOCKSTEP_CLUSTER_TOKEN_FILE (launch() then gives them no token
+// of its own).
+constexpr std::array<std::string_view, 3> kLauncherOptions = {"--workers", "--max-restarts", "--cluster-token-file"};
+
+std::string long_name(const CLI::Option& option) {
+  return "--" + option.get_lnames().front();
+}
+
+// Every option given to this command, with each of its values as given (CLI11 reads them back to the same values),
+// except the launcher's own. Read from the option table, so that an option added to it reaches the workers.
+std::vector<std::string> worker_arguments(const CLI::App& cmd) {
+  std::vector<std::string> args;
+  for (const CLI::Option* option : cmd.get_options()) {
+    if (std::ranges::find(kLauncherOptions, long_name(*option)) != kLauncherOptions.end()) continue;
+    for (const std::string& value : option->results()) args.insert(args.end(), {long_name(*option), value});
+  }
+  return args;
+}
+
+// `lockstep train --workers N`: the same command on N local workers through the launcher.
+int run_workers(const TrainArgs& a, const CLI::App& cmd) {
   LaunchOptions l;
   l.num_workers = a.workers;
   l.max_restarts = std::max(a.max_restarts, 0);
-  l.command = {"lockstep", "train", "--model", a.model, "--epochs", exact_text(a.epochs),
-               "--steps-per-epoch", exact_text(a.steps_per_epoch), "--batch-size", exact_text(a.batch_size),
-               "--seed", exact_text(a.seed), "--threads", exact_text(a.threads), "--loop", a.loop, "--verbose",
-               exact_text(a.verbose), "--gradient-compression", a.gradient_compression,
-               "--dtype-policy", a.dtype_policy};
-  const UserDataOptions& d = a.data;
-  if (d.spec.empty()) l.command.insert(l.command.end(), {"--dataset", a.dataset});
-  for (auto [flag, value] : {std::pair{"--save-model", a.save_model}, {"--metrics-out", a.metrics_out},
-                             {"--backup-dir", a.backup_dir}, {"--optimizer", a.optimizer}, {"--loss", a.loss},
-                             {"--tensorboard", a.tensorboard}, {"--data", d.spec}, {"--validation-data", d.validation_spec},
-                             {"--feature-key", d.feature_key}, {"--compression", d.compression}})
-    if (!value.empty()) l.command.insert(l.command.end(), {flag, value});
-  if (!d.spec.empty())
-    l.command.insert(l.command.end(), {"--label-key", d.label_key, "--label-dtype", d.label_dtype, "--label-column",
-                                       d.label_column, "--shuffle-buffer", exact_text(d.shuffle_buffer),
-                                       "--validation-split", exact_text(d.validation_split)});
-  if (a.learning_rate > 0) l.command.insert(l.command.end(), {"--learning-rate", exact_text(a.learning_rate)});
-  if (a.backup_freq > 0) l.command.insert(l.command.end(), {"--backup-freq", exact_text(a.backup_freq)});
+  l.command = {"lockstep", "train"};
+  for (std::string& arg : worker_arguments(cmd)) l.command.push_back(std::move(arg));
   if (!a.cluster_token_file.empty())
     l.extra_env["LOCKSTEP_CLUSTER_TOKEN_FILE"] = std::filesystem::absolute(a.cluster_token_file).string();
   return launch(l);
 }
 
+// LOCKSTEP_PRINT_TRAIN_OPTIONS set (a test hook): instead of training, one line of JSON with every option of the
+// table and the values it was given, and the token file in the environment. Under --workers, each worker prints
+// it: what reached the workers.
+int print_options(const CLI::App& cmd) {
+  nlohmann::json options = nlohmann::json::object();
+  for (const CLI::Option* option : cmd.get_options()) options[long_name(*option)] = option->results();
+  const char* token_file = std::getenv("LOCKSTEP_CLUSTER_TOKEN_FILE");
+  const nlohmann::json j = {{"options", options}, {"LOCKSTEP_CLUSTER_TOKEN_FILE", token_file ? token_file : ""}};
+  std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  return 0;
+}
+
 // `lockstep train` once its options are parsed: the launcher of --workers, or one worker.
-int run_train_command(const TrainArgs& a) {
+int run_train_command(const TrainArgs& a, const CLI::App& cmd) {
   check_flag_combinations(a);
-  if (a.workers > 0) return run_workers(a);
+  if (a.workers > 0) return run_workers(a, cmd);
+  if (std::getenv("LOCKSTEP_PRINT_TRAIN_OPTIONS")) return print_options(cmd);
   return run_train(a);
 }
 
@@ -799,7 +809,7 @@ std::function<int()> add_train_command(CLI::App& app) {
           },
           ""))
       ->type_name("epoch|N");
-  return [a] { return run_train_command(*a); };
+  return [a, cmd] { return run_train_command(*a, *cmd); };
 }
 
 }  // namespace lockstep::cli
