@@ -1,7 +1,10 @@
 // `lockstep train`: trains a built-in model on Fashion-MNIST or MNIST, or the user's own model (a .keras file or
 // model.to_json()'s text) on their own data (TFRecord, an image folder, CSV), with Keras fit or a custom training
 // loop; evaluates on the test or validation set and writes a JSON metrics file.
-#include <charconv>
+#include <signal.h>
+
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -10,15 +13,14 @@
 #include <limits>
 #include <map>
 #include <optional>
-
-#include <signal.h>
+#include <string_view>
 
 #include "cli.h"
 #include "flags.h"
+#include "launcher.h"
 #include "lockstep/core/files.h"
 #include "lockstep/core/logging.h"
 #include "lockstep/core/threads.h"
-#include "launcher.h"
 #include "lockstep/data/datasets.h"
 #include "lockstep/distribute/collective/cross_worker.h"
 #include "lockstep/distribute/strategy/strategy.h"
@@ -57,13 +59,6 @@ struct TrainArgs {
 };
 
 bool is_model_file(const std::string& model) { return model.ends_with(".keras") || model.ends_with(".json"); }
-
-// A number as the shortest text that reads back as exactly the same value (std::to_string keeps 6
-// decimals: a learning rate of 1e-7 became 0).
-template <typename T> std::string exact_text(T value) {
-  char buf[64];
-  return std::string(buf, std::to_chars(buf, buf + sizeof buf, value).ptr);
-}
 
 // The restart count of this group, which the launcher sets in every worker's environment (0 when unset).
 int restarts_from_environment() {
@@ -191,18 +186,24 @@ struct LoopState final : train::Trackable {
   int64_t epoch = 0, step_in_epoch = 0, steps = 0;
   double total = 0;
   std::shared_ptr<keras::metrics::Metric> accuracy;
-  std::vector<double>* step_losses = nullptr;
-  std::vector<keras::Logs>* epochs = nullptr;
+  std::vector<double> step_losses;  // the first 1000 steps' losses
+  std::vector<keras::Logs> epochs;  // the logs of the epochs done
 
   train::TrackableState save() const override {
     nlohmann::json logs = nlohmann::json::array();
-    for (const keras::Logs& l : *epochs) {
+    for (const keras::Logs& l : epochs) {
       nlohmann::json e = nlohmann::json::object();
       for (const auto& [k, v] : l.items()) e[k] = v;
       logs.push_back(e);
     }
-    return {{}, {{"epoch", epoch}, {"step_in_epoch", step_in_epoch}, {"steps", steps}, {"total", total},
-                 {"accuracy", accuracy->state()}, {"step_losses", *step_losses}, {"epochs", logs}}};
+    return {{},
+            {{"epoch", epoch},
+             {"step_in_epoch", step_in_epoch},
+             {"steps", steps},
+             {"total", total},
+             {"accuracy", accuracy->state()},
+             {"step_losses", step_losses},
+             {"epochs", logs}}};
   }
   train::RestoreMatch restore(const train::TrackableState& state) override {
     const nlohmann::json& v = state.values;
@@ -213,12 +214,12 @@ struct LoopState final : train::Trackable {
              epoch, ", step_in_epoch ", step_in_epoch, ", steps ", steps, ") is not made of counts (integers >= 0)");
     total = v.at("total");
     accuracy->set_state(v.at("accuracy").get<std::vector<double>>());
-    *step_losses = v.at("step_losses").get<std::vector<double>>();
-    epochs->clear();
+    step_losses = v.at("step_losses").get<std::vector<double>>();
+    epochs.clear();
     for (const nlohmann::json& e : v.at("epochs")) {
       keras::Logs l;
       for (const auto& [k, x] : e.items()) l.set(k, x.get<double>());
-      epochs->push_back(l);
+      epochs.push_back(l);
     }
     return {};
   }
@@ -238,155 +239,82 @@ struct LoopState final : train::Trackable {
   bool per_worker() const override { return true; }
 };
 
-// The custom training loop of the tutorials: strategy.run of a GradientTape step whose per-example losses
-// are averaged over the global batch, regularization scaled by the number of replicas, and the replicas'
-// losses summed with strategy.reduce. Records each step's loss.
-std::vector<keras::Logs> custom_loop(distribute::Strategy& strategy, keras::Model& model,
-                                     const data::Dataset& train, const std::optional<data::Dataset>& test, const TrainArgs& a,
-                                     int64_t global_batch, const FaultInjection& fault, int64_t& steps,
-                                     std::vector<double>& step_losses) {
-  auto optimizer = model.optimizer();
-  auto loss_fn = model.loss();  // its per-example form, averaged over the global batch as the tutorials do
-  auto step_fn = [&](const data::Batch& b) {
-    GradientTape tape;
-    Tensor logits = model(b.x, {.training = true});
-    Tensor loss = nn::compute_average_loss(loss_fn->call(b.y, logits), {.global_batch_size = global_batch});
-    std::vector<Tensor> reg = model.losses();
-    if (!reg.empty()) loss = loss + nn::scale_regularization_loss(add_n(reg));
-    std::vector<Variable> vars = model.trainable_variables();
-    optimizer->apply_gradients(tape.gradient(loss, vars), vars);
-    return std::pair{loss, stop_gradient(logits)};
-  };
-  distribute::DistributedDataset dist = strategy.experimental_distribute_dataset(train);
-  std::vector<keras::Logs> epochs;
-  auto state = std::make_shared<LoopState>();
-  {
-    auto scope = strategy.scope();  // sync-on-read, as the tutorial's metrics: result() is over every worker
-    state->accuracy = keras::metrics::SparseCategoricalAccuracy();
-  }
-  state->step_losses = &step_losses;
-  state->epochs = &epochs;
-  auto it = dist.make_iterator(0);
+// ---- Plan: what this process is to do, decided and checked before any data is read.
 
-  // With --backup-dir: the tutorials' CheckpointManager over everything the loop needs to continue, restored
-  // here if a backup exists, saved every --backup-freq steps or each epoch, and on preemption.
-  std::optional<train::Checkpoint> checkpoint;
-  std::optional<train::CheckpointManager> manager;
-  std::optional<train::PreemptionCheckpointHandler> preemption;
-  if (!a.backup_dir.empty()) {
-    checkpoint.emplace(std::vector<std::pair<std::string, train::TrackableRef>>{
-                           {"model", model}, {"optimizer", optimizer}, {"iterator", it}, {"loop", state},
-                           {"random", keras::utils::global_random_state()}},
-                       train::CheckpointOptions{.async = true});
-    manager.emplace(*checkpoint, a.backup_dir, train::CheckpointManagerOptions{.max_to_keep = 2});
-    preemption.emplace(*manager);
-  }
-  auto save = [&] {
-    if (manager) manager->save();
-  };
-  // --tensorboard: the epoch logs as the TensorBoard callback writes them for fit, on the chief.
-  std::optional<summary::SummaryWriter> train_log, validation_log;
-  if (!a.tensorboard.empty() && strategy.is_chief()) {
-    train_log = summary::create_file_writer(a.tensorboard + "/train");
-    validation_log = summary::create_file_writer(a.tensorboard + "/validation");
-  }
-
-  for (; state->epoch < a.epochs; ++state->epoch) {
-    const int64_t epoch = state->epoch;
-    // A fresh pass per epoch (unless steps_per_epoch runs one iterator on), except in the epoch a restore
-    // put the iterator in the middle of.
-    if (a.steps_per_epoch < 0 && epoch > 0 && state->step_in_epoch == 0)
-      it = dist.make_iterator(static_cast<uint64_t>(epoch));
-    if (state->step_in_epoch == 0) {
-      state->accuracy->reset_state();
-      state->total = 0;
-    }
-    for (; a.steps_per_epoch < 0 || state->step_in_epoch < a.steps_per_epoch;) {
-      auto batches = it.next();
-      if (!batches) break;
-      auto out = strategy.run(step_fn, *batches);
-      distribute::PerReplica<Tensor> losses;
-      for (size_t r = 0; r < out.values.size(); ++r) {
-        losses.values.push_back(out.values[r].first);
-        NoGradGuard no_grad;
-        state->accuracy->update_state(batches->values[r].y, out.values[r].second);
-      }
-      const double loss = strategy.reduce(distribute::ReduceOp::SUM, losses).item<double>();
-      if (step_losses.size() < 1000) step_losses.push_back(loss);
-      state->total += loss;
-      ++state->step_in_epoch;
-      ++state->steps;
-      if (preemption) preemption->run([] {});  // counts the step; every worker saves and exits if any was signalled
-      if (a.backup_freq > 0 && state->steps % a.backup_freq == 0) save();
-      fault.after_step(state->steps);
-    }
-    const int64_t n = state->step_in_epoch;
-    keras::Logs logs;
-    logs.set("loss", n ? state->total / static_cast<double>(n) : 0.0);
-    logs.set("accuracy", state->accuracy->result());  // a collective: every worker reports the global accuracy
-    if (test)
-      for (const auto& [name, value] : model.evaluate(*test, {.verbose = 0})) logs.set("val_" + name, value);
-    if (a.verbose && strategy.is_chief()) {
-      std::printf("Epoch %lld/%lld", static_cast<long long>(epoch + 1), static_cast<long long>(a.epochs));
-      for (const char* k : {"loss", "accuracy", "val_loss", "val_accuracy"})
-        if (auto v = logs.get(k)) std::printf(" - %s: %.4f", k, *v);
-      std::printf("\n");
-    }
-    if (train_log) {
-      for (const auto& [name, value] : logs.items()) {
-        const bool val = name.starts_with("val_");
-        summary::scalar("epoch_" + name.substr(val ? 4 : 0), value, epoch, val ? &*validation_log : &*train_log);
-      }
-      summary::flush(&*train_log);
-      summary::flush(&*validation_log);
-    }
-    epochs.push_back(logs);
-    state->step_in_epoch = 0;
-    if (a.backup_freq == 0 && state->epoch + 1 < a.epochs) {
-      ++state->epoch;  // saved as "the next epoch, step 0"
-      save();
-      --state->epoch;
-    }
-  }
-  steps = state->steps;
-  // The run is complete: its backups are not needed by a restart any more (as BackupAndRestore does).
-  if (manager) manager->delete_checkpoints();
-  return epochs;
+// Flag combinations that CLI11's table cannot express, refused by the launcher of --workers as by each worker.
+void check_flag_combinations(const TrainArgs& a) {
+  LS_CHECK(a.max_restarts < 0 || a.workers > 0, ValueError,
+           "--max-restarts restarts the local workers of --workers N: add --workers N, or use your cluster's "
+           "restart policy when TF_CONFIG is set");
+  LS_CHECK(a.backup_freq == 0 || !a.backup_dir.empty(), ValueError,
+           "--backup-freq says how often to save to --backup-dir: add --backup-dir DIR");
+  LS_CHECK(a.data.validation_split == 0 || !a.data.spec.empty(), ValueError,
+           "--validation-split holds out part of --data images:DIR: add --data, or leave it out");
 }
 
-// Every worker's weights hash, in rank order (one entry on a single worker).
-std::vector<std::string> hashes_of_all_workers(distribute::Strategy& strategy, const keras::Model& model) {
-  return distribute::all_gather_bytes(strategy.cross_worker(), weights_sha256(model),
-                                     distribute::collective_options(distribute::Tag::kCommandLine));
+// The outputs, checked before the data is read and any step is taken rather than found unwritable after the last.
+void check_outputs(const TrainArgs& a) {
+  if (!a.metrics_out.empty()) check_writable(a.metrics_out, "--metrics-out file");
+  if (a.save_model.ends_with(".keras"))
+    check_writable(a.save_model, "--save-model file");
+  else if (!a.save_model.empty())
+    AtomicDirectory::check(a.save_model, "config.json");
+  if (!a.backup_dir.empty()) check_directory_writable(a.backup_dir, "--backup-dir");
+  if (!a.tensorboard.empty()) check_directory_writable(a.tensorboard, "--tensorboard directory");
 }
 
-// `lockstep train --workers N`: the same command on N local workers through the launcher, every option
-// passed on as text that reads back as exactly the value given here.
-int run_workers(const TrainArgs& a) {
-  LaunchOptions l;
-  l.num_workers = a.workers;
-  l.max_restarts = std::max(a.max_restarts, 0);
-  l.command = {"lockstep", "train", "--model", a.model, "--epochs", exact_text(a.epochs),
-               "--steps-per-epoch", exact_text(a.steps_per_epoch), "--batch-size", exact_text(a.batch_size),
-               "--seed", exact_text(a.seed), "--threads", exact_text(a.threads), "--loop", a.loop, "--verbose",
-               exact_text(a.verbose), "--gradient-compression", a.gradient_compression,
-               "--dtype-policy", a.dtype_policy};
-  const UserDataOptions& d = a.data;
-  if (d.spec.empty()) l.command.insert(l.command.end(), {"--dataset", a.dataset});
-  for (auto [flag, value] : {std::pair{"--save-model", a.save_model}, {"--metrics-out", a.metrics_out},
-                             {"--backup-dir", a.backup_dir}, {"--optimizer", a.optimizer}, {"--loss", a.loss},
-                             {"--tensorboard", a.tensorboard}, {"--data", d.spec}, {"--validation-data", d.validation_spec},
-                             {"--feature-key", d.feature_key}, {"--compression", d.compression}})
-    if (!value.empty()) l.command.insert(l.command.end(), {flag, value});
-  if (!d.spec.empty())
-    l.command.insert(l.command.end(), {"--label-key", d.label_key, "--label-dtype", d.label_dtype, "--label-column",
-                                       d.label_column, "--shuffle-buffer", exact_text(d.shuffle_buffer),
-                                       "--validation-split", exact_text(d.validation_split)});
-  if (a.learning_rate > 0) l.command.insert(l.command.end(), {"--learning-rate", exact_text(a.learning_rate)});
-  if (a.backup_freq > 0) l.command.insert(l.command.end(), {"--backup-freq", exact_text(a.backup_freq)});
-  if (!a.cluster_token_file.empty())
-    l.extra_env["LOCKSTEP_CLUSTER_TOKEN_FILE"] = std::filesystem::absolute(a.cluster_token_file).string();
-  return launch(l);
+struct TrainPlan {
+  // One task of the cluster in TF_CONFIG (or SLURM), or a single local worker when none is set.
+  std::unique_ptr<distribute::ClusterResolver> cluster;
+  int restarts = 0;  // of this worker's group, which the launcher counts
+};
+
+// The plan of this process from its flags and environment: a malformed TF_CONFIG or restart count, or an output
+// the chief (which alone writes them) cannot write, fails here.
+TrainPlan make_plan(const TrainArgs& a) {
+  if (!a.cluster_token_file.empty()) {  // the flag wins over the environment
+    ::setenv("LOCKSTEP_CLUSTER_TOKEN_FILE", a.cluster_token_file.c_str(), 1);
+    ::unsetenv("LOCKSTEP_CLUSTER_TOKEN");
+  }
+  const int restarts = restarts_from_environment();
+  TrainPlan plan{.cluster = distribute::resolve_cluster(), .restarts = restarts};
+  set_num_threads(a.threads);
+  if (plan.cluster->is_chief()) check_outputs(a);
+  return plan;
+}
+
+// TF's evaluator task trains nothing and joins no collective: it evaluates the chief's checkpoints.
+int run_evaluator(const TrainArgs& a) {
+  LS_CHECK(!a.backup_dir.empty(), ValueError,
+           "TF_CONFIG makes this task the evaluator, which evaluates the checkpoints the training workers write to "
+           "--backup-dir: add the same --backup-dir DIR");
+  LS_CHECK(a.data.spec.empty() && !is_model_file(a.model), ValueError,
+           "TF_CONFIG makes this task the evaluator, which evaluates the built-in models on --dataset; for --model "
+           "FILE or --data, leave the evaluator task out of TF_CONFIG and pass --validation-data to the workers");
+  return run_sidecar_evaluator(
+      {.directory = a.backup_dir,
+       .model = a.model,
+       .dataset = a.dataset,
+       .steps = a.steps_per_epoch > 0 && a.epochs <= INT64_MAX / a.steps_per_epoch ? a.epochs * a.steps_per_epoch : 0});
+}
+
+// ---- Data and model.
+
+using Splits = std::pair<datasets::Split, datasets::Split>;
+
+// --dataset's training and test images, read and checked before the workers meet.
+Splits load_dataset(const TrainArgs& a) {
+  Splits splits = load(a.dataset);
+  auto& [train_split, test_split] = splits;
+  const std::vector<int64_t> feature_dims(train_split.images.shape().dims().begin() + 1,
+                                          train_split.images.shape().dims().end());
+  LS_CHECK(Shape(feature_dims) == Shape({28, 28}), ValueError, "data set '", a.dataset, "' has images of shape ",
+           Shape(feature_dims).str(), " but model ", a.model, " takes (28, 28)");
+  for (auto [split, files] : {std::pair{&train_split, "training images (train-images-idx3-ubyte)"},
+                              {&test_split, "test images (t10k-images-idx3-ubyte)"}})
+    LS_CHECK(split->images.dim(0) > 0, ValueError, "data set '", a.dataset, "' has no ", files,
+             ": training and evaluation need at least one of each");
+  return splits;
 }
 
 // Refuses a batch that cannot fit before any of it is allocated: more examples than the data set (one step
@@ -418,168 +346,366 @@ void check_batch_fits(const TrainArgs& a, const keras::Model& model, int64_t n_t
                                 " MiB are available: use --batch-size from 1 to ", std::max<int64_t>(1, largest)));
 }
 
-int run_train(const TrainArgs& a) {
-  LS_CHECK(a.max_restarts < 0 || a.workers > 0, ValueError,
-           "--max-restarts restarts the local workers of --workers N: add --workers N, or use your cluster's "
-           "restart policy when TF_CONFIG is set");
-  LS_CHECK(a.backup_freq == 0 || !a.backup_dir.empty(), ValueError,
-           "--backup-freq says how often to save to --backup-dir: add --backup-dir DIR");
-  LS_CHECK(a.data.validation_split == 0 || !a.data.spec.empty(), ValueError,
-           "--validation-split holds out part of --data images:DIR: add --data, or leave it out");
-  if (a.workers > 0) return run_workers(a);
-  if (!a.cluster_token_file.empty()) {  // the flag wins over the environment
-    ::setenv("LOCKSTEP_CLUSTER_TOKEN_FILE", a.cluster_token_file.c_str(), 1);
-    ::unsetenv("LOCKSTEP_CLUSTER_TOKEN");
-  }
-  const int restarts = restarts_from_environment();
-  // One worker of the cluster in TF_CONFIG (or SLURM), or a single local worker when none is set: a
-  // malformed configuration fails here, before any data is read.
-  std::unique_ptr<distribute::ClusterResolver> cluster = distribute::resolve_cluster();
-  set_num_threads(a.threads);
-  // TF's evaluator task trains nothing and joins no collective: it evaluates the chief's checkpoints.
-  if (cluster->task().type == "evaluator") {
-    LS_CHECK(!a.backup_dir.empty(), ValueError, "TF_CONFIG makes this task the evaluator, which evaluates the "
-             "checkpoints the training workers write to --backup-dir: add the same --backup-dir DIR");
-    LS_CHECK(a.data.spec.empty() && !is_model_file(a.model), ValueError, "TF_CONFIG makes this task the evaluator, "
-             "which evaluates the built-in models on --dataset; for --model FILE or --data, leave the evaluator task "
-             "out of TF_CONFIG and pass --validation-data to the workers");
-    return run_sidecar_evaluator({.directory = a.backup_dir, .model = a.model, .dataset = a.dataset,
-                                  .steps = a.steps_per_epoch > 0 && a.epochs <= INT64_MAX / a.steps_per_epoch
-                                               ? a.epochs * a.steps_per_epoch
-                                               : 0});
-  }
-  // Outputs are checked before the data is read and any step is taken, not found unwritable after the last
-  // (only the chief writes them).
-  if (cluster->is_chief()) {
-    if (!a.metrics_out.empty()) check_writable(a.metrics_out, "--metrics-out file");
-    if (a.save_model.ends_with(".keras"))
-      check_writable(a.save_model, "--save-model file");
-    else if (!a.save_model.empty())
-      AtomicDirectory::check(a.save_model, "config.json");
-    if (!a.backup_dir.empty()) check_directory_writable(a.backup_dir, "--backup-dir");
-    if (!a.tensorboard.empty()) check_directory_writable(a.tensorboard, "--tensorboard directory");
-  }
-  keras::utils::set_random_seed(a.seed);
-  const bool user_data = !a.data.spec.empty();
-  // --dataset: the IDX images are read and checked before the workers meet.
-  std::optional<std::pair<datasets::Split, datasets::Split>> splits;
-  int64_t n_train = 0;
-  if (!user_data) {
-    splits = load(a.dataset);
-    auto& [train_split, test_split] = *splits;
-    n_train = train_split.images.dim(0);
-    std::vector<int64_t> feature_dims(train_split.images.shape().dims().begin() + 1, train_split.images.shape().dims().end());
-    LS_CHECK(Shape(feature_dims) == Shape({28, 28}), ValueError, "data set '", a.dataset, "' has images of shape ",
-             Shape(feature_dims).str(), " but model ", a.model, " takes (28, 28)");
-    for (auto [split, files] : {std::pair{&train_split, "training images (train-images-idx3-ubyte)"},
-                                {&test_split, "test images (t10k-images-idx3-ubyte)"}})
-      LS_CHECK(split->images.dim(0) > 0, ValueError, "data set '", a.dataset, "' has no ", files,
-               ": training and evaluation need at least one of each");
-  }
-
-  distribute::MultiWorkerMirroredStrategy strategy({.gradient_compression = gradient_compression(a.gradient_compression)},
-                                                   std::move(cluster));
-  const FaultInjection fault(strategy.worker_rank(), restarts);
-  keras::mixed_precision::set_global_policy(a.dtype_policy);
-  keras::Model model = [&] {
-    auto scope = strategy.scope();  // the model's and optimizer's variables are mirrored
-    return make_model(a);
-  }();
-  if (!user_data) {
-    LS_CHECK(model.input_shape() == Shape({28, 28}), ValueError, "model ", a.model, " takes inputs of shape ",
-             model.input_shape().str(), " but data set '", a.dataset, "' has images of shape (28, 28): give your own "
-             "data with --data");
-    check_batch_fits(a, model, n_train, strategy);
-  }
-  const int64_t global_batch = a.batch_size * strategy.num_replicas_in_sync();
-  // A pass over the data ends with a smaller batch, split across the replicas like the others: with fewer
-  // images than replicas, some of them have nothing to train on in that step. Said once, before training.
-  const int64_t last_batch = n_train % global_batch, replicas = strategy.num_replicas_in_sync();
-  if (!user_data && a.steps_per_epoch < 0 && last_batch > 0 && last_batch < replicas && strategy.is_chief())
+// A model for --dataset's 28x28 images whose batches fit; a warning when the last batch of a pass leaves replicas
+// without images (split across the replicas like the others, a smaller batch can), said once, before training.
+void check_model_fits_dataset(const TrainArgs& a, const keras::Model& model, int64_t n_train,
+                              const distribute::Strategy& strategy) {
+  LS_CHECK(model.input_shape() == Shape({28, 28}), ValueError, "model ", a.model, " takes inputs of shape ",
+           model.input_shape().str(), " but data set '", a.dataset,
+           "' has images of shape (28, 28): give your own data with --data");
+  check_batch_fits(a, model, n_train, strategy);
+  const int64_t replicas = strategy.num_replicas_in_sync(), last_batch = n_train % (a.batch_size * replicas);
+  if (a.steps_per_epoch < 0 && last_batch > 0 && last_batch < replicas && strategy.is_chief())
     log(LogLevel::warning, "the last batch of each epoch holds ", last_batch, " of the ", n_train,
         " training images for ", replicas, " replicas, so ", replicas - last_batch,
         " of them get none in that step: choose a --batch-size that leaves at least ", replicas,
         " images for the last batch, or set --steps-per-epoch");
-  if (a.verbose && strategy.is_chief()) model.summary();
+}
 
-  // Batched with the global batch size: the strategy splits each batch across the replicas.
-  std::optional<data::Dataset> train, test;
-  if (user_data) {
+// The model stage: --model under --dtype-policy, its variables and its optimizer's mirrored by the strategy,
+// checked against --dataset's images (when given), and summarized on the chief.
+keras::Model make_model_for(const TrainArgs& a, const std::optional<Splits>& dataset, distribute::Strategy& strategy) {
+  keras::mixed_precision::set_global_policy(a.dtype_policy);
+  keras::Model model = [&] {
+    auto scope = strategy.scope();
+    return make_model(a);
+  }();
+  if (dataset) check_model_fits_dataset(a, model, dataset->first.images.dim(0), strategy);
+  if (a.verbose && strategy.is_chief()) model.summary();
+  return model;
+}
+
+// What the loops train on, batched with the global batch size: the strategy splits each batch across the replicas.
+struct TrainData {
+  data::Dataset train;
+  std::optional<data::Dataset> test;  // --dataset's test set or --validation-data
+  int64_t global_batch;
+};
+
+// The input stage: --dataset's images shuffled and batched, or --data read for the model's input.
+TrainData make_train_data(const TrainArgs& a, const std::optional<Splits>& dataset, const keras::Model& model,
+                          const distribute::Strategy& strategy) {
+  const int64_t global_batch = a.batch_size * strategy.num_replicas_in_sync();
+  if (!dataset) {
     UserDataOptions d = a.data;
     d.seed = a.seed;
     d.verbose = a.verbose > 0 && strategy.is_chief();
     UserData u = load_user_data(d, model.input_shape(), model.input_dtype(), global_batch, a.steps_per_epoch > 0);
-    train = u.train;
-    test = u.validation;
-  } else {
-    train = as_dataset(splits->first).shuffle(n_train, a.seed);
-    if (a.steps_per_epoch > 0) train = train->repeat();
-    train = train->batch(global_batch);
-    test = as_dataset(splits->second).batch(256 * strategy.num_replicas_in_sync());
+    return {u.train, u.validation, global_batch};
   }
+  data::Dataset train = as_dataset(dataset->first).shuffle(dataset->first.images.dim(0), a.seed);
+  if (a.steps_per_epoch > 0) train = train.repeat();
+  return {train.batch(global_batch), as_dataset(dataset->second).batch(256 * strategy.num_replicas_in_sync()),
+          global_batch};
+}
 
-  auto start = std::chrono::steady_clock::now();
+// ---- Loops.
+
+// What a loop did.
+struct LoopResult {
   std::vector<keras::Logs> epochs;
-  std::vector<double> step_losses;
+  std::vector<double> step_losses;  // --loop ctl: the first 1000 steps' losses
   int64_t steps = 0;
-  if (a.loop == "fit") {
-    std::vector<keras::CallbackPtr> callbacks;
-    if (!a.backup_dir.empty())
-      callbacks.push_back(keras::callbacks::BackupAndRestore(
-          {.backup_dir = a.backup_dir,
-           .save_freq = a.backup_freq > 0 ? keras::callbacks::SaveFreq(a.backup_freq) : keras::callbacks::SaveFreq("epoch"),
-           .save_before_preemption = true}));
-    if (!a.tensorboard.empty()) callbacks.push_back(keras::callbacks::TensorBoard({.log_dir = a.tensorboard}));
-    callbacks.push_back(std::make_shared<FaultInjectionCallback>(fault));
-    auto history = model.fit(*train, {.epochs = a.epochs, .steps_per_epoch = a.steps_per_epoch, .validation_data = test,
-                                     .callbacks = callbacks, .verbose = a.verbose});
-    for (size_t e = 0; e < history.epoch.size(); ++e) {
-      keras::Logs logs;
-      for (const auto& [k, v] : history.history) logs.set(k, v[e]);
-      epochs.push_back(logs);
-    }
-    steps = model.optimizer()->iterations();
-  } else {
-    epochs = custom_loop(strategy, model, *train, test, a, global_batch, fault, steps, step_losses);
-  }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double seconds = 0;
+};
 
-  // The test set (--dataset) or the validation data (--data), when there is one.
+// --loop fit: Keras fit with the tutorial's callbacks.
+LoopResult fit(const TrainArgs& a, keras::Model& model, const TrainData& data, const FaultInjection& fault) {
+  std::vector<keras::CallbackPtr> callbacks;
+  if (!a.backup_dir.empty())
+    callbacks.push_back(
+        keras::callbacks::BackupAndRestore({.backup_dir = a.backup_dir,
+                                            .save_freq = a.backup_freq > 0 ? keras::callbacks::SaveFreq(a.backup_freq)
+                                                                           : keras::callbacks::SaveFreq("epoch"),
+                                            .save_before_preemption = true}));
+  if (!a.tensorboard.empty()) callbacks.push_back(keras::callbacks::TensorBoard({.log_dir = a.tensorboard}));
+  callbacks.push_back(std::make_shared<FaultInjectionCallback>(fault));
+  auto history = model.fit(data.train, {.epochs = a.epochs,
+                                        .steps_per_epoch = a.steps_per_epoch,
+                                        .validation_data = data.test,
+                                        .callbacks = callbacks,
+                                        .verbose = a.verbose});
+  LoopResult result;
+  for (size_t e = 0; e < history.epoch.size(); ++e) {
+    keras::Logs logs;
+    for (const auto& [k, v] : history.history) logs.set(k, v[e]);
+    result.epochs.push_back(logs);
+  }
+  result.steps = model.optimizer()->iterations();
+  return result;
+}
+
+// --loop ctl, the custom training loop of the tutorials: strategy.run of a GradientTape step whose per-example
+// losses are averaged over the global batch, regularization scaled by the number of replicas, and the replicas'
+// losses summed with strategy.reduce. Records each step's loss. With --backup-dir, the tutorials'
+// CheckpointManager over everything the loop needs to continue, restored here if a backup exists, saved every
+// --backup-freq steps or each epoch, and on preemption.
+class CustomLoop {
+ public:
+  CustomLoop(const TrainArgs& a, distribute::Strategy& strategy, keras::Model& model, const TrainData& data,
+             const FaultInjection& fault);
+  CustomLoop(const CustomLoop&) = delete;  // the checkpoint holds the iterator's address
+  CustomLoop& operator=(const CustomLoop&) = delete;
+  LoopResult run();
+
+ private:
+  std::pair<Tensor, Tensor> replica_step(const data::Batch& b);  // the loss and the logits
+  void train_epoch();
+  void end_epoch();
+  void write_summaries(const keras::Logs& logs);
+  void save() {
+    if (manager_) manager_->save();
+  }
+
+  const TrainArgs& a_;
+  distribute::Strategy& strategy_;
+  keras::Model& model_;
+  const TrainData& data_;
+  const FaultInjection& fault_;
+  std::shared_ptr<keras::optimizers::Optimizer> optimizer_ = model_.optimizer();
+  std::shared_ptr<keras::losses::Loss> loss_ = model_.loss();  // its per-example form, averaged over the global batch
+  distribute::DistributedDataset dist_ = strategy_.experimental_distribute_dataset(data_.train);
+  std::shared_ptr<LoopState> state_ = std::make_shared<LoopState>();
+  distribute::DistributedDataset::Iterator it_;
+  std::optional<train::Checkpoint> checkpoint_;
+  std::optional<train::CheckpointManager> manager_;
+  std::optional<train::PreemptionCheckpointHandler> preemption_;
+  std::optional<summary::SummaryWriter> train_log_, validation_log_;  // --tensorboard, on the chief
+};
+
+CustomLoop::CustomLoop(const TrainArgs& a, distribute::Strategy& strategy, keras::Model& model, const TrainData& data,
+                       const FaultInjection& fault)
+    : a_(a), strategy_(strategy), model_(model), data_(data), fault_(fault), it_([&] {
+        auto scope = strategy_.scope();  // sync-on-read, as the tutorial's metrics: result() is over every worker
+        state_->accuracy = keras::metrics::SparseCategoricalAccuracy();
+        return dist_.make_iterator(0);
+      }()) {
+  if (!a.backup_dir.empty()) {
+    checkpoint_.emplace(
+        std::vector<std::pair<std::string, train::TrackableRef>>{{"model", model_},
+                                                                 {"optimizer", optimizer_},
+                                                                 {"iterator", it_},
+                                                                 {"loop", state_},
+                                                                 {"random", keras::utils::global_random_state()}},
+        train::CheckpointOptions{.async = true});
+    manager_.emplace(*checkpoint_, a.backup_dir, train::CheckpointManagerOptions{.max_to_keep = 2});
+    preemption_.emplace(*manager_);
+  }
+  if (!a.tensorboard.empty() && strategy.is_chief()) {  // the epoch logs as the TensorBoard callback writes them
+    train_log_ = summary::create_file_writer(a.tensorboard + "/train");
+    validation_log_ = summary::create_file_writer(a.tensorboard + "/validation");
+  }
+}
+
+LoopResult CustomLoop::run() {
+  for (; state_->epoch < a_.epochs; ++state_->epoch) {
+    train_epoch();
+    end_epoch();
+  }
+  // The run is complete: its backups are not needed by a restart any more (as BackupAndRestore does).
+  if (manager_) manager_->delete_checkpoints();
+  return {.epochs = state_->epochs, .step_losses = state_->step_losses, .steps = state_->steps};
+}
+
+std::pair<Tensor, Tensor> CustomLoop::replica_step(const data::Batch& b) {
+  GradientTape tape;
+  Tensor logits = model_(b.x, {.training = true});
+  Tensor loss = nn::compute_average_loss(loss_->call(b.y, logits), {.global_batch_size = data_.global_batch});
+  std::vector<Tensor> reg = model_.losses();
+  if (!reg.empty()) loss = loss + nn::scale_regularization_loss(add_n(reg));
+  std::vector<Variable> vars = model_.trainable_variables();
+  optimizer_->apply_gradients(tape.gradient(loss, vars), vars);
+  return {loss, stop_gradient(logits)};
+}
+
+// The steps of state_->epoch, from where a restore left it.
+void CustomLoop::train_epoch() {
+  LoopState& s = *state_;
+  // A fresh pass per epoch (unless steps_per_epoch runs one iterator on), except in the epoch a restore
+  // put the iterator in the middle of.
+  if (a_.steps_per_epoch < 0 && s.epoch > 0 && s.step_in_epoch == 0)
+    it_ = dist_.make_iterator(static_cast<uint64_t>(s.epoch));
+  if (s.step_in_epoch == 0) {
+    s.accuracy->reset_state();
+    s.total = 0;
+  }
+  while (a_.steps_per_epoch < 0 || s.step_in_epoch < a_.steps_per_epoch) {
+    auto batches = it_.next();
+    if (!batches) break;
+    auto out = strategy_.run([this](const data::Batch& b) { return replica_step(b); }, *batches);
+    distribute::PerReplica<Tensor> losses;
+    for (size_t r = 0; r < out.values.size(); ++r) {
+      losses.values.push_back(out.values[r].first);
+      NoGradGuard no_grad;
+      s.accuracy->update_state(batches->values[r].y, out.values[r].second);
+    }
+    const double loss = strategy_.reduce(distribute::ReduceOp::SUM, losses).item<double>();
+    if (s.step_losses.size() < 1000) s.step_losses.push_back(loss);
+    s.total += loss;
+    ++s.step_in_epoch;
+    ++s.steps;
+    if (preemption_) preemption_->run([] {});  // counts the step; every worker saves and exits if any was signalled
+    if (a_.backup_freq > 0 && s.steps % a_.backup_freq == 0) save();
+    fault_.after_step(s.steps);
+  }
+}
+
+// The epoch's logs: printed on the chief, written for TensorBoard, kept, and saved as "the next epoch, step 0".
+void CustomLoop::end_epoch() {
+  LoopState& s = *state_;
+  const int64_t n = s.step_in_epoch;
+  keras::Logs logs;
+  logs.set("loss", n ? s.total / static_cast<double>(n) : 0.0);
+  logs.set("accuracy", s.accuracy->result());  // a collective: every worker reports the global accuracy
+  if (data_.test)
+    for (const auto& [name, value] : model_.evaluate(*data_.test, {.verbose = 0})) logs.set("val_" + name, value);
+  if (a_.verbose && strategy_.is_chief()) {
+    std::printf("Epoch %lld/%lld", static_cast<long long>(s.epoch + 1), static_cast<long long>(a_.epochs));
+    for (const char* k : {"loss", "accuracy", "val_loss", "val_accuracy"})
+      if (auto v = logs.get(k)) std::printf(" - %s: %.4f", k, *v);
+    std::printf("\n");
+  }
+  write_summaries(logs);
+  s.epochs.push_back(logs);
+  s.step_in_epoch = 0;
+  if (a_.backup_freq == 0 && s.epoch + 1 < a_.epochs) {
+    ++s.epoch;
+    save();
+    --s.epoch;
+  }
+}
+
+void CustomLoop::write_summaries(const keras::Logs& logs) {
+  if (!train_log_) return;
+  for (const auto& [name, value] : logs.items()) {
+    const bool val = name.starts_with("val_");
+    summary::scalar("epoch_" + name.substr(val ? 4 : 0), value, state_->epoch, val ? &*validation_log_ : &*train_log_);
+  }
+  summary::flush(&*train_log_);
+  summary::flush(&*validation_log_);
+}
+
+// ---- Report.
+
+// The run's metrics as --metrics-out holds them. Every worker computes them: evaluating on the test set (--dataset)
+// or the validation data (--data), and gathering every worker's weights hash, are collectives.
+nlohmann::json measure(distribute::Strategy& strategy, keras::Model& model, const TrainData& data,
+                       const LoopResult& loop) {
   std::map<std::string, double> result;
-  if (test) result = model.evaluate(*test, {.verbose = 0});
-  const std::vector<std::string> hashes = hashes_of_all_workers(strategy, model);
-  // The chief alone reports and writes files; every worker returns once they are durable, with the chief's error
-  // when it failed.
-  distribute::on_chief(strategy.cross_worker(), [&] {
-    if (test) {
-      std::printf("Test loss: %.4f", result["loss"]);
-      if (result.contains("accuracy")) std::printf(" - test accuracy: %.4f", result["accuracy"]);
-      std::printf("\n");
-    }
-    if (!a.save_model.empty()) model.save(a.save_model);
-    if (!a.metrics_out.empty()) {
-      nlohmann::json j;
-      j["epochs"] = nlohmann::json::array();
-      for (const keras::Logs& logs : epochs) {
-        nlohmann::json e;
-        for (const char* k : {"loss", "accuracy", "val_loss", "val_accuracy"})
-          if (auto v = logs.get(k)) e[k] = *v;
-        j["epochs"].push_back(e);
-      }
-      for (const char* k : {"loss", "accuracy"})
-        if (result.contains(k)) j[std::string("test_") + k] = result[k];
-      j["global_steps"] = steps;
-      j["samples_per_second"] = static_cast<double>(steps * global_batch) / seconds;
-      j["num_workers"] = strategy.num_workers();
-      j["num_replicas_in_sync"] = strategy.num_replicas_in_sync();
-      j["restarts"] = restarts;
-      j["weights_sha256"] = hashes[0];
-      j["weights_sha256_per_worker"] = hashes;
-      if (!step_losses.empty()) j["step_losses"] = step_losses;
-      write_file_atomically(a.metrics_out, j.dump(2) + "\n");
-    }
-  }, distribute::collective_options(distribute::Tag::kCommandLine));
+  if (data.test) result = model.evaluate(*data.test, {.verbose = 0});
+  const std::vector<std::string> hashes = distribute::all_gather_bytes(
+      strategy.cross_worker(), weights_sha256(model), distribute::collective_options(distribute::Tag::kCommandLine));
+  nlohmann::json j;
+  j["epochs"] = nlohmann::json::array();
+  for (const keras::Logs& logs : loop.epochs) {
+    nlohmann::json e;
+    for (const char* k : {"loss", "accuracy", "val_loss", "val_accuracy"})
+      if (auto v = logs.get(k)) e[k] = *v;
+    j["epochs"].push_back(e);
+  }
+  for (const char* k : {"loss", "accuracy"})
+    if (result.contains(k)) j[std::string("test_") + k] = result[k];
+  j["global_steps"] = loop.steps;
+  j["samples_per_second"] = static_cast<double>(loop.steps * data.global_batch) / loop.seconds;
+  j["num_workers"] = strategy.num_workers();
+  j["num_replicas_in_sync"] = strategy.num_replicas_in_sync();
+  j["weights_sha256"] = hashes[0];
+  j["weights_sha256_per_worker"] = hashes;
+  if (!loop.step_losses.empty()) j["step_losses"] = loop.step_losses;
+  return j;
+}
+
+// The chief alone prints the test loss and writes --save-model and --metrics-out; every worker returns once they
+// are durable, with the chief's error when it failed.
+void report(const TrainArgs& a, distribute::Strategy& strategy, keras::Model& model, const nlohmann::json& metrics) {
+  distribute::on_chief(
+      strategy.cross_worker(),
+      [&] {
+        if (metrics.contains("test_loss")) {  // evaluate() always gives the loss
+          std::printf("Test loss: %.4f", metrics["test_loss"].get<double>());
+          if (metrics.contains("test_accuracy"))
+            std::printf(" - test accuracy: %.4f", metrics["test_accuracy"].get<double>());
+          std::printf("\n");
+        }
+        if (!a.save_model.empty()) model.save(a.save_model);
+        if (!a.metrics_out.empty()) write_file_atomically(a.metrics_out, metrics.dump(2) + "\n");
+      },
+      distribute::collective_options(distribute::Tag::kCommandLine));
+}
+
+// One worker of the run, or the only one: plan → data → model → loop → report.
+int run_train(const TrainArgs& a) {
+  TrainPlan plan = make_plan(a);
+  if (plan.cluster->task().type == "evaluator") return run_evaluator(a);
+  keras::utils::set_random_seed(a.seed);
+  std::optional<Splits> dataset;
+  if (a.data.spec.empty()) dataset = load_dataset(a);
+  distribute::MultiWorkerMirroredStrategy strategy(
+      {.gradient_compression = gradient_compression(a.gradient_compression)}, std::move(plan.cluster));
+  const FaultInjection fault(strategy.worker_rank(), plan.restarts);
+  keras::Model model = make_model_for(a, dataset, strategy);
+  const TrainData data = make_train_data(a, dataset, model, strategy);
+  const auto start = std::chrono::steady_clock::now();
+  LoopResult loop = a.loop == "fit" ? fit(a, model, data, fault) : CustomLoop(a, strategy, model, data, fault).run();
+  loop.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  nlohmann::json metrics = measure(strategy, model, data, loop);
+  metrics["restarts"] = plan.restarts;
+  report(a, strategy, model, metrics);
   return 0;
+}
+
+// ---- Options.
+
+// The options that the launcher of --workers consumes instead of passing them on: the group's size and restarts,
+// and the token file, which reaches the workers as LOCKSTEP_CLUSTER_TOKEN_FILE (launch() then gives them no token
+// of its own).
+constexpr std::array<std::string_view, 3> kLauncherOptions = {"--workers", "--max-restarts", "--cluster-token-file"};
+
+std::string long_name(const CLI::Option& option) {
+  return "--" + option.get_lnames().front();
+}
+
+// Every option given to this command, with each of its values as given (CLI11 reads them back to the same values),
+// except the launcher's own. Read from the option table, so that an option added to it reaches the workers.
+std::vector<std::string> worker_arguments(const CLI::App& cmd) {
+  std::vector<std::string> args;
+  for (const CLI::Option* option : cmd.get_options()) {
+    if (std::ranges::find(kLauncherOptions, long_name(*option)) != kLauncherOptions.end()) continue;
+    for (const std::string& value : option->results()) args.insert(args.end(), {long_name(*option), value});
+  }
+  return args;
+}
+
+// `lockstep train --workers N`: the same command on N local workers through the launcher.
+int run_workers(const TrainArgs& a, const CLI::App& cmd) {
+  LaunchOptions l;
+  l.num_workers = a.workers;
+  l.max_restarts = std::max(a.max_restarts, 0);
+  l.command = {"lockstep", "train"};
+  for (std::string& arg : worker_arguments(cmd)) l.command.push_back(std::move(arg));
+  if (!a.cluster_token_file.empty())
+    l.extra_env["LOCKSTEP_CLUSTER_TOKEN_FILE"] = std::filesystem::absolute(a.cluster_token_file).string();
+  return launch(l);
+}
+
+// LOCKSTEP_PRINT_TRAIN_OPTIONS set (a test hook): instead of training, one line of JSON with every option of the
+// table and the values it was given, and the token file in the environment. Under --workers, each worker prints
+// it: what reached the workers.
+int print_options(const CLI::App& cmd) {
+  nlohmann::json options = nlohmann::json::object();
+  for (const CLI::Option* option : cmd.get_options()) options[long_name(*option)] = option->results();
+  const char* token_file = std::getenv("LOCKSTEP_CLUSTER_TOKEN_FILE");
+  const nlohmann::json j = {{"options", options}, {"LOCKSTEP_CLUSTER_TOKEN_FILE", token_file ? token_file : ""}};
+  std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  return 0;
+}
+
+// `lockstep train` once its options are parsed: the launcher of --workers, or one worker.
+int run_train_command(const TrainArgs& a, const CLI::App& cmd) {
+  check_flag_combinations(a);
+  if (a.workers > 0) return run_workers(a, cmd);
+  if (std::getenv("LOCKSTEP_PRINT_TRAIN_OPTIONS")) return print_options(cmd);
+  return run_train(a);
 }
 
 }  // namespace
@@ -683,7 +809,7 @@ std::function<int()> add_train_command(CLI::App& app) {
           },
           ""))
       ->type_name("epoch|N");
-  return [a] { return run_train(*a); };
+  return [a, cmd] { return run_train_command(*a, *cmd); };
 }
 
 }  // namespace lockstep::cli

@@ -3,7 +3,10 @@
 // (too many threads, an unexpected exception) still ends in one line.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "cli_util.h"
 
@@ -42,6 +45,79 @@ TEST_F(TrainFlags, OneLaunchedWorkerTrainsExactlyLikeAPlainRun) {
     json plain = train(args, "plain"), launched = train("--workers 1 " + args, "launched");
     EXPECT_EQ(plain["weights_sha256"], launched["weights_sha256"]) << args;
     EXPECT_EQ(plain["global_steps"], launched["global_steps"]) << args;
+  }
+}
+
+// Every option of `lockstep train`, as its own table lists them (LOCKSTEP_PRINT_TRAIN_OPTIONS prints the table,
+// and under --workers each worker's), given a value other than its default under `--workers 2`, reaches each
+// worker as given; the launcher's own reach none, the token file only as LOCKSTEP_CLUSTER_TOKEN_FILE. An option
+// added to the table without a value here fails.
+TEST_F(TrainFlags, EveryOptionReachesEachWorkerUnchanged) {
+  const std::string token = (data_ / "token").string();
+  std::ofstream(token) << "secret\n";
+  // Not the defaults, and numbers not in their shortest form: they must arrive as given, not re-serialized.
+  const std::map<std::string, std::string> values = {{"--model", "my model.keras"},
+                                                     {"--dataset", data_.string()},
+                                                     {"--data", "tfrecord:a/*.tfrecord,b/*"},
+                                                     {"--validation-data", "csv:val.csv"},
+                                                     {"--feature-key", "image/raw"},
+                                                     {"--label-key", "y"},
+                                                     {"--label-dtype", "float32"},
+                                                     {"--compression", "GZIP"},
+                                                     {"--shuffle-buffer", "0012"},
+                                                     {"--validation-split", "2.50e-1"},
+                                                     {"--label-column", "class"},
+                                                     {"--loss", "mse"},
+                                                     {"--tensorboard", "tb"},
+                                                     {"--epochs", "7"},
+                                                     {"--steps-per-epoch", "05"},
+                                                     {"--batch-size", "3"},
+                                                     {"--optimizer", "sgd"},
+                                                     {"--learning-rate", "0.0012345678901234"},
+                                                     {"--seed", "18446744073709551615"},
+                                                     {"--threads", "2"},
+                                                     {"--loop", "ctl"},
+                                                     {"--save-model", "saved"},
+                                                     {"--metrics-out", "m.json"},
+                                                     {"--verbose", "2"},
+                                                     {"--workers", "2"},
+                                                     {"--max-restarts", "3"},
+                                                     {"--gradient-compression", "bfloat16"},
+                                                     {"--dtype-policy", "mixed_bfloat16"},
+                                                     {"--cluster-token-file", token},
+                                                     {"--backup-dir", "backups"},
+                                                     {"--backup-freq", "4"}};
+  const std::set<std::string> launcher_own = {"--workers", "--max-restarts", "--cluster-token-file"};
+  const std::string print = "LOCKSTEP_PRINT_TRAIN_OPTIONS=1";
+
+  Result table = run_lockstep("train", print, 60);
+  ASSERT_EQ(table.code, 0) << table.err;
+  const json listed = json::parse(table.out).at("options");
+  std::set<std::string> options;
+  for (const auto& option : listed.items())
+    if (option.key() != "--help") options.insert(option.key());
+  ASSERT_GE(options.size(), 30u) << table.out;
+  for (const std::string& name : options) ASSERT_TRUE(values.contains(name)) << "give " << name << " a value here";
+
+  // --data excludes --dataset: two runs, each with --workers 2.
+  std::set<std::string> all_but_dataset = options;
+  all_but_dataset.erase("--dataset");
+  for (const std::set<std::string>& given : {std::set<std::string>{"--dataset", "--workers"}, all_but_dataset}) {
+    std::string args;
+    for (const std::string& name : given) args += " " + name + " '" + values.at(name) + "'";
+    Result r = run_lockstep("train" + args, "env -u LOCKSTEP_CLUSTER_TOKEN_FILE " + print, 60);
+    ASSERT_EQ(r.code, 0) << args << ": " << r.err;
+    for (const std::string worker : {"[worker 0] ", "[worker 1] "}) {
+      const std::vector<std::string> lines = lines_after(r.out, worker);
+      ASSERT_EQ(lines.size(), 1u) << worker << r.out;
+      const json got = json::parse(lines[0]);
+      for (const std::string& name : options) {
+        const bool forwarded = given.contains(name) && !launcher_own.contains(name);
+        EXPECT_EQ(got.at("options").at(name), forwarded ? json::array({values.at(name)}) : json::array())
+            << worker << name;
+      }
+      EXPECT_EQ(got.at("LOCKSTEP_CLUSTER_TOKEN_FILE"), given.contains("--cluster-token-file") ? token : "") << worker;
+    }
   }
 }
 
