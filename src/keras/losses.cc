@@ -2,12 +2,10 @@
 // of differentiable ops; Loss.__call__'s sample weighting and reductions; tf.nn.compute_average_loss.
 #include "lockstep/keras/losses.h"
 
-#include "lockstep/distribute/strategy/strategy.h"
-
 #include <algorithm>
-#include <cctype>
 
 #include "lockstep/autograd/ops.h"
+#include "lockstep/distribute/strategy/strategy.h"
 
 namespace lockstep::keras::losses {
 
@@ -220,16 +218,61 @@ std::shared_ptr<Loss> MeanSquaredError(MeanSquaredErrorOptions o) {
                                                "MeanSquaredError");
 }
 
+namespace {
+// A config's "reduction" (Keras writes "sum_over_batch_size"); AUTO when absent.
+Reduction reduction_of(const nlohmann::json& c) {
+  const std::string name = c.value("reduction", "auto");
+  for (Reduction r : {Reduction::NONE, Reduction::SUM, Reduction::SUM_OVER_BATCH_SIZE})
+    if (reduction_name(r) == name) return r;
+  return Reduction::AUTO;
+}
+}  // namespace
+
+const Registry<std::shared_ptr<Loss>>& registry() {
+  static const Registry<std::shared_ptr<Loss>> r(
+      "loss", {{"SparseCategoricalCrossentropy",
+                [](const nlohmann::json& c) {
+                  const SparseCategoricalCrossentropyOptions d;
+                  return SparseCategoricalCrossentropy({.from_logits = c.value("from_logits", d.from_logits),
+                                                        .reduction = reduction_of(c),
+                                                        .name = c.value("name", d.name)});
+                },
+                {"sparse_categorical_crossentropy"}},
+               {"CategoricalCrossentropy",
+                [](const nlohmann::json& c) {
+                  const CategoricalCrossentropyOptions d;
+                  return CategoricalCrossentropy({.from_logits = c.value("from_logits", d.from_logits),
+                                                  .label_smoothing = c.value("label_smoothing", d.label_smoothing),
+                                                  .reduction = reduction_of(c),
+                                                  .name = c.value("name", d.name)});
+                },
+                {"categorical_crossentropy"}},
+               {"BinaryCrossentropy",
+                [](const nlohmann::json& c) {
+                  const BinaryCrossentropyOptions d;
+                  return BinaryCrossentropy({.from_logits = c.value("from_logits", d.from_logits),
+                                             .label_smoothing = c.value("label_smoothing", d.label_smoothing),
+                                             .reduction = reduction_of(c),
+                                             .name = c.value("name", d.name)});
+                },
+                {"binary_crossentropy"}},
+               {"MeanSquaredError",
+                [](const nlohmann::json& c) {
+                  return MeanSquaredError(
+                      {.reduction = reduction_of(c), .name = c.value("name", MeanSquaredErrorOptions().name)});
+                },
+                {"mse", "mean_squared_error"}}});
+  return r;
+}
+
 std::shared_ptr<Loss> get(const std::string& identifier) {
-  std::string id;
-  for (unsigned char c : identifier) id += static_cast<char>(std::tolower(c));
-  if (id == "sparse_categorical_crossentropy") return SparseCategoricalCrossentropy();
-  if (id == "categorical_crossentropy") return CategoricalCrossentropy();
-  if (id == "binary_crossentropy") return BinaryCrossentropy();
-  if (id == "mse" || id == "mean_squared_error") return MeanSquaredError();
-  throw ValueError(make_message("Could not interpret loss identifier: '", identifier,
-                                "'. Valid names: 'sparse_categorical_crossentropy', 'categorical_crossentropy', "
-                                "'binary_crossentropy', 'mse', 'mean_squared_error'."));
+  return registry().get(identifier);
+}
+
+std::shared_ptr<Loss> from_config(const nlohmann::json& config) {
+  if (config.is_null()) return nullptr;
+  if (config.is_string()) return get(config.get<std::string>());  // compile(loss="mse") saves the name
+  return registry().from_config(config.at("class_name").get<std::string>(), config.at("config"));
 }
 
 }  // namespace lockstep::keras::losses
