@@ -192,6 +192,11 @@ nlohmann::json Optimizer::get_config() const {
           {"loss_scale_factor", nullptr}, {"gradient_accumulation_steps", nullptr}};
 }
 
+std::vector<std::vector<std::string>> Optimizer::keras_slot_groups() const {
+  if (slot_names_.empty()) return {};
+  return {slot_names_};
+}
+
 // ---- update rules ----
 
 namespace {
@@ -258,6 +263,11 @@ class RMSpropOptimizer : public RuleOptimizer<RMSpropOptimizer> {
  public:
   explicit RMSpropOptimizer(RMSpropOptions o) : RuleOptimizer(o.name, o.learning_rate, slots(o)), o_(std::move(o)) {}
   std::string class_name() const override { return "RMSprop"; }
+  std::vector<std::vector<std::string>> keras_slot_groups() const override {
+    std::vector<std::vector<std::string>> groups;  // Keras adds each slot by itself
+    for (const std::string& slot : slots(o_)) groups.push_back({slot});
+    return groups;
+  }
   nlohmann::json get_config() const override {
     auto c = Optimizer::get_config();
     c["rho"] = o_.rho;
@@ -312,6 +322,10 @@ class AdamOptimizer : public RuleOptimizer<AdamOptimizer> {
                             : std::vector<std::string>{"momentum", "velocity"}),
         o_(std::move(o)) {}
   std::string class_name() const override { return "Adam"; }
+  std::vector<std::vector<std::string>> keras_slot_groups() const override {
+    if (o_.amsgrad) return {{"momentum", "velocity"}, {"velocity_hat"}};  // velocity_hat is added last, by itself
+    return Optimizer::keras_slot_groups();
+  }
   nlohmann::json get_config() const override {
     auto c = Optimizer::get_config();
     c["beta_1"] = o_.beta_1;

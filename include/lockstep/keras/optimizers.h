@@ -125,6 +125,9 @@ class Optimizer {
   virtual nlohmann::json get_config() const;
   // The Keras class name ("Adam"), saved with get_config() in a model's compile config.
   virtual std::string class_name() const = 0;
+  // The slot names grouped as Keras 3's build() creates them, one group per add_optimizer_variables call (Adam
+  // with amsgrad: {{momentum, velocity}, {velocity_hat}}), which orders them in a .keras file; by default one group.
+  virtual std::vector<std::vector<std::string>> keras_slot_groups() const;
 
  protected:
   static constexpr size_t kMaxSlots = 3;
