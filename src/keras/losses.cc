@@ -219,12 +219,18 @@ std::shared_ptr<Loss> MeanSquaredError(MeanSquaredErrorOptions o) {
 }
 
 namespace {
-// A config's "reduction" (Keras writes "sum_over_batch_size"); AUTO when absent.
-Reduction reduction_of(const nlohmann::json& c) {
-  const std::string name = c.value("reduction", "auto");
+// A loss's Options from its config: the options it has that the config holds, the defaults for the rest. The
+// reduction Keras writes as "sum_over_batch_size" (AUTO when absent).
+template <typename Options>
+Options options_from(const nlohmann::json& c) {
+  Options o;
+  if constexpr (requires { o.from_logits; }) o.from_logits = c.value("from_logits", o.from_logits);
+  if constexpr (requires { o.label_smoothing; }) o.label_smoothing = c.value("label_smoothing", o.label_smoothing);
+  const std::string reduction = c.value("reduction", "auto");
   for (Reduction r : {Reduction::NONE, Reduction::SUM, Reduction::SUM_OVER_BATCH_SIZE})
-    if (reduction_name(r) == name) return r;
-  return Reduction::AUTO;
+    if (reduction_name(r) == reduction) o.reduction = r;
+  o.name = c.value("name", o.name);
+  return o;
 }
 }  // namespace
 
@@ -232,35 +238,19 @@ const Registry<std::shared_ptr<Loss>>& registry() {
   static const Registry<std::shared_ptr<Loss>> r(
       "loss", {{"SparseCategoricalCrossentropy",
                 [](const nlohmann::json& c) {
-                  const SparseCategoricalCrossentropyOptions d;
-                  return SparseCategoricalCrossentropy({.from_logits = c.value("from_logits", d.from_logits),
-                                                        .reduction = reduction_of(c),
-                                                        .name = c.value("name", d.name)});
+                  return SparseCategoricalCrossentropy(options_from<SparseCategoricalCrossentropyOptions>(c));
                 },
                 {"sparse_categorical_crossentropy"}},
                {"CategoricalCrossentropy",
                 [](const nlohmann::json& c) {
-                  const CategoricalCrossentropyOptions d;
-                  return CategoricalCrossentropy({.from_logits = c.value("from_logits", d.from_logits),
-                                                  .label_smoothing = c.value("label_smoothing", d.label_smoothing),
-                                                  .reduction = reduction_of(c),
-                                                  .name = c.value("name", d.name)});
+                  return CategoricalCrossentropy(options_from<CategoricalCrossentropyOptions>(c));
                 },
                 {"categorical_crossentropy"}},
                {"BinaryCrossentropy",
-                [](const nlohmann::json& c) {
-                  const BinaryCrossentropyOptions d;
-                  return BinaryCrossentropy({.from_logits = c.value("from_logits", d.from_logits),
-                                             .label_smoothing = c.value("label_smoothing", d.label_smoothing),
-                                             .reduction = reduction_of(c),
-                                             .name = c.value("name", d.name)});
-                },
+                [](const nlohmann::json& c) { return BinaryCrossentropy(options_from<BinaryCrossentropyOptions>(c)); },
                 {"binary_crossentropy"}},
                {"MeanSquaredError",
-                [](const nlohmann::json& c) {
-                  return MeanSquaredError(
-                      {.reduction = reduction_of(c), .name = c.value("name", MeanSquaredErrorOptions().name)});
-                },
+                [](const nlohmann::json& c) { return MeanSquaredError(options_from<MeanSquaredErrorOptions>(c)); },
                 {"mse", "mean_squared_error"}}});
   return r;
 }
