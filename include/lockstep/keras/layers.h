@@ -1,6 +1,7 @@
 // Keras layers: each has build(input_shape), call(x, training), its weights and get_config(); gradients
 // come from the ops they call. Shapes given to layers exclude the batch dimension, as in Keras.
 #pragma once
+#include <array>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -510,6 +511,35 @@ class Concatenate : public Merge {
 
  private:
   int64_t axis_;
+};
+
+// ---- layers in files of their own ----
+
+struct UpSampling2DOptions {
+  std::string interpolation = "nearest";      // or "bilinear" (tf.image.resize's, with half-pixel centers)
+  std::string data_format = "channels_last";  // the only layout lockstep has
+  std::string name = "";
+};
+// Enlarges NHWC images by whole factors (src/keras/up_sampling2d.cc): (batch, rows, cols, channels) gives
+// (batch, rows * size[0], cols * size[1], channels).
+class UpSampling2D : public Layer {
+ public:
+  static constexpr const char* kClassName = "UpSampling2D";
+  static std::shared_ptr<UpSampling2D> from_config(const nlohmann::json& config);
+  explicit UpSampling2D(int64_t size = 2, UpSampling2DOptions options = {})
+      : UpSampling2D({size, size}, std::move(options)) {}
+  UpSampling2D(std::array<int64_t, 2> size, UpSampling2DOptions options = {});
+  LayerPtr clone() const override { return std::make_shared<UpSampling2D>(*this); }
+  Shape compute_output_shape(const Shape& input_shape) const override;
+  nlohmann::json get_config() const override;
+
+ protected:
+  void build(const Shape& input_shape) override;
+  Tensor call(const Tensor& x, bool training) override;
+
+ private:
+  std::array<int64_t, 2> size_;
+  UpSampling2DOptions opt_;
 };
 
 // Every layer class lockstep has, by Keras class name.
