@@ -8,7 +8,8 @@
 // libraries, whose object files the linker drops when nothing refers to them, so a registrar alone in its file
 // would silently vanish; and static objects of different files initialise in no fixed order, so a registry read
 // during static initialisation could be half-filled. A list in the kind's .cc is linked whenever the kind is used,
-// and the test comparing the registries with docs/api.md catches a class left out of it.
+// and it names each class's factory, which links a class kept in a file of its own (layers::UpSampling2D); the test
+// comparing the registries with docs/api.md catches a class left out of the list.
 #pragma once
 #include <cctype>
 #include <functional>
