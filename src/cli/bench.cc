@@ -295,7 +295,8 @@ std::function<int()> add_bench_command(CLI::App& app) {
   CLI::App* step = bench->add_subcommand(
       "step", "warm Keras fit steps on synthetic data; the last line is `<x> ms/step` (under lockstep launch: worker 0's)");
   step->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  step->add_option("--model", st->model, "tutorial_cnn | fashion_cnn")->check(CLI::IsMember({"tutorial_cnn", "fashion_cnn"}));
+  step->add_option("--model", st->model, keras::join_names(builtin_model_names(), " | "))
+      ->check(CLI::IsMember(builtin_model_names()));
   add_number(step, "--batch-size", st->batch_size, at_least(int64_t{1}), "an integer from 1 to 2^63-1",
              "examples per replica (per worker with one replica each)");
   add_number(step, "--threads", st->threads, at_least(0), "an integer from 0 to 2^31-1",

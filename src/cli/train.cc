@@ -600,12 +600,14 @@ std::function<int()> add_train_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("train", "train a built-in model on Fashion-MNIST or MNIST, or your own model on your data");
   cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a repeated flag: the last wins
   cmd->add_option("--model", a->model,
-                  "tutorial_cnn | fashion_cnn | a Keras model file: FILE.keras (model.save) or FILE.json (model.to_json())")
+                  keras::join_names(builtin_model_names(), " | ") +
+                      " | a Keras model file: FILE.keras (model.save) or FILE.json (model.to_json())")
       ->check(CLI::Validator(
           [](std::string& m) {
-            return m == "tutorial_cnn" || m == "fashion_cnn" || is_model_file(m)
+            return is_builtin_model(m) || is_model_file(m)
                        ? std::string()
-                       : quote(m) + " is not tutorial_cnn, fashion_cnn or a file ending in .keras or .json";
+                       : quote(m) + " is not " + keras::join_names(builtin_model_names(), ", ") +
+                             " or a file ending in .keras or .json";
           },
           ""));
   const CLI::Validator non_empty(
