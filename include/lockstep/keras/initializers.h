@@ -3,9 +3,10 @@
 // the same initial weights on every run and every worker.
 #pragma once
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "lockstep/core/philox.h"
 #include "lockstep/keras/registry.h"

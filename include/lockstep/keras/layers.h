@@ -5,10 +5,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "lockstep/autograd/ops.h"
 #include "lockstep/autograd/variable.h"

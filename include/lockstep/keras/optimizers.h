@@ -3,8 +3,8 @@
 // adds only its update rule, a fused in-place loop over raw float32 or float64 pointers.
 #pragma once
 #include <concepts>
-#include <cstdint>
 #include <map>
+#include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>

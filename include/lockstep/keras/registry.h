@@ -13,10 +13,11 @@
 #pragma once
 #include <cctype>
 #include <functional>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "lockstep/core/error.h"
 

@@ -1,6 +1,7 @@
 // Weight regularizers (keras.regularizers): penalties whose values appear in model.losses().
 #pragma once
 #include <memory>
+
 #include <nlohmann/json.hpp>
 
 #include "lockstep/keras/registry.h"
