@@ -202,9 +202,11 @@ std::unique_ptr<distribute::Strategy> make_strategy(int replicas, const distribu
   return std::make_unique<distribute::MirroredStrategy>(devices, options);
 }
 
+// --optimizer by Keras name, at a learning rate of 0.001.
 std::shared_ptr<keras::optimizers::Optimizer> make_optimizer(const std::string& name) {
-  if (name == "adam") return keras::optimizers::Adam({.learning_rate = 0.001});
-  return keras::optimizers::SGD({.learning_rate = 0.001});
+  std::shared_ptr<keras::optimizers::Optimizer> optimizer = keras::optimizers::get(name);
+  optimizer->set_learning_rate(0.001);
+  return optimizer;
 }
 
 int run_step(const StepArgs& a) {
@@ -293,7 +295,8 @@ std::function<int()> add_bench_command(CLI::App& app) {
   CLI::App* step = bench->add_subcommand(
       "step", "warm Keras fit steps on synthetic data; the last line is `<x> ms/step` (under lockstep launch: worker 0's)");
   step->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  step->add_option("--model", st->model, "tutorial_cnn | fashion_cnn")->check(CLI::IsMember({"tutorial_cnn", "fashion_cnn"}));
+  step->add_option("--model", st->model, keras::join_names(builtin_model_names(), " | "))
+      ->check(CLI::IsMember(builtin_model_names()));
   add_number(step, "--batch-size", st->batch_size, at_least(int64_t{1}), "an integer from 1 to 2^63-1",
              "examples per replica (per worker with one replica each)");
   add_number(step, "--threads", st->threads, at_least(0), "an integer from 0 to 2^31-1",
@@ -301,7 +304,9 @@ std::function<int()> add_bench_command(CLI::App& app) {
   add_number(step, "--steps", st->steps, at_least(int64_t{1}), "an integer from 1 to 2^63-1", "timed steps");
   add_number(step, "--warmup", st->warmup, at_least(int64_t{1}), "an integer from 1 to 2^63-1",
              "untimed steps first (plans, buffers, connections)");
-  step->add_option("--optimizer", st->optimizer, "sgd | adam (learning rate 0.001)")->check(CLI::IsMember({"sgd", "adam"}));
+  const std::vector<std::string> optimizer_names = keras::optimizers::registry().identifiers();
+  step->add_option("--optimizer", st->optimizer, keras::join_names(optimizer_names, " | ") + " (learning rate 0.001)")
+      ->check(CLI::IsMember(optimizer_names));
   step->add_option("--dataset", st->dataset, "synthetic (random images, the default) | fashion_mnist (its training images, in order)")
       ->check(CLI::IsMember({"synthetic", "fashion_mnist"}));
   add_number(step, "--replicas", st->replicas, [](int v) { return v >= 1 && v <= 64; }, "an integer from 1 to 64",

@@ -4,6 +4,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -43,8 +44,12 @@ struct SidecarOptions {
 };
 int run_sidecar_evaluator(const SidecarOptions& options);
 
-// "tutorial_cnn" (the multi-worker tutorial model) or "fashion_cnn" (the custom-training tutorial model).
+// A built-in model by name: "tutorial_cnn" (the multi-worker tutorial model) or "fashion_cnn" (the
+// custom-training tutorial model); ValueError naming the built-in models otherwise.
 keras::Sequential build_model(const std::string& name);
+// The built-in models' names, which the commands offer and list.
+std::vector<std::string> builtin_model_names();
+bool is_builtin_model(const std::string& name);
 
 // `lockstep train --data SPEC`'s options: where the data is and how its examples map to the model's inputs.
 struct UserDataOptions {

@@ -45,8 +45,7 @@ data::Dataset test_dataset(const std::string& name, int64_t batch_size) {
 
 // A built-in model (compiled as lockstep train compiles it) or a saved one, compiled as saved.
 keras::Model evaluation_model(const std::string& name) {
-  const bool builtin = name == "tutorial_cnn" || name == "fashion_cnn";
-  keras::Model model = builtin ? build_model(name) : keras::Model::load_model(name);
+  keras::Model model = is_builtin_model(name) ? build_model(name) : keras::Model::load_model(name);
   if (!model.loss())
     model.compile({.optimizer = "adam",
                    .loss = keras::losses::SparseCategoricalCrossentropy({.from_logits = true}),
@@ -171,8 +170,8 @@ std::function<int()> add_evaluate_command(CLI::App& app) {
   const CLI::Validator non_empty(
       [](std::string& s) { return s.empty() ? "'' is not a path: give a file or directory" : ""; }, "");
   cmd->add_option("--model", a->model,
-                  "saved model directory (lockstep train --save-model); with --watch: tutorial_cnn | fashion_cnn | "
-                  "a saved model (default tutorial_cnn)")
+                  "saved model directory (lockstep train --save-model); with --watch: " +
+                      keras::join_names(builtin_model_names(), " | ") + " | a saved model (default tutorial_cnn)")
       ->check(non_empty);
   cmd->add_option("--watch", a->watch,
                   "sidecar evaluator: evaluate each new checkpoint in this directory (--backup-dir of the training "

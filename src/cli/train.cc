@@ -76,22 +76,18 @@ std::pair<datasets::Split, datasets::Split> load(const std::string& name) {
   return datasets::load_idx_directory(name);
 }
 
+// --optimizer by Keras name, at --learning-rate (0.001 when unset).
 std::shared_ptr<keras::optimizers::Optimizer> make_optimizer(const std::string& name, double lr) {
-  namespace o = keras::optimizers;
-  if (lr == 0) lr = 0.001;
-  if (name == "sgd") return o::SGD({.learning_rate = lr});
-  if (name == "rmsprop") return o::RMSprop({.learning_rate = lr});
-  if (name == "adam") return o::Adam({.learning_rate = lr});
-  throw ValueError(make_message("unknown optimizer '", name, "': use sgd, rmsprop or adam"));
+  std::shared_ptr<keras::optimizers::Optimizer> optimizer = keras::optimizers::get(name);
+  optimizer->set_learning_rate(lr == 0 ? 0.001 : lr);
+  return optimizer;
 }
 
-// --loss by Keras name; the cross-entropies take `from_logits` (sparse categorical cross-entropy when empty).
+// --loss by Keras name (sparse categorical cross-entropy when empty); the losses that take `from_logits` (the
+// cross-entropies) get it.
 std::shared_ptr<keras::losses::Loss> make_loss(const std::string& name, bool from_logits) {
-  namespace l = keras::losses;
-  if (name.empty() || name == "sparse_categorical_crossentropy") return l::SparseCategoricalCrossentropy({.from_logits = from_logits});
-  if (name == "categorical_crossentropy") return l::CategoricalCrossentropy({.from_logits = from_logits});
-  if (name == "binary_crossentropy") return l::BinaryCrossentropy({.from_logits = from_logits});
-  return l::get(name);
+  return keras::losses::registry().get(name.empty() ? "sparse_categorical_crossentropy" : name,
+                                       {{"from_logits", from_logits}});
 }
 
 // The model --model names, compiled, in the caller's strategy scope:
@@ -726,12 +722,14 @@ std::function<int()> add_train_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("train", "train a built-in model on Fashion-MNIST or MNIST, or your own model on your data");
   cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a repeated flag: the last wins
   cmd->add_option("--model", a->model,
-                  "tutorial_cnn | fashion_cnn | a Keras model file: FILE.keras (model.save) or FILE.json (model.to_json())")
+                  keras::join_names(builtin_model_names(), " | ") +
+                      " | a Keras model file: FILE.keras (model.save) or FILE.json (model.to_json())")
       ->check(CLI::Validator(
           [](std::string& m) {
-            return m == "tutorial_cnn" || m == "fashion_cnn" || is_model_file(m)
+            return is_builtin_model(m) || is_model_file(m)
                        ? std::string()
-                       : quote(m) + " is not tutorial_cnn, fashion_cnn or a file ending in .keras or .json";
+                       : quote(m) + " is not " + keras::join_names(builtin_model_names(), ", ") +
+                             " or a file ending in .keras or .json";
           },
           ""));
   const CLI::Validator non_empty(
@@ -767,8 +765,10 @@ std::function<int()> add_train_command(CLI::App& app) {
   add_number(cmd, "--steps-per-epoch", a->steps_per_epoch, [](int64_t v) { return v == -1 || v >= 1; },
              "-1 or an integer from 1 to 2^63-1", "batches per epoch; -1: one pass over the data (the default)");
   add_number(cmd, "--batch-size", a->batch_size, at_least(1), "an integer from 1 to 2^63-1", "per-worker batch size");
-  cmd->add_option("--optimizer", a->optimizer, "sgd | rmsprop | adam; default: a .keras model's own, else adam")
-      ->check(CLI::IsMember({"sgd", "rmsprop", "adam"}));
+  const std::vector<std::string> optimizer_names = keras::optimizers::registry().identifiers();
+  cmd->add_option("--optimizer", a->optimizer,
+                  keras::join_names(optimizer_names, " | ") + "; default: a .keras model's own, else adam")
+      ->check(CLI::IsMember(optimizer_names));
   add_number(cmd, "--learning-rate", a->learning_rate, [](double v) { return v > 0 && std::isfinite(v); },
              "a finite number > 0",
              "step size of the optimizer; default: a .keras model's own, else 0.001");

@@ -5,13 +5,24 @@
 
 namespace lockstep::keras::activations {
 
+namespace {
+Registry<Activation>::Entry function(const char* name, Activation f) {
+  return {name, [f](const nlohmann::json&) { return f; }};
+}
+}  // namespace
+
+const Registry<Activation>& registry() {
+  static const Registry<Activation> r("activation",
+                                      {function("relu", [](const Tensor& x) { return nn::relu(x); }),
+                                       function("softmax", [](const Tensor& x) { return nn::softmax(x); }),
+                                       function("sigmoid", [](const Tensor& x) { return sigmoid(x); }),
+                                       function("tanh", [](const Tensor& x) { return tanh(x); }),
+                                       function("linear", [](const Tensor& x) { return x; })});
+  return r;
+}
+
 Activation get(const std::string& name) {
-  if (name.empty() || name == "linear") return [](const Tensor& x) { return x; };
-  if (name == "relu") return [](const Tensor& x) { return nn::relu(x); };
-  if (name == "softmax") return [](const Tensor& x) { return nn::softmax(x); };
-  if (name == "sigmoid") return [](const Tensor& x) { return sigmoid(x); };
-  if (name == "tanh") return [](const Tensor& x) { return tanh(x); };
-  throw ValueError(make_message("unknown activation '", name, "': use relu, softmax, sigmoid, tanh or linear"));
+  return registry().get(name.empty() ? "linear" : name);
 }
 
 }  // namespace lockstep::keras::activations

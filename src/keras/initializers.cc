@@ -154,26 +154,34 @@ InitializerPtr RandomUniform(double minval, double maxval, std::optional<uint64_
 InitializerPtr Zeros() { return std::make_shared<ConstantInit>(0.0); }
 InitializerPtr Ones() { return std::make_shared<ConstantInit>(1.0); }
 
-InitializerPtr get(const std::string& id) {
-  if (id == "glorot_uniform" || id == "GlorotUniform") return GlorotUniform();
-  if (id == "he_normal" || id == "HeNormal") return HeNormal();
-  if (id == "random_normal" || id == "RandomNormal") return RandomNormal();
-  if (id == "uniform" || id == "random_uniform" || id == "RandomUniform") return RandomUniform();
-  if (id == "zeros" || id == "Zeros") return Zeros();
-  if (id == "ones" || id == "Ones") return Ones();
-  throw ValueError(make_message("unknown initializer '", id,
-                                "': use glorot_uniform, he_normal, random_normal, uniform, zeros or ones"));
+const Registry<InitializerPtr>& registry() {
+  static const Registry<InitializerPtr> r(
+      "initializer",
+      {{"GlorotUniform", [](const nlohmann::json& c) { return GlorotUniform(seed_from(c)); }, {"glorot_uniform"}},
+       {"HeNormal", [](const nlohmann::json& c) { return HeNormal(seed_from(c)); }, {"he_normal"}},
+       {"RandomNormal",
+        [](const nlohmann::json& c) {
+          return RandomNormal(c.value("mean", 0.0), c.value("stddev", 0.05), seed_from(c));
+        },
+        {"random_normal"}},
+       {"RandomUniform",
+        [](const nlohmann::json& c) {
+          return RandomUniform(c.value("minval", -0.05), c.value("maxval", 0.05), seed_from(c));
+        },
+        {"uniform", "random_uniform"}},
+       {"Zeros", [](const nlohmann::json&) { return Zeros(); }, {"zeros"}},
+       {"Ones", [](const nlohmann::json&) { return Ones(); }, {"ones"}}});
+  return r;
+}
+
+InitializerPtr get(const std::string& identifier) {
+  return registry().get(identifier);
 }
 
 InitializerPtr from_config(const nlohmann::json& config) {
   if (config.is_string()) return get(config.get<std::string>());  // Keras also accepts a bare name
-  const std::string name = config.at("class_name");
-  const nlohmann::json c = config.value("config", nlohmann::json::object());
-  if (name == "GlorotUniform") return GlorotUniform(seed_from(c));
-  if (name == "HeNormal") return HeNormal(seed_from(c));
-  if (name == "RandomNormal") return RandomNormal(c.value("mean", 0.0), c.value("stddev", 0.05), seed_from(c));
-  if (name == "RandomUniform") return RandomUniform(c.value("minval", -0.05), c.value("maxval", 0.05), seed_from(c));
-  return get(name);
+  return registry().from_config(config.at("class_name").get<std::string>(),
+                                config.value("config", nlohmann::json::object()));
 }
 
 }  // namespace initializers

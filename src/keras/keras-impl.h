@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "lockstep/core/shape.h"
+#include "lockstep/keras/initializers.h"
+#include "lockstep/keras/regularizers.h"
 
 namespace lockstep::keras {
 class Layer;
@@ -28,8 +30,26 @@ int64_t json_int(const nlohmann::json& j, const std::string& key);
 // A config's list of integers (a shape): ValueError unless an array of JSON integers.
 std::vector<int64_t> json_ints(const nlohmann::json& j, const std::string& key);
 
-// The layers of layers_more.cc from their config, or null for a class it does not know.
-std::shared_ptr<Layer> more_layer_from_config(const std::string& class_name, const nlohmann::json& config);
+// Reads one layer's config for its class's from_config and refuses, naming the layer and the option, what lockstep
+// cannot do. Holds `config` by reference.
+class ConfigReader {
+ public:
+  ConfigReader(std::string class_name, const nlohmann::json& config);
+  const std::string& name() const { return name_; }
+  // A key that must be absent, null or one of `allowed` (TF writes the defaults).
+  void only(const char* key, std::initializer_list<nlohmann::json> allowed = {}) const;
+  // A size given as n or [n, n] (Keras' tuples): lockstep's pooling and convolution are square.
+  int64_t square(const char* key) const;
+  // The activation's name, "" for linear; only built-in activations by name.
+  std::string activation() const;
+  InitializerRef initializer(const char* key, const char* fallback) const;
+  regularizers::RegularizerPtr regularizer(const char* key) const;
+
+ private:
+  std::string cls_;
+  const nlohmann::json& c_;
+  std::string name_;
+};
 
 // While one is alive on this thread, layers refuse to create weights with more elements in all than it allows
 // (DataLossError): load_model's config cannot need more parameters than its weights file has bytes, so a

@@ -139,26 +139,6 @@ std::vector<std::string> layer_groups(const std::vector<LayerPtr>& layers) {
   return out;
 }
 
-// The optimizer's slots in Keras' order: each inner list is one add_optimizer_variables call, which creates
-// its slots variable by variable (Adam: momentum and velocity of each variable, then every velocity_hat).
-// Flattened, it is also lockstep's slot order.
-std::vector<std::vector<std::string>> slot_groups(const optimizers::Optimizer& opt) {
-  const std::string cls = opt.class_name();
-  const nlohmann::json c = opt.get_config();
-  if (cls == "Adam") {
-    if (c.value("amsgrad", false)) return {{"momentum", "velocity"}, {"velocity_hat"}};
-    return {{"momentum", "velocity"}};
-  }
-  if (cls == "RMSprop") {
-    std::vector<std::vector<std::string>> g{{"velocity"}};
-    if (c.value("momentum", 0.0) > 0) g.push_back({"momentum"});
-    if (c.value("centered", false)) g.push_back({"average_gradient"});
-    return g;
-  }
-  if (cls == "SGD" && c.value("momentum", 0.0) != 0) return {{"momentum"}};
-  return {};
-}
-
 size_t slot_count(const std::vector<std::vector<std::string>>& groups) {
   size_t n = 0;
   for (const auto& g : groups) n += g.size();
@@ -181,7 +161,7 @@ std::vector<Tensor> keras_optimizer_variables(const optimizers::Optimizer& opt,
   std::vector<Tensor> out{from_vector(std::vector<int64_t>{opt.iterations()}, Shape{})};
   if (opt.get_config().at("learning_rate").is_number())
     out.push_back(from_vector(std::vector<float>{static_cast<float>(opt.learning_rate())}, Shape{}));
-  const auto groups = slot_groups(opt);
+  const auto groups = opt.keras_slot_groups();  // flattened, also lockstep's slot order
   const size_t per_variable = slot_count(groups);
   if (per_variable == 0) return out;
   const auto state = opt.state();  // "iterations", then per_variable tensors per variable in creation order
@@ -211,7 +191,7 @@ std::vector<Tensor> keras_optimizer_variables(const optimizers::Optimizer& opt,
 void restore_optimizer(Model& model, const H5Reader& h5, const std::string& where) {
   optimizers::Optimizer& opt = *model.optimizer();
   const std::vector<Variable> trainable = model.trainable_variables();
-  const auto groups = slot_groups(opt);
+  const auto groups = opt.keras_slot_groups();  // flattened, also lockstep's slot order
   const size_t per_variable = slot_count(groups);
   const bool lr_variable = opt.get_config().at("learning_rate").is_number();
   const std::vector<std::string> names = h5.members("optimizer/vars");

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <map>
 #include <mutex>
+#include <type_traits>
 
 #include "keras-impl.h"
 #include "lockstep/distribute/strategy/strategy.h"
@@ -70,6 +71,55 @@ std::vector<int64_t> json_ints(const nlohmann::json& j, const std::string& key) 
   std::vector<int64_t> out;
   for (const nlohmann::json& v : j) out.push_back(json_int(v, key));
   return out;
+}
+
+ConfigReader::ConfigReader(std::string class_name, const nlohmann::json& config)
+    : cls_(std::move(class_name)), c_(config), name_(config.value("name", "")) {}
+
+void ConfigReader::only(const char* key, std::initializer_list<nlohmann::json> allowed) const {
+  if (!c_.contains(key) || c_[key].is_null()) return;
+  for (const nlohmann::json& a : allowed)
+    if (c_[key] == a) return;
+  std::string expected;
+  for (const nlohmann::json& a : allowed) expected += (expected.empty() ? "" : " or ") + a.dump();
+  throw ValueError(make_message("layer '", name_, "' (", cls_, "): ", key, "=", c_[key].dump().substr(0, 60),
+                                " is not supported by lockstep (supported: ", expected.empty() ? "null" : expected,
+                                "); change the model or file an issue"));
+}
+
+int64_t ConfigReader::square(const char* key) const {
+  const nlohmann::json& v = c_.at(key);
+  if (!v.is_array()) return json_int(v, key);
+  LS_CHECK(!v.empty(), ValueError, "layer '", name_, "' (", cls_, "): ", key, " is an empty list");
+  const int64_t n = json_int(v[0], key);
+  for (const nlohmann::json& d : v)
+    LS_CHECK(json_int(d, key) == n, ValueError, "layer '", name_, "' (", cls_, "): ", key, "=", v.dump(),
+             " is not supported by lockstep (only equal sizes in both dimensions)");
+  return n;
+}
+
+std::string ConfigReader::activation() const {
+  const nlohmann::json a = c_.value("activation", nlohmann::json("linear"));
+  LS_CHECK(a.is_string(), ValueError, "layer '", name_, "' (", cls_, "): activation ", a.dump().substr(0, 60),
+           " is not supported by lockstep (only built-in activations by name)");
+  return a == "linear" ? std::string() : a.get<std::string>();
+}
+
+InitializerRef ConfigReader::initializer(const char* key, const char* fallback) const {
+  if (!c_.contains(key) || c_[key].is_null()) return InitializerRef(fallback);
+  try {
+    return initializers::from_config(c_[key]);
+  } catch (const std::exception& e) {
+    throw ValueError(make_message("layer '", name_, "' (", cls_, "): ", key, ": ", e.what()));
+  }
+}
+
+regularizers::RegularizerPtr ConfigReader::regularizer(const char* key) const {
+  try {
+    return regularizers::from_config(c_.value(key, nlohmann::json()));
+  } catch (const std::exception& e) {
+    throw ValueError(make_message("layer '", name_, "' (", cls_, "): ", key, ": ", e.what()));
+  }
 }
 }  // namespace detail
 
@@ -199,10 +249,12 @@ Variable Layer::add_weight(const std::string& name, const Shape& shape, const In
 
 namespace layers {
 
+using detail::ConfigReader;
+
 // ---- InputLayer ----
 
 InputLayer::InputLayer(Shape shape, DType dtype, std::string name)
-    : Layer("InputLayer", std::move(name)),
+    : Layer(kClassName, std::move(name)),
       shape_(std::move(shape)),
       dtype_(dtype),
       node_(std::make_shared<detail::Node>(detail::Node{.layer = nullptr,
@@ -227,7 +279,8 @@ nlohmann::json InputLayer::get_config() const {
 
 // ---- Reshape, Flatten ----
 
-Reshape::Reshape(Shape target_shape, std::string name) : Layer("Reshape", std::move(name)), target_(std::move(target_shape)) {}
+Reshape::Reshape(Shape target_shape, std::string name)
+    : Layer(kClassName, std::move(name)), target_(std::move(target_shape)) {}
 
 Shape Reshape::compute_output_shape(const Shape& input_shape) const {
   std::vector<int64_t> dims = target_.dims();
@@ -255,7 +308,7 @@ nlohmann::json Reshape::get_config() const {
   return c;
 }
 
-Flatten::Flatten(std::string name) : Layer("Flatten", std::move(name)) {}
+Flatten::Flatten(std::string name) : Layer(kClassName, std::move(name)) {}
 nlohmann::json Flatten::get_config() const {
   nlohmann::json c = Layer::get_config();
   c["data_format"] = "channels_last";
@@ -267,7 +320,7 @@ Tensor Flatten::call(const Tensor& x, bool) { return reshape(x, Shape{x.dim(0), 
 // ---- Conv2D ----
 
 Conv2D::Conv2D(int64_t filters, int64_t kernel_size, Conv2DOptions options)
-    : Layer("Conv2D", options.name), filters_(filters), kernel_size_(kernel_size), opt_(std::move(options)) {
+    : Layer(kClassName, options.name), filters_(filters), kernel_size_(kernel_size), opt_(std::move(options)) {
   LS_CHECK(filters > 0 && kernel_size > 0 && opt_.strides > 0, ValueError, "Conv2D needs positive filters, kernel_size and strides, got ",
            filters, ", ", kernel_size, ", ", opt_.strides);
   conv_ = {.stride_h = opt_.strides, .stride_w = opt_.strides, .padding = raw_ops::padding_from_name(opt_.padding)};
@@ -344,7 +397,8 @@ Tensor AveragePooling2D::call(const Tensor& x, bool) { return nn::avg_pool2d(x, 
 
 // ---- Dense ----
 
-Dense::Dense(int64_t units, DenseOptions options) : Layer("Dense", options.name), units_(units), opt_(std::move(options)) {
+Dense::Dense(int64_t units, DenseOptions options)
+    : Layer(kClassName, options.name), units_(units), opt_(std::move(options)) {
   LS_CHECK(units > 0, ValueError, "Dense needs a positive number of units, got ", units);
   activation_ = activations::get(opt_.activation);
 }
@@ -392,7 +446,9 @@ nlohmann::json Dense::get_config() const {
 // ---- Dropout ----
 
 Dropout::Dropout(double rate, DropoutOptions options)
-    : Layer("Dropout", options.name), rate_(rate), seed_(options.seed),
+    : Layer(kClassName, options.name),
+      rate_(rate),
+      seed_(options.seed),
       rng_(options.seed ? Philox(*options.seed) : utils::next_generator()) {
   LS_CHECK(rate >= 0 && rate < 1, ValueError, "Dropout rate must be in [0, 1), got ", rate);
 }
@@ -453,7 +509,7 @@ nlohmann::json Dropout::get_config() const {
 // ---- BatchNormalization ----
 
 BatchNormalization::BatchNormalization(BatchNormalizationOptions options)
-    : Layer("BatchNormalization", options.name), opt_(std::move(options)) {}
+    : Layer(kClassName, options.name), opt_(std::move(options)) {}
 
 void BatchNormalization::build(const Shape& s) {
   const Shape c{s[-1]};
@@ -523,7 +579,7 @@ nlohmann::json BatchNormalization::get_config() const {
 // ---- Activation ----
 
 Activation::Activation(std::string activation, std::string name)
-    : Layer("Activation", std::move(name)),
+    : Layer(kClassName, std::move(name)),
       name_of_activation_(std::move(activation)),
       activation_(activations::get(name_of_activation_)) {}
 
@@ -537,6 +593,113 @@ nlohmann::json Activation::get_config() const {
 
 // ---- from_config ----
 
+std::shared_ptr<InputLayer> InputLayer::from_config(const nlohmann::json& c) {
+  const ConfigReader r(kClassName, c);
+  // Keras 2 wrote batch_input_shape, Keras 3 writes batch_shape.
+  const nlohmann::json& batch_shape = c.contains("batch_input_shape") ? c["batch_input_shape"] : c.at("batch_shape");
+  std::vector<int64_t> shape;
+  for (size_t i = 1; i < batch_shape.size(); ++i) shape.push_back(detail::json_int(batch_shape[i], "batch_shape"));
+  r.only("sparse", {false});
+  r.only("ragged", {false});
+  r.only("optional", {false});
+  return std::make_shared<InputLayer>(Shape(shape), dtype_from_name(c.value("dtype", "float32")), r.name());
+}
+
+std::shared_ptr<Reshape> Reshape::from_config(const nlohmann::json& c) {
+  return std::make_shared<Reshape>(Shape(detail::json_ints(c.at("target_shape"), "target_shape")), c.value("name", ""));
+}
+
+std::shared_ptr<Flatten> Flatten::from_config(const nlohmann::json& c) {
+  return std::make_shared<Flatten>(c.value("name", ""));
+}
+
+namespace {
+// Conv2D's and Dense's options lockstep does not have.
+void only_plain_kernel(const ConfigReader& r) {
+  for (const char* key : {"bias_regularizer", "activity_regularizer", "kernel_constraint", "bias_constraint",
+                          "quantization_config", "lora_rank"})
+    r.only(key);
+}
+}  // namespace
+
+std::shared_ptr<Conv2D> Conv2D::from_config(const nlohmann::json& c) {
+  const ConfigReader r(kClassName, c);
+  only_plain_kernel(r);
+  r.only("dilation_rate", {1, {1, 1}});
+  r.only("groups", {1});
+  return std::make_shared<Conv2D>(
+      detail::json_int(c.at("filters"), "filters"), r.square("kernel_size"),
+      Conv2DOptions{.strides = r.square("strides"),
+                    .padding = c.value("padding", "valid"),
+                    .activation = r.activation(),
+                    .use_bias = c.value("use_bias", true),
+                    .kernel_initializer = r.initializer("kernel_initializer", "glorot_uniform"),
+                    .bias_initializer = r.initializer("bias_initializer", "zeros"),
+                    .kernel_regularizer = r.regularizer("kernel_regularizer"),
+                    .name = r.name()});
+}
+
+std::shared_ptr<Dense> Dense::from_config(const nlohmann::json& c) {
+  const ConfigReader r(kClassName, c);
+  only_plain_kernel(r);
+  return std::make_shared<Dense>(
+      detail::json_int(c.at("units"), "units"),
+      DenseOptions{.activation = r.activation(),
+                   .use_bias = c.value("use_bias", true),
+                   .kernel_initializer = r.initializer("kernel_initializer", "glorot_uniform"),
+                   .bias_initializer = r.initializer("bias_initializer", "zeros"),
+                   .kernel_regularizer = r.regularizer("kernel_regularizer"),
+                   .name = r.name()});
+}
+
+namespace {
+template <typename Pooling>
+std::shared_ptr<Pooling> pooling_from_config(const nlohmann::json& c) {
+  const ConfigReader r(Pooling::kClassName, c);
+  const bool strided = c.contains("strides") && !c["strides"].is_null();
+  return std::make_shared<Pooling>(
+      r.square("pool_size"), Pooling2DOptions{.strides = strided ? std::optional(r.square("strides")) : std::nullopt,
+                                              .padding = c.value("padding", "valid"),
+                                              .name = r.name()});
+}
+}  // namespace
+
+std::shared_ptr<MaxPooling2D> MaxPooling2D::from_config(const nlohmann::json& c) {
+  return pooling_from_config<MaxPooling2D>(c);
+}
+std::shared_ptr<AveragePooling2D> AveragePooling2D::from_config(const nlohmann::json& c) {
+  return pooling_from_config<AveragePooling2D>(c);
+}
+
+std::shared_ptr<Dropout> Dropout::from_config(const nlohmann::json& c) {
+  const ConfigReader r(kClassName, c);
+  r.only("noise_shape");
+  std::optional<uint64_t> seed;
+  if (c.contains("seed") && !c["seed"].is_null()) seed = static_cast<uint64_t>(detail::json_int(c["seed"], "seed"));
+  return std::make_shared<Dropout>(c.at("rate").get<double>(), DropoutOptions{.seed = seed, .name = r.name()});
+}
+
+std::shared_ptr<BatchNormalization> BatchNormalization::from_config(const nlohmann::json& c) {
+  const ConfigReader r(kClassName, c);
+  r.only("axis", {-1, {-1}});
+  r.only("center", {true});
+  r.only("scale", {true});
+  r.only("renorm", {false});
+  for (const char* key : {"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"}) r.only(key);
+  const nlohmann::json zeros = initializers::Zeros()->get_config(), ones = initializers::Ones()->get_config();
+  for (const char* key : {"beta_initializer", "moving_mean_initializer"}) r.only(key, {zeros, "zeros"});
+  for (const char* key : {"gamma_initializer", "moving_variance_initializer"}) r.only(key, {ones, "ones"});
+  return std::make_shared<BatchNormalization>(BatchNormalizationOptions{
+      .momentum = c.value("momentum", 0.99), .epsilon = c.value("epsilon", 1e-3), .name = r.name()});
+}
+
+std::shared_ptr<Activation> Activation::from_config(const nlohmann::json& c) {
+  const ConfigReader r(kClassName, c);
+  return std::make_shared<Activation>(r.activation().empty() ? "linear" : r.activation(), r.name());
+}
+
+// ---- the registry ----
+
 namespace {
 // A layer config's "dtype": a policy name, or Keras 3's serialised DTypePolicy object.
 mixed_precision::DTypePolicy policy_from_config(const nlohmann::json& dtype) {
@@ -544,160 +707,46 @@ mixed_precision::DTypePolicy policy_from_config(const nlohmann::json& dtype) {
   return dtype.get<std::string>();
 }
 
-// Reads one layer's config and refuses, naming the layer and the option, what lockstep cannot do.
-class ConfigReader {
- public:
-  ConfigReader(const std::string& cls, const nlohmann::json& c) : cls_(cls), c_(c), name_(c.value("name", "")) {}
-  const nlohmann::json& at(const char* key) const { return c_.at(key); }
-  std::string name() const { return name_; }
-  // A key that must be absent, null or one of `allowed` (TF writes the defaults).
-  void only(const char* key, std::initializer_list<nlohmann::json> allowed = {}) const {
-    if (!c_.contains(key) || c_[key].is_null()) return;
-    for (const nlohmann::json& a : allowed)
-      if (c_[key] == a) return;
-    std::string expected;
-    for (const nlohmann::json& a : allowed) expected += (expected.empty() ? "" : " or ") + a.dump();
-    throw ValueError(make_message("layer '", name_, "' (", cls_, "): ", key, "=", c_[key].dump().substr(0, 60),
-                                  " is not supported by lockstep (supported: ", expected.empty() ? "null" : expected,
-                                  "); change the model or file an issue"));
-  }
-  // A size given as n or [n, n] (Keras' tuples): lockstep's pooling and convolution are square.
-  int64_t square(const char* key) const {
-    const nlohmann::json& v = c_.at(key);
-    if (!v.is_array()) return detail::json_int(v, key);
-    LS_CHECK(!v.empty(), ValueError, "layer '", name_, "' (", cls_, "): ", key, " is an empty list");
-    const int64_t n = detail::json_int(v[0], key);
-    for (const nlohmann::json& d : v)
-      LS_CHECK(detail::json_int(d, key) == n, ValueError, "layer '", name_, "' (", cls_, "): ", key, "=", v.dump(),
-               " is not supported by lockstep (only equal sizes in both dimensions)");
-    return n;
-  }
-  std::string activation() const {
-    const nlohmann::json& a = c_.value("activation", nlohmann::json("linear"));
-    LS_CHECK(a.is_string(), ValueError, "layer '", name_, "' (", cls_, "): activation ", a.dump().substr(0, 60),
-             " is not supported by lockstep (only built-in activations by name)");
-    return a == "linear" ? std::string() : a.get<std::string>();
-  }
-  InitializerRef initializer(const char* key, const char* fallback) const {
-    if (!c_.contains(key) || c_[key].is_null()) return InitializerRef(fallback);
-    try {
-      return initializers::from_config(c_[key]);
-    } catch (const std::exception& e) {
-      throw ValueError(make_message("layer '", name_, "' (", cls_, "): ", key, ": ", e.what()));
-    }
-  }
-  regularizers::RegularizerPtr regularizer(const char* key) const {
-    try {
-      return regularizers::from_config(c_.value(key, nlohmann::json()));
-    } catch (const std::exception& e) {
-      throw ValueError(make_message("layer '", name_, "' (", cls_, "): ", key, ": ", e.what()));
-    }
-  }
-
- private:
-  const std::string& cls_;
-  const nlohmann::json& c_;
-  std::string name_;
-};
-
-LayerPtr layer_from_config(const std::string& cls, const nlohmann::json& c) {
-  const ConfigReader r(cls, c);
-  const std::string name = r.name();
-  if (cls == "InputLayer") {
-    // Keras 2 wrote batch_input_shape, Keras 3 writes batch_shape.
-    const nlohmann::json& batch_shape = c.contains("batch_input_shape") ? c["batch_input_shape"] : c.at("batch_shape");
-    std::vector<int64_t> shape;
-    for (size_t i = 1; i < batch_shape.size(); ++i) shape.push_back(detail::json_int(batch_shape[i], "batch_shape"));
-    r.only("sparse", {false});
-    r.only("ragged", {false});
-    r.only("optional", {false});
-    return std::make_shared<InputLayer>(Shape(shape), dtype_from_name(c.value("dtype", "float32")), name);
-  }
-  r.only("trainable", {true});
-  r.only("data_format", {"channels_last"});
-  if (cls == "Reshape")
-    return std::make_shared<Reshape>(Shape(detail::json_ints(c.at("target_shape"), "target_shape")), name);
-  if (cls == "Flatten") return std::make_shared<Flatten>(name);
-  if (cls == "Conv2D" || cls == "Dense") {
-    for (const char* key : {"bias_regularizer", "activity_regularizer", "kernel_constraint", "bias_constraint",
-                            "quantization_config"})
-      r.only(key);
-    r.only("lora_rank");
-  }
-  if (cls == "Conv2D") {
-    r.only("dilation_rate", {1, {1, 1}});
-    r.only("groups", {1});
-    return std::make_shared<Conv2D>(detail::json_int(c.at("filters"), "filters"), r.square("kernel_size"),
-                                    Conv2DOptions{.strides = r.square("strides"),
-                                                  .padding = c.value("padding", "valid"),
-                                                  .activation = r.activation(),
-                                                  .use_bias = c.value("use_bias", true),
-                                                  .kernel_initializer = r.initializer("kernel_initializer", "glorot_uniform"),
-                                                  .bias_initializer = r.initializer("bias_initializer", "zeros"),
-                                                  .kernel_regularizer = r.regularizer("kernel_regularizer"),
-                                                  .name = name});
-  }
-  if (cls == "Dense")
-    return std::make_shared<Dense>(detail::json_int(c.at("units"), "units"),
-                                   DenseOptions{.activation = r.activation(),
-                                                .use_bias = c.value("use_bias", true),
-                                                .kernel_initializer = r.initializer("kernel_initializer", "glorot_uniform"),
-                                                .bias_initializer = r.initializer("bias_initializer", "zeros"),
-                                                .kernel_regularizer = r.regularizer("kernel_regularizer"),
-                                                .name = name});
-  if (cls == "MaxPooling2D" || cls == "AveragePooling2D") {
-    const int64_t size = r.square("pool_size");
-    Pooling2DOptions o{.strides = c.contains("strides") && !c["strides"].is_null() ? std::optional(r.square("strides"))
-                                                                                   : std::nullopt,
-                       .padding = c.value("padding", "valid"),
-                       .name = name};
-    if (cls == "MaxPooling2D") return std::make_shared<MaxPooling2D>(size, o);
-    return std::make_shared<AveragePooling2D>(size, o);
-  }
-  if (cls == "Dropout") {
-    r.only("noise_shape");
-    std::optional<uint64_t> seed;
-    if (c.contains("seed") && !c["seed"].is_null()) seed = static_cast<uint64_t>(detail::json_int(c["seed"], "seed"));
-    return std::make_shared<Dropout>(c.at("rate").get<double>(), DropoutOptions{.seed = seed, .name = name});
-  }
-  if (cls == "BatchNormalization") {
-    r.only("axis", {-1, {-1}});
-    r.only("center", {true});
-    r.only("scale", {true});
-    r.only("renorm", {false});
-    for (const char* key : {"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"}) r.only(key);
-    const nlohmann::json zeros = {{"module", "keras.initializers"}, {"class_name", "Zeros"}, {"config", nlohmann::json::object()},
-                                  {"registered_name", nullptr}};
-    const nlohmann::json ones = {{"module", "keras.initializers"}, {"class_name", "Ones"}, {"config", nlohmann::json::object()},
-                                 {"registered_name", nullptr}};
-    for (const char* key : {"beta_initializer", "moving_mean_initializer"}) r.only(key, {zeros, "zeros"});
-    for (const char* key : {"gamma_initializer", "moving_variance_initializer"}) r.only(key, {ones, "ones"});
-    return std::make_shared<BatchNormalization>(BatchNormalizationOptions{
-        .momentum = c.value("momentum", 0.99), .epsilon = c.value("epsilon", 1e-3), .name = name});
-  }
-  if (cls == "Activation") return std::make_shared<Activation>(r.activation().empty() ? "linear" : r.activation(), name);
-  if (LayerPtr more = detail::more_layer_from_config(cls, c)) return more;
-  throw ValueError(make_message("layer '", name, "': layer class '", cls,
-                                "' is not supported by lockstep (it has InputLayer, Reshape, Flatten, Conv2D, "
-                                "MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, GlobalMaxPooling2D, Dense, "
-                                "Dropout, BatchNormalization, LayerNormalization, Activation, Embedding, Rescaling, "
-                                "Add, Concatenate)"));
+// Layer class L's registration: its from_config, plus what every layer's config shares (an InputLayer's dtype is
+// its input's, not a policy).
+template <typename L>
+Registry<LayerPtr>::Entry entry() {
+  return {L::kClassName, [](const nlohmann::json& c) -> LayerPtr {
+            if constexpr (std::is_same_v<L, InputLayer>) {
+              return L::from_config(c);
+            } else {
+              const ConfigReader r(L::kClassName, c);
+              r.only("trainable", {true});
+              r.only("data_format", {"channels_last"});
+              LayerPtr layer = L::from_config(c);
+              if (c.contains("dtype")) layer->set_dtype_policy(policy_from_config(c["dtype"]));
+              return layer;
+            }
+          }};
 }
 }  // namespace
+
+const Registry<LayerPtr>& registry() {
+  // Every layer class, once; a list rather than registrar objects (lockstep/keras/registry.h says why).
+  static const Registry<LayerPtr> r(
+      "layer", {entry<InputLayer>(), entry<Reshape>(), entry<Flatten>(), entry<Conv2D>(), entry<MaxPooling2D>(),
+                entry<AveragePooling2D>(), entry<GlobalAveragePooling2D>(), entry<GlobalMaxPooling2D>(), entry<Dense>(),
+                entry<Dropout>(), entry<BatchNormalization>(), entry<LayerNormalization>(), entry<Activation>(),
+                entry<Embedding>(), entry<Rescaling>(), entry<Add>(), entry<Concatenate>(), entry<UpSampling2D>()});
+  return r;
+}
 
 LayerPtr from_config(const nlohmann::json& j) {
   const std::string cls = j.at("class_name");
   const nlohmann::json& c = j.at("config");
-  LayerPtr layer;
+  const Registry<LayerPtr>::Entry* entry = registry().find(cls);
+  LS_CHECK(entry, ValueError, "layer '", c.value("name", ""), "': ", registry().unsupported(cls));
   try {
-    layer = layer_from_config(cls, c);
+    return entry->from_config(c);
   } catch (const ValueError& e) {  // a constructor's check (units > 0, a known activation) with the layer named
     if (std::string(e.what()).starts_with("layer '")) throw;
     throw ValueError(make_message("layer '", c.value("name", ""), "' (", cls, "): ", e.what()));
   }
-  // An InputLayer's dtype is its input's, not a policy.
-  if (cls != "InputLayer" && c.contains("dtype")) layer->set_dtype_policy(policy_from_config(c["dtype"]));
-  return layer;
 }
 
 nlohmann::json serialize(const Layer& layer, const Shape* input_shape) {

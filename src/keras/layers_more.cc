@@ -52,10 +52,10 @@ Tensor GlobalMaxPooling2D::call(const Tensor& x, bool) {
 // ---- Embedding ----
 
 Embedding::Embedding(int64_t input_dim, int64_t output_dim, EmbeddingOptions options)
-    : Layer("Embedding", options.name), input_dim_(input_dim), output_dim_(output_dim), opt_(std::move(options)) {
+    : Layer(kClassName, options.name), input_dim_(input_dim), output_dim_(output_dim), opt_(std::move(options)) {
   LS_CHECK(input_dim > 0 && output_dim > 0, ValueError, "Embedding needs positive input_dim and output_dim, got ",
            input_dim, " and ", output_dim);
-  check_supported(!opt_.mask_zero, "Embedding", name(), "mask_zero=true", "lockstep has no masking");
+  check_supported(!opt_.mask_zero, kClassName, name(), "mask_zero=true", "lockstep has no masking");
 }
 
 void Embedding::build(const Shape&) {
@@ -90,14 +90,14 @@ nlohmann::json Embedding::get_config() const {
 // ---- LayerNormalization ----
 
 LayerNormalization::LayerNormalization(LayerNormalizationOptions options)
-    : Layer("LayerNormalization", options.name), opt_(std::move(options)) {
+    : Layer(kClassName, options.name), opt_(std::move(options)) {
   LS_CHECK(opt_.epsilon > 0, ValueError, "LayerNormalization needs epsilon > 0, got ", opt_.epsilon);
 }
 
 void LayerNormalization::build(const Shape& s) {
   LS_CHECK(s.rank() >= 1, ValueError, "LayerNormalization \"", name(), "\" needs inputs of rank >= 2");
-  check_supported(opt_.axis == -1 || opt_.axis == s.rank(), "LayerNormalization", name(),
-                  "axis=" + std::to_string(opt_.axis), "only the last axis (-1) is");
+  check_supported(opt_.axis == -1 || opt_.axis == s.rank(), kClassName, name(), "axis=" + std::to_string(opt_.axis),
+                  "only the last axis (-1) is");
   const Shape c{s[-1]};
   if (opt_.scale) gamma_ = add_weight("gamma", c, opt_.gamma_initializer);  // Keras makes gamma first
   if (opt_.center) beta_ = add_weight("beta", c, opt_.beta_initializer);
@@ -130,7 +130,7 @@ nlohmann::json LayerNormalization::get_config() const {
 // ---- Rescaling ----
 
 Rescaling::Rescaling(double scale, double offset, std::string name)
-    : Layer("Rescaling", std::move(name)), scale_(scale), offset_(offset) {}
+    : Layer(kClassName, std::move(name)), scale_(scale), offset_(offset) {}
 
 Tensor Rescaling::call(const Tensor& x_in, bool) {
   // Integer images become floats of the layer's dtype first, as in Keras.
@@ -172,7 +172,7 @@ Tensor Add::call_list(const std::vector<Tensor>& xs, bool) {
   return y;
 }
 
-Concatenate::Concatenate(int64_t axis, std::string name) : Merge("Concatenate", std::move(name)), axis_(axis) {}
+Concatenate::Concatenate(int64_t axis, std::string name) : Merge(kClassName, std::move(name)), axis_(axis) {}
 
 Shape Concatenate::compute_output_shape_list(const std::vector<Shape>& shapes) const {
   LS_CHECK(shapes.size() >= 2, ValueError, "Concatenate layer \"", name(), "\" needs a list of at least 2 inputs, got ",
@@ -207,61 +207,76 @@ nlohmann::json Concatenate::get_config() const {
   return c;
 }
 
-}  // namespace layers
-
 // ---- from_config ----
 
-namespace detail {
-
-LayerPtr more_layer_from_config(const std::string& cls, const nlohmann::json& c) {
-  using namespace layers;
-  const std::string name = c.value("name", "");
-  // Options lockstep lacks must be absent or at their default.
-  auto absent = [&](const char* key) {
-    if (c.contains(key) && !c[key].is_null())
-      check_supported(false, cls, name, std::string(key) + "=" + c[key].dump(), "lockstep does not implement it");
-  };
-  if (cls == "GlobalAveragePooling2D" || cls == "GlobalMaxPooling2D") {
-    GlobalPooling2DOptions o{
-        .keepdims = c.value("keepdims", false), .data_format = c.value("data_format", "channels_last"), .name = name};
-    if (cls == "GlobalMaxPooling2D") return std::make_shared<GlobalMaxPooling2D>(o);
-    return std::make_shared<GlobalAveragePooling2D>(o);
-  }
-  if (cls == "Embedding") {
-    for (const char* k :
-         {"embeddings_regularizer", "activity_regularizer", "embeddings_constraint", "quantization_config"})
-      absent(k);
-    check_supported(!c.value("mask_zero", false), cls, name, "mask_zero=true", "lockstep has no masking");
-    return std::make_shared<Embedding>(
-        json_int(c.at("input_dim"), "input_dim"), json_int(c.at("output_dim"), "output_dim"),
-        EmbeddingOptions{.embeddings_initializer = initializers::from_config(c.at("embeddings_initializer")),
-                         .name = name});
-  }
-  if (cls == "LayerNormalization") {
-    for (const char* k : {"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"}) absent(k);
-    check_supported(!c.value("rms_scaling", false), cls, name, "rms_scaling=true", "lockstep does not implement it");
-    nlohmann::json axis = c.value("axis", nlohmann::json(-1));
-    if (axis.is_array() && axis.size() == 1) axis = axis[0];
-    check_supported(axis.is_number_integer() && axis.get<int64_t>() == -1, cls, name, "axis=" + axis.dump(),
-                    "only the last axis (-1) is");
-    LayerNormalizationOptions o{.epsilon = c.value("epsilon", 1e-3),
-                                .center = c.value("center", true),
-                                .scale = c.value("scale", true),
-                                .name = name};
-    if (c.contains("beta_initializer")) o.beta_initializer = initializers::from_config(c["beta_initializer"]);
-    if (c.contains("gamma_initializer")) o.gamma_initializer = initializers::from_config(c["gamma_initializer"]);
-    return std::make_shared<LayerNormalization>(o);
-  }
-  if (cls == "Rescaling") {
-    check_supported(c.at("scale").is_number() && c.value("offset", nlohmann::json(0.0)).is_number(), cls, name,
-                    "a per-channel scale or offset", "lockstep takes one number for each");
-    return std::make_shared<Rescaling>(c["scale"].get<double>(), c.value("offset", 0.0), name);
-  }
-  if (cls == "Add") return std::make_shared<Add>(name);
-  if (cls == "Concatenate")
-    return std::make_shared<Concatenate>(json_int(c.value("axis", nlohmann::json(-1)), "axis"), name);
-  return nullptr;
+namespace {
+// An option lockstep lacks, which must be absent or null.
+void absent(const nlohmann::json& c, const std::string& cls, const char* key) {
+  if (c.contains(key) && !c[key].is_null())
+    check_supported(false, cls, c.value("name", ""), std::string(key) + "=" + c[key].dump(),
+                    "lockstep does not implement it");
 }
 
-}  // namespace detail
+template <typename Pooling>
+std::shared_ptr<Pooling> global_pooling_from_config(const nlohmann::json& c) {
+  return std::make_shared<Pooling>(GlobalPooling2DOptions{.keepdims = c.value("keepdims", false),
+                                                          .data_format = c.value("data_format", "channels_last"),
+                                                          .name = c.value("name", "")});
+}
+}  // namespace
+
+std::shared_ptr<GlobalAveragePooling2D> GlobalAveragePooling2D::from_config(const nlohmann::json& c) {
+  return global_pooling_from_config<GlobalAveragePooling2D>(c);
+}
+std::shared_ptr<GlobalMaxPooling2D> GlobalMaxPooling2D::from_config(const nlohmann::json& c) {
+  return global_pooling_from_config<GlobalMaxPooling2D>(c);
+}
+
+std::shared_ptr<Embedding> Embedding::from_config(const nlohmann::json& c) {
+  for (const char* k :
+       {"embeddings_regularizer", "activity_regularizer", "embeddings_constraint", "quantization_config"})
+    absent(c, kClassName, k);
+  check_supported(!c.value("mask_zero", false), kClassName, c.value("name", ""), "mask_zero=true",
+                  "lockstep has no masking");
+  return std::make_shared<Embedding>(
+      detail::json_int(c.at("input_dim"), "input_dim"), detail::json_int(c.at("output_dim"), "output_dim"),
+      EmbeddingOptions{.embeddings_initializer = initializers::from_config(c.at("embeddings_initializer")),
+                       .name = c.value("name", "")});
+}
+
+std::shared_ptr<LayerNormalization> LayerNormalization::from_config(const nlohmann::json& c) {
+  const std::string name = c.value("name", "");
+  for (const char* k : {"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"})
+    absent(c, kClassName, k);
+  check_supported(!c.value("rms_scaling", false), kClassName, name, "rms_scaling=true",
+                  "lockstep does not implement it");
+  nlohmann::json axis = c.value("axis", nlohmann::json(-1));
+  if (axis.is_array() && axis.size() == 1) axis = axis[0];
+  check_supported(axis.is_number_integer() && axis.get<int64_t>() == -1, kClassName, name, "axis=" + axis.dump(),
+                  "only the last axis (-1) is");
+  LayerNormalizationOptions o{.epsilon = c.value("epsilon", 1e-3),
+                              .center = c.value("center", true),
+                              .scale = c.value("scale", true),
+                              .name = name};
+  if (c.contains("beta_initializer")) o.beta_initializer = initializers::from_config(c["beta_initializer"]);
+  if (c.contains("gamma_initializer")) o.gamma_initializer = initializers::from_config(c["gamma_initializer"]);
+  return std::make_shared<LayerNormalization>(o);
+}
+
+std::shared_ptr<Rescaling> Rescaling::from_config(const nlohmann::json& c) {
+  check_supported(c.at("scale").is_number() && c.value("offset", nlohmann::json(0.0)).is_number(), kClassName,
+                  c.value("name", ""), "a per-channel scale or offset", "lockstep takes one number for each");
+  return std::make_shared<Rescaling>(c["scale"].get<double>(), c.value("offset", 0.0), c.value("name", ""));
+}
+
+std::shared_ptr<Add> Add::from_config(const nlohmann::json& c) {
+  return std::make_shared<Add>(c.value("name", ""));
+}
+
+std::shared_ptr<Concatenate> Concatenate::from_config(const nlohmann::json& c) {
+  return std::make_shared<Concatenate>(detail::json_int(c.value("axis", nlohmann::json(-1)), "axis"),
+                                       c.value("name", ""));
+}
+
+}  // namespace layers
 }  // namespace lockstep::keras

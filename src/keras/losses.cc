@@ -2,12 +2,10 @@
 // of differentiable ops; Loss.__call__'s sample weighting and reductions; tf.nn.compute_average_loss.
 #include "lockstep/keras/losses.h"
 
-#include "lockstep/distribute/strategy/strategy.h"
-
 #include <algorithm>
-#include <cctype>
 
 #include "lockstep/autograd/ops.h"
+#include "lockstep/distribute/strategy/strategy.h"
 
 namespace lockstep::keras::losses {
 
@@ -220,16 +218,51 @@ std::shared_ptr<Loss> MeanSquaredError(MeanSquaredErrorOptions o) {
                                                "MeanSquaredError");
 }
 
+namespace {
+// A loss's Options from its config: the options it has that the config holds, the defaults for the rest. The
+// reduction Keras writes as "sum_over_batch_size" (AUTO when absent).
+template <typename Options>
+Options options_from(const nlohmann::json& c) {
+  Options o;
+  if constexpr (requires { o.from_logits; }) o.from_logits = c.value("from_logits", o.from_logits);
+  if constexpr (requires { o.label_smoothing; }) o.label_smoothing = c.value("label_smoothing", o.label_smoothing);
+  const std::string reduction = c.value("reduction", "auto");
+  for (Reduction r : {Reduction::NONE, Reduction::SUM, Reduction::SUM_OVER_BATCH_SIZE})
+    if (reduction_name(r) == reduction) o.reduction = r;
+  o.name = c.value("name", o.name);
+  return o;
+}
+}  // namespace
+
+const Registry<std::shared_ptr<Loss>>& registry() {
+  static const Registry<std::shared_ptr<Loss>> r(
+      "loss", {{"SparseCategoricalCrossentropy",
+                [](const nlohmann::json& c) {
+                  return SparseCategoricalCrossentropy(options_from<SparseCategoricalCrossentropyOptions>(c));
+                },
+                {"sparse_categorical_crossentropy"}},
+               {"CategoricalCrossentropy",
+                [](const nlohmann::json& c) {
+                  return CategoricalCrossentropy(options_from<CategoricalCrossentropyOptions>(c));
+                },
+                {"categorical_crossentropy"}},
+               {"BinaryCrossentropy",
+                [](const nlohmann::json& c) { return BinaryCrossentropy(options_from<BinaryCrossentropyOptions>(c)); },
+                {"binary_crossentropy"}},
+               {"MeanSquaredError",
+                [](const nlohmann::json& c) { return MeanSquaredError(options_from<MeanSquaredErrorOptions>(c)); },
+                {"mse", "mean_squared_error"}}});
+  return r;
+}
+
 std::shared_ptr<Loss> get(const std::string& identifier) {
-  std::string id;
-  for (unsigned char c : identifier) id += static_cast<char>(std::tolower(c));
-  if (id == "sparse_categorical_crossentropy") return SparseCategoricalCrossentropy();
-  if (id == "categorical_crossentropy") return CategoricalCrossentropy();
-  if (id == "binary_crossentropy") return BinaryCrossentropy();
-  if (id == "mse" || id == "mean_squared_error") return MeanSquaredError();
-  throw ValueError(make_message("Could not interpret loss identifier: '", identifier,
-                                "'. Valid names: 'sparse_categorical_crossentropy', 'categorical_crossentropy', "
-                                "'binary_crossentropy', 'mse', 'mean_squared_error'."));
+  return registry().get(identifier);
+}
+
+std::shared_ptr<Loss> from_config(const nlohmann::json& config) {
+  if (config.is_null()) return nullptr;
+  if (config.is_string()) return get(config.get<std::string>());  // compile(loss="mse") saves the name
+  return registry().from_config(config.at("class_name").get<std::string>(), config.at("config"));
 }
 
 }  // namespace lockstep::keras::losses

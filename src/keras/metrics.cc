@@ -185,8 +185,8 @@ double SumMetric::result_of(const std::vector<double>& state) const {
 
 // ---- MeanMetricWrapper ----
 
-MeanMetricWrapper::MeanMetricWrapper(Fn fn, std::string name, nlohmann::json config)
-    : Metric(std::move(name), 2), fn_(std::move(fn)), config_(std::move(config)) {}
+MeanMetricWrapper::MeanMetricWrapper(Fn fn, std::string name, nlohmann::json config, std::string class_name)
+    : Metric(std::move(name), 2), fn_(std::move(fn)), config_(std::move(config)), class_name_(std::move(class_name)) {}
 
 void MeanMetricWrapper::update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) {
   LS_CHECK(y_true.defined() && y_pred.defined(), ValueError, "metric '", name(),
@@ -243,25 +243,56 @@ std::shared_ptr<SumMetric> Sum(std::string name) {
 }
 
 std::shared_ptr<Metric> Accuracy(std::string name) {
-  return std::make_shared<MeanMetricWrapper>(accuracy, std::move(name));
+  return std::make_shared<MeanMetricWrapper>(accuracy, std::move(name), nlohmann::json::object(), "Accuracy");
 }
 std::shared_ptr<Metric> SparseCategoricalAccuracy(std::string name) {
-  return std::make_shared<MeanMetricWrapper>(sparse_categorical_accuracy, std::move(name));
+  return std::make_shared<MeanMetricWrapper>(sparse_categorical_accuracy, std::move(name), nlohmann::json::object(),
+                                             "SparseCategoricalAccuracy");
 }
 std::shared_ptr<Metric> CategoricalAccuracy(std::string name) {
-  return std::make_shared<MeanMetricWrapper>(categorical_accuracy, std::move(name));
+  return std::make_shared<MeanMetricWrapper>(categorical_accuracy, std::move(name), nlohmann::json::object(),
+                                             "CategoricalAccuracy");
 }
 std::shared_ptr<Metric> BinaryAccuracy(std::string name, double threshold) {
   return std::make_shared<MeanMetricWrapper>(
       [threshold](const Tensor& t, const Tensor& p) { return binary_accuracy(t, p, threshold); }, std::move(name),
-      nlohmann::json{{"threshold", threshold}});
+      nlohmann::json{{"threshold", threshold}}, "BinaryAccuracy");
 }
 std::shared_ptr<Metric> SparseCategoricalCrossentropy(SparseCategoricalCrossentropyOptions o) {
   return std::make_shared<MeanMetricWrapper>(
       [from_logits = o.from_logits](const Tensor& t, const Tensor& p) {
         return losses::sparse_categorical_crossentropy(t, p, from_logits);
       },
-      std::move(o.name), nlohmann::json{{"from_logits", o.from_logits}});
+      std::move(o.name), nlohmann::json{{"from_logits", o.from_logits}}, "SparseCategoricalCrossentropy");
+}
+
+const Registry<std::shared_ptr<Metric>>& registry() {
+  static const Registry<std::shared_ptr<Metric>> r(
+      "metric",
+      {{"Mean", [](const nlohmann::json& c) { return Mean(c.value("name", "mean")); }},
+       {"Sum", [](const nlohmann::json& c) { return Sum(c.value("name", "sum")); }},
+       {"Accuracy", [](const nlohmann::json& c) { return Accuracy(c.value("name", "accuracy")); }, {"accuracy", "acc"}},
+       {"SparseCategoricalAccuracy",
+        [](const nlohmann::json& c) {
+          return SparseCategoricalAccuracy(c.value("name", "sparse_categorical_accuracy"));
+        },
+        {"sparse_categorical_accuracy"}},
+       {"CategoricalAccuracy",
+        [](const nlohmann::json& c) { return CategoricalAccuracy(c.value("name", "categorical_accuracy")); },
+        {"categorical_accuracy"}},
+       {"BinaryAccuracy",
+        [](const nlohmann::json& c) {
+          return BinaryAccuracy(c.value("name", "binary_accuracy"), c.value("threshold", 0.5));
+        },
+        {"binary_accuracy"}},
+       {"SparseCategoricalCrossentropy",
+        [](const nlohmann::json& c) {
+          const SparseCategoricalCrossentropyOptions d;
+          return SparseCategoricalCrossentropy(
+              {.from_logits = c.value("from_logits", d.from_logits), .name = c.value("name", d.name)});
+        },
+        {"sparse_categorical_crossentropy"}}});
+  return r;
 }
 
 std::shared_ptr<Metric> get(const std::string& identifier, const std::string& loss_name) {
@@ -285,13 +316,7 @@ std::shared_ptr<Metric> get(const std::string& identifier, const std::string& lo
         },
         identifier);
   }
-  if (id == "sparse_categorical_accuracy") return SparseCategoricalAccuracy();
-  if (id == "categorical_accuracy") return CategoricalAccuracy();
-  if (id == "binary_accuracy") return BinaryAccuracy();
-  if (id == "sparse_categorical_crossentropy") return SparseCategoricalCrossentropy();
-  throw ValueError(make_message("Could not interpret metric identifier: '", identifier,
-                                "'. Valid names: 'accuracy', 'acc', 'sparse_categorical_accuracy', "
-                                "'categorical_accuracy', 'binary_accuracy', 'sparse_categorical_crossentropy'."));
+  return registry().get(identifier);
 }
 
 }  // namespace lockstep::keras::metrics

@@ -362,13 +362,6 @@ void assign_weights(const train::SafetensorsFile& file, const std::string& path,
 constexpr const char* kWeightsFile = "model.weights.safetensors";
 constexpr const char* kOptimizerFile = "optimizer.safetensors";
 
-// The optimizers and losses load_model can rebuild from a compile config.
-bool rebuildable_optimizer(const std::string& cls) { return cls == "SGD" || cls == "RMSprop" || cls == "Adam"; }
-bool rebuildable_loss(const std::string& cls) {
-  return cls == "SparseCategoricalCrossentropy" || cls == "CategoricalCrossentropy" || cls == "BinaryCrossentropy" ||
-         cls == "MeanSquaredError";
-}
-
 nlohmann::json serialized(const char* module, const std::string& class_name, nlohmann::json config) {
   return {{"module", module}, {"class_name", class_name}, {"config", std::move(config)}, {"registered_name", nullptr}};
 }
@@ -382,10 +375,13 @@ namespace detail {
 std::optional<nlohmann::json> compile_config(const Model& model) {
   const std::string opt_class = model.optimizer()->class_name();
   const std::string cls = model.loss() ? model.loss()->class_name() : "";
-  if (!rebuildable_optimizer(opt_class) || (model.loss() && !rebuildable_loss(cls))) {
+  // load_model rebuilds only registered classes.
+  const bool optimizer_known = optimizers::registry().find(opt_class) != nullptr;
+  if (!optimizer_known || (model.loss() && !losses::registry().find(cls))) {
     log(LogLevel::warning, "model \"", model.name(), "\" is saved without its optimizer: ",
-        !rebuildable_optimizer(opt_class) ? "its optimizer (" + opt_class + ") is not SGD, RMSprop or Adam"
-                                         : "its loss (" + cls + ") is not one of Keras' built-in losses",
+        !optimizer_known
+            ? "its optimizer (" + opt_class + ") is not one of " + join_names(optimizers::registry().names(), ", ")
+            : "its loss (" + cls + ") is not one of " + join_names(losses::registry().names(), ", "),
         ", so load_model returns it uncompiled");
     return std::nullopt;
   }
@@ -401,65 +397,6 @@ std::optional<nlohmann::json> compile_config(const Model& model) {
                         {"run_eagerly", false},
                         {"steps_per_execution", 1},
                         {"jit_compile", false}};
-}
-
-optimizers::LearningRate learning_rate_from(const nlohmann::json& lr) {
-  if (lr.is_number()) return lr.get<double>();
-  const std::string cls = lr.at("class_name");
-  const nlohmann::json& c = lr.at("config");
-  if (cls == "ExponentialDecay")
-    return optimizers::ExponentialDecay({.initial_learning_rate = c.at("initial_learning_rate").get<double>(),
-                                         .decay_steps = detail::json_int(c.at("decay_steps"), "decay_steps"),
-                                         .decay_rate = c.at("decay_rate").get<double>(),
-                                         .staircase = c.at("staircase").get<bool>()});
-  if (cls == "PiecewiseConstantDecay")
-    return optimizers::PiecewiseConstantDecay(detail::json_ints(c.at("boundaries"), "boundaries"),
-                                              c.at("values").get<std::vector<double>>());
-  throw ValueError(make_message("unknown learning-rate schedule '", cls,
-                                "' (expected ExponentialDecay or PiecewiseConstantDecay)"));
-}
-
-std::shared_ptr<optimizers::Optimizer> optimizer_from(const nlohmann::json& o) {
-  if (o.is_string()) return optimizers::get(o.get<std::string>());
-  const std::string cls = o.at("class_name");
-  const nlohmann::json& c = o.at("config");
-  const optimizers::LearningRate lr = learning_rate_from(c.at("learning_rate"));
-  if (cls == "SGD")
-    return optimizers::SGD({.learning_rate = lr, .momentum = c.at("momentum").get<double>(), .nesterov = c.at("nesterov").get<bool>(),
-                            .name = c.at("name").get<std::string>()});
-  if (cls == "RMSprop")
-    return optimizers::RMSprop({.learning_rate = lr, .rho = c.at("rho").get<double>(), .momentum = c.at("momentum").get<double>(),
-                                .epsilon = c.at("epsilon").get<double>(), .centered = c.at("centered").get<bool>(), .name = c.at("name").get<std::string>()});
-  if (cls == "Adam")
-    return optimizers::Adam({.learning_rate = lr, .beta_1 = c.at("beta_1").get<double>(), .beta_2 = c.at("beta_2").get<double>(),
-                             .epsilon = c.at("epsilon").get<double>(), .amsgrad = c.at("amsgrad").get<bool>(), .name = c.at("name").get<std::string>()});
-  throw ValueError(make_message("unknown optimizer class '", cls, "' (expected SGD, RMSprop or Adam)"));
-}
-
-std::shared_ptr<losses::Loss> loss_from(const nlohmann::json& l) {
-  if (l.is_null()) return nullptr;
-  if (l.is_string()) return losses::get(l.get<std::string>());  // compile(loss="mse") saves the name
-  const std::string cls = l.at("class_name");
-  const nlohmann::json& c = l.at("config");
-  losses::Reduction reduction = losses::Reduction::AUTO;
-  for (auto r : {losses::Reduction::AUTO, losses::Reduction::NONE, losses::Reduction::SUM,
-                 losses::Reduction::SUM_OVER_BATCH_SIZE})
-    if (losses::reduction_name(r) == c.value("reduction", "auto")) reduction = r;
-  if (cls == "SparseCategoricalCrossentropy")
-    return losses::SparseCategoricalCrossentropy(
-        {.from_logits = c.at("from_logits").get<bool>(), .reduction = reduction, .name = c.at("name").get<std::string>()});
-  if (cls == "CategoricalCrossentropy")
-    return losses::CategoricalCrossentropy({.from_logits = c.at("from_logits").get<bool>(),
-                                            .label_smoothing = c.at("label_smoothing").get<double>(),
-                                            .reduction = reduction,
-                                            .name = c.at("name").get<std::string>()});
-  if (cls == "BinaryCrossentropy")
-    return losses::BinaryCrossentropy({.from_logits = c.at("from_logits").get<bool>(),
-                                       .label_smoothing = c.at("label_smoothing").get<double>(),
-                                       .reduction = reduction,
-                                       .name = c.at("name").get<std::string>()});
-  if (cls == "MeanSquaredError") return losses::MeanSquaredError({.reduction = reduction, .name = c.at("name").get<std::string>()});
-  throw ValueError(make_message("unknown loss class '", cls, "'"));
 }
 
 }  // namespace detail
@@ -562,8 +499,8 @@ void detail::compile_from_config(Model& model, const nlohmann::json& cc, const s
   std::shared_ptr<losses::Loss> loss;
   std::vector<MetricRef> metric_refs;
   try {
-    optimizer = optimizer_from(cc.at("optimizer"));
-    loss = loss_from(cc.value("loss", nlohmann::json()));
+    optimizer = optimizers::from_config(cc.at("optimizer"));
+    loss = losses::from_config(cc.value("loss", nlohmann::json()));
     for (const auto& m : cc.value("metrics", nlohmann::json::array())) {
       // A name ("accuracy"), or Keras 3's serialised metric, which lockstep rebuilds by its name.
       const nlohmann::json name = m.is_object() ? m.at("config").at("name") : m;

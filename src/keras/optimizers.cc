@@ -3,16 +3,14 @@
 // variable's own type.
 #include "lockstep/keras/optimizers.h"
 
-#include "lockstep/distribute/strategy/strategy.h"
-
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <cmath>
 
 #include "lockstep/autograd/tape.h"
 #include "lockstep/core/logging.h"
 #include "lockstep/core/threads.h"
+#include "lockstep/distribute/strategy/strategy.h"
 #include "lockstep/tensor/ops.h"
 
 namespace lockstep::keras::optimizers {
@@ -194,6 +192,11 @@ nlohmann::json Optimizer::get_config() const {
           {"loss_scale_factor", nullptr}, {"gradient_accumulation_steps", nullptr}};
 }
 
+std::vector<std::vector<std::string>> Optimizer::keras_slot_groups() const {
+  if (slot_names_.empty()) return {};
+  return {slot_names_};
+}
+
 // ---- update rules ----
 
 namespace {
@@ -260,6 +263,11 @@ class RMSpropOptimizer : public RuleOptimizer<RMSpropOptimizer> {
  public:
   explicit RMSpropOptimizer(RMSpropOptions o) : RuleOptimizer(o.name, o.learning_rate, slots(o)), o_(std::move(o)) {}
   std::string class_name() const override { return "RMSprop"; }
+  std::vector<std::vector<std::string>> keras_slot_groups() const override {
+    std::vector<std::vector<std::string>> groups;  // Keras adds each slot by itself
+    for (const std::string& slot : slots(o_)) groups.push_back({slot});
+    return groups;
+  }
   nlohmann::json get_config() const override {
     auto c = Optimizer::get_config();
     c["rho"] = o_.rho;
@@ -314,6 +322,10 @@ class AdamOptimizer : public RuleOptimizer<AdamOptimizer> {
                             : std::vector<std::string>{"momentum", "velocity"}),
         o_(std::move(o)) {}
   std::string class_name() const override { return "Adam"; }
+  std::vector<std::vector<std::string>> keras_slot_groups() const override {
+    if (o_.amsgrad) return {{"momentum", "velocity"}, {"velocity_hat"}};  // velocity_hat is added last, by itself
+    return Optimizer::keras_slot_groups();
+  }
   nlohmann::json get_config() const override {
     auto c = Optimizer::get_config();
     c["beta_1"] = o_.beta_1;
@@ -362,14 +374,56 @@ std::shared_ptr<Optimizer> Adam(AdamOptions options) {
   return std::make_shared<AdamOptimizer>(std::move(options));
 }
 
+namespace {
+// A config's learning rate, or `fallback` (the optimizer's default) when it has none.
+LearningRate learning_rate_of(const nlohmann::json& c, const LearningRate& fallback) {
+  return c.contains("learning_rate") ? LearningRate::from_json(c["learning_rate"]) : fallback;
+}
+}  // namespace
+
+const Registry<std::shared_ptr<Optimizer>>& registry() {
+  static const Registry<std::shared_ptr<Optimizer>> r(
+      "optimizer", {{"SGD",
+                     [](const nlohmann::json& c) {
+                       const SGDOptions d;
+                       return SGD({.learning_rate = learning_rate_of(c, d.learning_rate),
+                                   .momentum = c.value("momentum", d.momentum),
+                                   .nesterov = c.value("nesterov", d.nesterov),
+                                   .name = c.value("name", d.name)});
+                     },
+                     {"sgd"}},
+                    {"RMSprop",
+                     [](const nlohmann::json& c) {
+                       const RMSpropOptions d;
+                       return RMSprop({.learning_rate = learning_rate_of(c, d.learning_rate),
+                                       .rho = c.value("rho", d.rho),
+                                       .momentum = c.value("momentum", d.momentum),
+                                       .epsilon = c.value("epsilon", d.epsilon),
+                                       .centered = c.value("centered", d.centered),
+                                       .name = c.value("name", d.name)});
+                     },
+                     {"rmsprop"}},
+                    {"Adam",
+                     [](const nlohmann::json& c) {
+                       const AdamOptions d;
+                       return Adam({.learning_rate = learning_rate_of(c, d.learning_rate),
+                                    .beta_1 = c.value("beta_1", d.beta_1),
+                                    .beta_2 = c.value("beta_2", d.beta_2),
+                                    .epsilon = c.value("epsilon", d.epsilon),
+                                    .amsgrad = c.value("amsgrad", d.amsgrad),
+                                    .name = c.value("name", d.name)});
+                     },
+                     {"adam"}}});
+  return r;
+}
+
 std::shared_ptr<Optimizer> get(const std::string& identifier) {
-  std::string id;
-  for (unsigned char c : identifier) id += static_cast<char>(std::tolower(c));
-  if (id == "sgd") return SGD();
-  if (id == "rmsprop") return RMSprop();
-  if (id == "adam") return Adam();
-  throw ValueError(make_message("Could not interpret optimizer identifier: '", identifier,
-                                "'. Valid names: 'sgd', 'rmsprop', 'adam'."));
+  return registry().get(identifier);
+}
+
+std::shared_ptr<Optimizer> from_config(const nlohmann::json& config) {
+  if (config.is_string()) return get(config.get<std::string>());
+  return registry().from_config(config.at("class_name").get<std::string>(), config.at("config"));
 }
 
 }  // namespace lockstep::keras::optimizers

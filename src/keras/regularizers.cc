@@ -36,14 +36,19 @@ RegularizerPtr L1L2(double l1, double l2) { return std::make_shared<L1L2Regulari
 RegularizerPtr L1(double l1) { return L1L2(l1, 0); }
 RegularizerPtr L2(double l2) { return L1L2(0, l2); }
 
+const Registry<RegularizerPtr>& registry() {
+  static const Registry<RegularizerPtr> r(
+      "regularizer",
+      {{"L1", [](const nlohmann::json& c) { return L1(c.value("l1", 0.01)); }, {"l1"}},
+       {"L2", [](const nlohmann::json& c) { return L2(c.value("l2", 0.01)); }, {"l2"}},
+       {"L1L2", [](const nlohmann::json& c) { return L1L2(c.value("l1", 0.0), c.value("l2", 0.0)); }, {"l1_l2"}}});
+  return r;
+}
+
 RegularizerPtr from_config(const nlohmann::json& config) {
   if (config.is_null()) return nullptr;
-  const std::string cls = config.is_string() ? config.get<std::string>() : config.at("class_name").get<std::string>();
-  LS_CHECK(cls == "L1" || cls == "L2" || cls == "L1L2" || cls == "l1" || cls == "l2" || cls == "l1_l2", ValueError,
-           "regularizer '", cls, "' is not supported (lockstep has L1, L2 and L1L2)");
-  if (config.is_string()) return cls == "l1" ? L1(0.01) : cls == "l2" ? L2(0.01) : L1L2(0.01, 0.01);
-  const auto& c = config.at("config");
-  return L1L2(c.value("l1", 0.0), c.value("l2", 0.0));
+  if (config.is_string()) return registry().get(config.get<std::string>(), {{"l1", 0.01}, {"l2", 0.01}});
+  return registry().from_config(config.at("class_name").get<std::string>(), config.at("config"));
 }
 
 }  // namespace lockstep::keras::regularizers

@@ -1,7 +1,9 @@
-// Learning-rate schedules (tf.keras.optimizers.schedules): ExponentialDecay and PiecewiseConstantDecay.
+// Learning-rate schedules (tf.keras.optimizers.schedules): ExponentialDecay and PiecewiseConstantDecay, their
+// registry, and a learning rate (number or schedule) to and from JSON.
 #include <algorithm>
 #include <cmath>
 
+#include "keras-impl.h"
 #include "lockstep/keras/optimizers.h"
 
 namespace lockstep::keras::optimizers {
@@ -47,6 +49,29 @@ nlohmann::json PiecewiseConstantDecay::get_config() const {
 nlohmann::json LearningRate::to_json() const {
   if (!schedule_) return value_;
   return {{"class_name", schedule_->class_name()}, {"config", schedule_->get_config()}};
+}
+
+LearningRate LearningRate::from_json(const nlohmann::json& json) {
+  if (json.is_number()) return json.get<double>();
+  return schedules::registry().from_config(json.at("class_name").get<std::string>(), json.at("config"));
+}
+
+const Registry<std::shared_ptr<LearningRateSchedule>>& schedules::registry() {
+  static const Registry<std::shared_ptr<LearningRateSchedule>> r(
+      "learning-rate schedule",
+      {{"ExponentialDecay",
+        [](const nlohmann::json& c) {
+          return std::make_shared<ExponentialDecay>(
+              ExponentialDecayOptions{.initial_learning_rate = c.at("initial_learning_rate").get<double>(),
+                                      .decay_steps = detail::json_int(c.at("decay_steps"), "decay_steps"),
+                                      .decay_rate = c.at("decay_rate").get<double>(),
+                                      .staircase = c.value("staircase", false)});
+        }},
+       {"PiecewiseConstantDecay", [](const nlohmann::json& c) {
+          return std::make_shared<PiecewiseConstantDecay>(detail::json_ints(c.at("boundaries"), "boundaries"),
+                                                          c.at("values").get<std::vector<double>>());
+        }}});
+  return r;
 }
 
 }  // namespace lockstep::keras::optimizers

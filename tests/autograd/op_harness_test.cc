@@ -174,6 +174,38 @@ Tensor ref_softmax(const Tensor& x, int64_t axis, bool log) {
   return from_vector(y, x.shape());
 }
 
+// tf.image.resize by whole factors, pixel by pixel: the source coordinate in float32 as TF's kernel computes it.
+Tensor ref_resize_images(const Tensor& x, int64_t fh, int64_t fw, bool bilinear) {
+  const int64_t n = x.dim(0), h = x.dim(1), w = x.dim(2), c = x.dim(3), oh = h * fh, ow = w * fw;
+  auto v = x.to_vector<double>();
+  auto at = [&](int64_t b, int64_t i, int64_t j, int64_t k) {
+    return v[static_cast<size_t>(((b * h + i) * w + j) * c + k)];
+  };
+  auto source = [](int64_t o, int64_t in, int64_t out) {
+    return (static_cast<float>(o) + 0.5f) * (static_cast<float>(in) / static_cast<float>(out)) - 0.5f;
+  };
+  std::vector<double> y;
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t i = 0; i < oh; ++i)
+      for (int64_t j = 0; j < ow; ++j)
+        for (int64_t k = 0; k < c; ++k) {
+          if (!bilinear) {
+            y.push_back(at(b, i / fh, j / fw, k));
+            continue;
+          }
+          const float sy = source(i, h, oh), sx = source(j, w, ow);
+          const int64_t y0 = std::max<int64_t>(static_cast<int64_t>(std::floor(sy)), 0);
+          const int64_t y1 = std::min<int64_t>(static_cast<int64_t>(std::ceil(sy)), h - 1);
+          const int64_t x0 = std::max<int64_t>(static_cast<int64_t>(std::floor(sx)), 0);
+          const int64_t x1 = std::min<int64_t>(static_cast<int64_t>(std::ceil(sx)), w - 1);
+          const double dy = sy - std::floor(sy), dx = sx - std::floor(sx);
+          const double top = at(b, y0, x0, k) + (at(b, y0, x1, k) - at(b, y0, x0, k)) * dx;
+          const double bottom = at(b, y1, x0, k) + (at(b, y1, x1, k) - at(b, y1, x0, k)) * dx;
+          y.push_back(top + (bottom - top) * dy);
+        }
+  return from_vector(y, Shape{n, oh, ow, c});
+}
+
 // ---- the table ----
 
 std::vector<Row> rows() {
@@ -375,6 +407,13 @@ std::vector<Row> rows() {
                  [max](const Inputs& x) {
                    return ref_reduce(x[0], {1, 2}, false, max ? "max" : "mean");
                  }});
+  // UpSampling2D's op, by factors (2, 3).
+  for (bool bilinear : {false, true})
+    r.push_back(
+        {bilinear ? "resize_images_bilinear" : "resize_images_nearest",
+         {{{2, 3, 4, 2}}},
+         [bilinear](const Inputs& x) { return nn::resize_images(x[0], 2, 3, bilinear ? "bilinear" : "nearest"); },
+         [bilinear](const Inputs& x) { return ref_resize_images(x[0], 2, 3, bilinear); }});
   r.push_back({"one_hot", {{{5}, Kind::labels, 4}},
                [](const Inputs& x) { return one_hot(x[0], 4, 2.0, -1.0, DType::float64); },
                [](const Inputs& x) {

@@ -74,7 +74,7 @@ TEST(BenchCli, AllreduceUnderLaunchPrintsOneLinePerSizeFromRankZero) {
 TEST(BenchCli, BadFlagsAreOneLineErrorsWithExitCode2) {
   for (const char* args :
        {"bench", "bench step --steps 0", "bench step --steps 3x", "bench step --batch-size 99999999999999999999",
-        "bench step --model resnet", "bench step --optimizer rmsprop", "bench step --dataset cifar10", "bench step --replicas 0",
+        "bench step --model resnet", "bench step --optimizer nadam", "bench step --dataset cifar10", "bench step --replicas 0",
         "bench step --backup-sync", "bench step --warmup -1", "bench allreduce --sizes-mib 1,,4",
         "bench allreduce --sizes-mib 0", "bench allreduce --sizes-mib 4,", "bench allreduce --iters 0",
         "bench allreduce --implementation nccl", "bench allreduce --dtype float16",

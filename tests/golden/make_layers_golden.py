@@ -1,6 +1,7 @@
 """Makes tests/golden/layers_golden.json: forward values of the layers lockstep added for Keras models
 (GlobalAveragePooling2D, GlobalMaxPooling2D, Embedding, LayerNormalization, Rescaling, Add, Concatenate,
-AveragePooling2D, Activation), computed by Keras on small inputs with set weights, with each layer's Keras config.
+AveragePooling2D, Activation, UpSampling2D), computed by Keras on small inputs with set weights, with each layer's
+Keras config.
 The test (layers_golden_test.cc) builds each layer from that config, loads the weights and compares.
 
 Generated with TensorFlow 2.21.0 / Keras 3.15.1. Rerun from the source root:
@@ -39,6 +40,19 @@ CASES = [
     ("concatenate_axis1", layers.Concatenate(axis=1), [floats(2, 2, 3), floats(2, 1, 3)]),
     ("average_pooling2d", layers.AveragePooling2D(2), [floats(1, 4, 4, 2)]),
     ("activation_tanh", layers.Activation("tanh"), [floats(2, 5)]),
+]
+
+# Cases added later draw from their own generator, so that the values above (inputs, then weights) stay as they were.
+rng_later = np.random.RandomState(12)
+
+
+def later_floats(*shape):
+    return rng_later.uniform(-1, 1, size=shape).astype(np.float32)
+
+
+CASES += [
+    ("up_sampling2d", layers.UpSampling2D(2), [later_floats(2, 3, 2, 3)]),
+    ("up_sampling2d_bilinear", layers.UpSampling2D((2, 3), interpolation="bilinear"), [later_floats(1, 3, 4, 2)]),
 ]
 
 

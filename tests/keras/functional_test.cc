@@ -168,6 +168,32 @@ TEST(Functional, EmbeddingModelTrainsOnIntegerTokens) {
   EXPECT_LT(history.history["loss"].back(), 0.5 * history.history["loss"].front());
 }
 
+TEST(Functional, UpSampling2DEnlargesImagesInAModelAndRefusesWhatItLacks) {
+  clear_session();
+  auto image = Input({2, 2, 1});
+  auto up = kl::UpSampling2D({2, 3}, {.interpolation = "bilinear"})(image);
+  EXPECT_EQ(up.shape(), Shape({4, 6, 1}));
+  Model model(image, kl::Conv2D(2, 3, {.padding = "same"})(up));
+  model.compile({.optimizer = "sgd", .loss = "mse"});
+  const Tensor x = uniform({3, 2, 2, 1}, 5);
+  model.train_on_batch(x, uniform({3, 4, 6, 2}, 6));  // the gradient reaches the kernel through the resize
+  EXPECT_EQ(model.optimizer()->iterations(), 1);
+  const Tensor nearest = kl::UpSampling2D(2)(x);
+  EXPECT_EQ(nearest.shape(), Shape({3, 4, 4, 1}));
+  EXPECT_EQ(raw_ops::slice(nearest, {0, 1, 1, 0}, {1, 1, 1, 1}).item<float>(),
+            raw_ops::slice(x, {0, 0, 0, 0}, {1, 1, 1, 1}).item<float>());
+  EXPECT_NE(error_of([] {
+              kl::UpSampling2D(2, {.interpolation = "bicubic"});
+            }).find("interpolation=\"bicubic\" is not supported"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              kl::from_config({{"class_name", "UpSampling2D"}, {"config", {{"name", "up"}, {"size", {1, 2, 3}}}}});
+            }).find("layer 'up' (UpSampling2D): size=[1,2,3]"),
+            std::string::npos);
+  const LayerPtr from_int = kl::from_config({{"class_name", "UpSampling2D"}, {"config", {{"size", 3}}}});
+  EXPECT_EQ(from_int->compute_output_shape({2, 2, 1}), Shape({6, 6, 1}));
+}
+
 TEST(Functional, ConfigAndJsonRoundTrip) {
   clear_session();
   Model model = small_classifier();

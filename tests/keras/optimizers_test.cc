@@ -378,5 +378,17 @@ TEST(Optimizers, GetConfig) {
   EXPECT_THROW(SGD({.momentum = 1.5}), ValueError);
 }
 
+// The slot groups of Keras 3's build(), which order the slots in a .keras file.
+TEST(Optimizers, KerasSlotGroupsFollowKerasBuild) {
+  using Groups = std::vector<std::vector<std::string>>;
+  EXPECT_EQ(SGD()->keras_slot_groups(), Groups{});
+  EXPECT_EQ(SGD({.momentum = 0.9})->keras_slot_groups(), (Groups{{"momentum"}}));
+  EXPECT_EQ(RMSprop()->keras_slot_groups(), (Groups{{"velocity"}}));
+  EXPECT_EQ(RMSprop({.momentum = 0.5, .centered = true})->keras_slot_groups(),
+            (Groups{{"velocity"}, {"momentum"}, {"average_gradient"}}));
+  EXPECT_EQ(Adam()->keras_slot_groups(), (Groups{{"momentum", "velocity"}}));
+  EXPECT_EQ(Adam({.amsgrad = true})->keras_slot_groups(), (Groups{{"momentum", "velocity"}, {"velocity_hat"}}));
+}
+
 }  // namespace
 }  // namespace lockstep::keras::optimizers

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lockstep/core/philox.h"
+#include "lockstep/keras/registry.h"
 #include "lockstep/tensor/tensor.h"
 #include "lockstep/train/trackable.h"
 
@@ -44,8 +45,11 @@ InitializerPtr RandomNormal(double mean = 0.0, double stddev = 0.05, std::option
 InitializerPtr RandomUniform(double minval = -0.05, double maxval = 0.05, std::optional<uint64_t> seed = {});
 InitializerPtr Zeros();
 InitializerPtr Ones();
-// "glorot_uniform", "he_normal", "random_normal", "uniform", "zeros", "ones"; unknown names throw ValueError.
+// Every initializer lockstep has, by Keras class name, with Keras' short names ("glorot_uniform", "uniform").
+const Registry<InitializerPtr>& registry();
+// By class or short name, with default options; unknown names throw ValueError listing the known ones.
 InitializerPtr get(const std::string& identifier);
+// {"class_name", "config"} as get_config() writes it, or a name.
 InitializerPtr from_config(const nlohmann::json& config);
 
 }  // namespace initializers

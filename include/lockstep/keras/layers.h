@@ -1,6 +1,7 @@
 // Keras layers: each has build(input_shape), call(x, training), its weights and get_config(); gradients
 // come from the ops they call. Shapes given to layers exclude the batch dimension, as in Keras.
 #pragma once
+#include <array>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -15,6 +16,7 @@
 #include "lockstep/keras/activations.h"
 #include "lockstep/keras/initializers.h"
 #include "lockstep/keras/mixed_precision.h"
+#include "lockstep/keras/registry.h"
 #include "lockstep/keras/regularizers.h"
 
 namespace lockstep::keras {
@@ -136,9 +138,15 @@ struct LayerHandle {
 
 namespace layers {
 
+// Each layer class has kClassName, its Keras class name, and from_config(config), the layer its get_config()
+// describes (Keras' cls.from_config). registry() lists the classes; layers::from_config (at the end) reads a
+// serialised layer through it and adds what every layer shares: trainable, data_format and the dtype policy.
+
 // The model's input: its feature shape (without batch) and dtype. keras.Input(shape) makes one.
 class InputLayer : public Layer {
  public:
+  static constexpr const char* kClassName = "InputLayer";
+  static std::shared_ptr<InputLayer> from_config(const nlohmann::json& config);
   LayerPtr clone() const override { return std::make_shared<InputLayer>(*this); }
   explicit InputLayer(Shape shape, DType dtype = DType::float32, std::string name = "");
   const Shape& shape() const { return shape_; }
@@ -157,6 +165,8 @@ class InputLayer : public Layer {
 
 class Reshape : public Layer {
  public:
+  static constexpr const char* kClassName = "Reshape";
+  static std::shared_ptr<Reshape> from_config(const nlohmann::json& config);
   LayerPtr clone() const override { return std::make_shared<Reshape>(*this); }
   explicit Reshape(Shape target_shape, std::string name = "");
   Shape compute_output_shape(const Shape& input_shape) const override;
@@ -171,6 +181,8 @@ class Reshape : public Layer {
 
 class Flatten : public Layer {
  public:
+  static constexpr const char* kClassName = "Flatten";
+  static std::shared_ptr<Flatten> from_config(const nlohmann::json& config);
   LayerPtr clone() const override { return std::make_shared<Flatten>(*this); }
   explicit Flatten(std::string name = "");
   Shape compute_output_shape(const Shape& input_shape) const override;
@@ -193,6 +205,8 @@ struct Conv2DOptions {
 // 2-D convolution over NHWC input with an HWIO kernel [k, k, in, filters].
 class Conv2D : public Layer {
  public:
+  static constexpr const char* kClassName = "Conv2D";
+  static std::shared_ptr<Conv2D> from_config(const nlohmann::json& config);
   LayerPtr clone() const override { return std::make_shared<Conv2D>(*this); }
   Conv2D(int64_t filters, int64_t kernel_size, Conv2DOptions options = {});
   Shape compute_output_shape(const Shape& input_shape) const override;
@@ -229,18 +243,22 @@ class Pooling2D : public Layer {
 };
 class MaxPooling2D : public Pooling2D {
  public:
+  static constexpr const char* kClassName = "MaxPooling2D";
+  static std::shared_ptr<MaxPooling2D> from_config(const nlohmann::json& config);
   LayerPtr clone() const override { return std::make_shared<MaxPooling2D>(*this); }
   explicit MaxPooling2D(int64_t pool_size = 2, Pooling2DOptions options = {})
-      : Pooling2D("MaxPooling2D", pool_size, std::move(options)) {}
+      : Pooling2D(kClassName, pool_size, std::move(options)) {}
 
  protected:
   Tensor call(const Tensor& x, bool training) override;
 };
 class AveragePooling2D : public Pooling2D {
  public:
+  static constexpr const char* kClassName = "AveragePooling2D";
+  static std::shared_ptr<AveragePooling2D> from_config(const nlohmann::json& config);
   LayerPtr clone() const override { return std::make_shared<AveragePooling2D>(*this); }
   explicit AveragePooling2D(int64_t pool_size = 2, Pooling2DOptions options = {})
-      : Pooling2D("AveragePooling2D", pool_size, std::move(options)) {}
+      : Pooling2D(kClassName, pool_size, std::move(options)) {}
 
  protected:
   Tensor call(const Tensor& x, bool training) override;
@@ -257,6 +275,8 @@ struct DenseOptions {
 // y = activation(x @ kernel + bias) over the last axis; kernel [in, units].
 class Dense : public Layer {
  public:
+  static constexpr const char* kClassName = "Dense";
+  static std::shared_ptr<Dense> from_config(const nlohmann::json& config);
   LayerPtr clone() const override { return std::make_shared<Dense>(*this); }
   explicit Dense(int64_t units, DenseOptions options = {});
   Shape compute_output_shape(const Shape& input_shape) const override;
@@ -282,6 +302,8 @@ struct DropoutOptions {
 // Zeroes a fraction `rate` of inputs while training and scales the rest by 1 / (1 - rate).
 class Dropout : public Layer {
  public:
+  static constexpr const char* kClassName = "Dropout";
+  static std::shared_ptr<Dropout> from_config(const nlohmann::json& config);
   LayerPtr clone() const override { return std::make_shared<Dropout>(*this); }
   explicit Dropout(double rate, DropoutOptions options = {});
   nlohmann::json get_config() const override;
@@ -313,6 +335,8 @@ struct BatchNormalizationOptions {
 // Normalises the last axis with batch statistics while training and moving statistics otherwise.
 class BatchNormalization : public Layer {
  public:
+  static constexpr const char* kClassName = "BatchNormalization";
+  static std::shared_ptr<BatchNormalization> from_config(const nlohmann::json& config);
   LayerPtr clone() const override { return std::make_shared<BatchNormalization>(*this); }
   explicit BatchNormalization(BatchNormalizationOptions options = {});
   nlohmann::json get_config() const override;
@@ -328,6 +352,8 @@ class BatchNormalization : public Layer {
 
 class Activation : public Layer {
  public:
+  static constexpr const char* kClassName = "Activation";
+  static std::shared_ptr<Activation> from_config(const nlohmann::json& config);
   LayerPtr clone() const override { return std::make_shared<Activation>(*this); }
   explicit Activation(std::string activation, std::string name = "");
   nlohmann::json get_config() const override;
@@ -360,8 +386,10 @@ class GlobalPooling2D : public Layer {
 };
 class GlobalAveragePooling2D : public GlobalPooling2D {
  public:
+  static constexpr const char* kClassName = "GlobalAveragePooling2D";
+  static std::shared_ptr<GlobalAveragePooling2D> from_config(const nlohmann::json& config);
   explicit GlobalAveragePooling2D(GlobalPooling2DOptions options = {})
-      : GlobalPooling2D("GlobalAveragePooling2D", std::move(options)) {}
+      : GlobalPooling2D(kClassName, std::move(options)) {}
   LayerPtr clone() const override { return std::make_shared<GlobalAveragePooling2D>(*this); }
 
  protected:
@@ -369,8 +397,9 @@ class GlobalAveragePooling2D : public GlobalPooling2D {
 };
 class GlobalMaxPooling2D : public GlobalPooling2D {
  public:
-  explicit GlobalMaxPooling2D(GlobalPooling2DOptions options = {})
-      : GlobalPooling2D("GlobalMaxPooling2D", std::move(options)) {}
+  static constexpr const char* kClassName = "GlobalMaxPooling2D";
+  static std::shared_ptr<GlobalMaxPooling2D> from_config(const nlohmann::json& config);
+  explicit GlobalMaxPooling2D(GlobalPooling2DOptions options = {}) : GlobalPooling2D(kClassName, std::move(options)) {}
   LayerPtr clone() const override { return std::make_shared<GlobalMaxPooling2D>(*this); }
 
  protected:
@@ -386,6 +415,8 @@ struct EmbeddingOptions {
 // Float inputs are cast to integers, as Keras does; an index outside [0, input_dim) is an error.
 class Embedding : public Layer {
  public:
+  static constexpr const char* kClassName = "Embedding";
+  static std::shared_ptr<Embedding> from_config(const nlohmann::json& config);
   Embedding(int64_t input_dim, int64_t output_dim, EmbeddingOptions options = {});
   LayerPtr clone() const override { return std::make_shared<Embedding>(*this); }
   Shape compute_output_shape(const Shape& input_shape) const override;
@@ -414,6 +445,8 @@ struct LayerNormalizationOptions {
 // Normalises each example over its last axis: (x - mean) / sqrt(variance + epsilon) * gamma + beta.
 class LayerNormalization : public Layer {
  public:
+  static constexpr const char* kClassName = "LayerNormalization";
+  static std::shared_ptr<LayerNormalization> from_config(const nlohmann::json& config);
   explicit LayerNormalization(LayerNormalizationOptions options = {});
   LayerPtr clone() const override { return std::make_shared<LayerNormalization>(*this); }
   nlohmann::json get_config() const override;
@@ -430,6 +463,8 @@ class LayerNormalization : public Layer {
 // y = x * scale + offset (images from [0, 255] to [0, 1] with scale = 1 / 255).
 class Rescaling : public Layer {
  public:
+  static constexpr const char* kClassName = "Rescaling";
+  static std::shared_ptr<Rescaling> from_config(const nlohmann::json& config);
   explicit Rescaling(double scale, double offset = 0.0, std::string name = "");
   LayerPtr clone() const override { return std::make_shared<Rescaling>(*this); }
   nlohmann::json get_config() const override;
@@ -453,7 +488,9 @@ class Merge : public Layer {
 // The elementwise sum of inputs of one shape.
 class Add : public Merge {
  public:
-  explicit Add(std::string name = "") : Merge("Add", std::move(name)) {}
+  static constexpr const char* kClassName = "Add";
+  static std::shared_ptr<Add> from_config(const nlohmann::json& config);
+  explicit Add(std::string name = "") : Merge(kClassName, std::move(name)) {}
   LayerPtr clone() const override { return std::make_shared<Add>(*this); }
   Shape compute_output_shape_list(const std::vector<Shape>& input_shapes) const override;
 
@@ -463,6 +500,8 @@ class Add : public Merge {
 // Joins inputs along `axis` (counted with the batch axis, as in Keras; -1 = the last); the other axes must match.
 class Concatenate : public Merge {
  public:
+  static constexpr const char* kClassName = "Concatenate";
+  static std::shared_ptr<Concatenate> from_config(const nlohmann::json& config);
   explicit Concatenate(int64_t axis = -1, std::string name = "");
   LayerPtr clone() const override { return std::make_shared<Concatenate>(*this); }
   Shape compute_output_shape_list(const std::vector<Shape>& input_shapes) const override;
@@ -475,6 +514,37 @@ class Concatenate : public Merge {
   int64_t axis_;
 };
 
+// ---- layers in files of their own ----
+
+struct UpSampling2DOptions {
+  std::string interpolation = "nearest";      // or "bilinear" (tf.image.resize's, with half-pixel centers)
+  std::string data_format = "channels_last";  // the only layout lockstep has
+  std::string name = "";
+};
+// Enlarges NHWC images by whole factors (src/keras/up_sampling2d.cc): (batch, rows, cols, channels) gives
+// (batch, rows * size[0], cols * size[1], channels).
+class UpSampling2D : public Layer {
+ public:
+  static constexpr const char* kClassName = "UpSampling2D";
+  static std::shared_ptr<UpSampling2D> from_config(const nlohmann::json& config);
+  explicit UpSampling2D(int64_t size = 2, UpSampling2DOptions options = {})
+      : UpSampling2D({size, size}, std::move(options)) {}
+  UpSampling2D(std::array<int64_t, 2> size, UpSampling2DOptions options = {});
+  LayerPtr clone() const override { return std::make_shared<UpSampling2D>(*this); }
+  Shape compute_output_shape(const Shape& input_shape) const override;
+  nlohmann::json get_config() const override;
+
+ protected:
+  void build(const Shape& input_shape) override;
+  Tensor call(const Tensor& x, bool training) override;
+
+ private:
+  std::array<int64_t, 2> size_;
+  UpSampling2DOptions opt_;
+};
+
+// Every layer class lockstep has, by Keras class name.
+const Registry<LayerPtr>& registry();
 // Makes a layer from its {"class_name", "config"} (Sequential.from_config uses it). A layer class or option
 // lockstep does not have (Conv2D's dilation_rate, channels_first, a constraint...) is a ValueError naming both.
 LayerPtr from_config(const nlohmann::json& config);

@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "lockstep/keras/registry.h"
 #include "lockstep/tensor/tensor.h"
 
 namespace lockstep::keras::losses {
@@ -121,9 +122,13 @@ std::shared_ptr<Loss> CategoricalCrossentropy(CategoricalCrossentropyOptions opt
 std::shared_ptr<Loss> BinaryCrossentropy(BinaryCrossentropyOptions options = {});
 std::shared_ptr<Loss> MeanSquaredError(MeanSquaredErrorOptions options = {});
 
-// "sparse_categorical_crossentropy", "categorical_crossentropy", "binary_crossentropy", "mse" or
-// "mean_squared_error" (any case) with default options; ValueError listing them otherwise.
+// Every loss lockstep has, by Keras class name, with Keras' short names ("sparse_categorical_crossentropy", "mse").
+const Registry<std::shared_ptr<Loss>>& registry();
+// A loss by short name (any case) or class name with default options; ValueError listing the short names otherwise.
 std::shared_ptr<Loss> get(const std::string& identifier);
+// Keras' losses.deserialize: {"class_name", "config"} as get_config() writes it (missing options take their
+// defaults), or a name as get() takes it; null gives no loss.
+std::shared_ptr<Loss> from_config(const nlohmann::json& config);
 
 }  // namespace lockstep::keras::losses
 

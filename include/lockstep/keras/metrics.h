@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "lockstep/keras/registry.h"
 #include "lockstep/tensor/tensor.h"
 
 namespace lockstep::distribute {
@@ -48,6 +49,8 @@ class Metric {
   const std::string& name() const { return name_; }
   // {"name", "dtype"} plus the metric's options.
   virtual nlohmann::json get_config() const;
+  // The Keras class name ("SparseCategoricalAccuracy").
+  virtual std::string class_name() const = 0;
   // The strategy whose scope created this metric (it must outlive the metric), or null: a metric created
   // outside any scope is local to its process, as before strategies existed.
   distribute::Strategy* strategy() const { return strategy_; }
@@ -81,6 +84,7 @@ class MeanMetric : public Metric {
   // update_state(values, sample_weight), then result(): `test_loss(t_loss)`.
   double operator()(const Tensor& values, const Tensor& sample_weight = {});
   double result_of(const std::vector<double>& state) const override;
+  std::string class_name() const override { return "Mean"; }
 };
 
 // Weighted sum of values (keras.metrics.Sum). State: {total}.
@@ -92,22 +96,26 @@ class SumMetric : public Metric {
   void update_state(const Tensor& values, const Tensor& sample_weight = {});
   double operator()(const Tensor& values, const Tensor& sample_weight = {});
   double result_of(const std::vector<double>& state) const override;
+  std::string class_name() const override { return "Sum"; }
 };
 
 // The mean of fn(y_true, y_pred) over all samples, weighted by sample_weight (Keras' MeanMetricWrapper):
-// the form of every accuracy and of the cross-entropy metric. `config` holds fn's options for get_config().
-// State: {total, count}, as Mean's.
+// the form of every accuracy and of the cross-entropy metric. `config` holds fn's options for get_config(),
+// `class_name` the Keras class it stands for. State: {total, count}, as Mean's.
 class MeanMetricWrapper : public Metric {
  public:
   using Fn = std::function<Tensor(const Tensor& y_true, const Tensor& y_pred)>;
-  MeanMetricWrapper(Fn fn, std::string name, nlohmann::json config = nlohmann::json::object());
+  MeanMetricWrapper(Fn fn, std::string name, nlohmann::json config = nlohmann::json::object(),
+                    std::string class_name = "MeanMetricWrapper");
   void update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight = {}) override;
   double result_of(const std::vector<double>& state) const override;
   nlohmann::json get_config() const override;
+  std::string class_name() const override { return class_name_; }
 
  private:
   Fn fn_;
   nlohmann::json config_;
+  std::string class_name_;
 };
 
 // ---- per-sample functions (keras.metrics.*_accuracy), float64 results of 1 (match) or 0 ----
@@ -135,13 +143,15 @@ struct SparseCategoricalCrossentropyOptions {
 // The mean of losses::sparse_categorical_crossentropy.
 std::shared_ptr<Metric> SparseCategoricalCrossentropy(SparseCategoricalCrossentropyOptions options = {});
 
+// Every metric class lockstep has, by Keras class name, with Keras' short names ("sparse_categorical_accuracy").
+const Registry<std::shared_ptr<Metric>>& registry();
+
 // A metric from its compile() name. "accuracy"/"acc" (named as given) follows the loss, by its name():
 // sparse_categorical_crossentropy -> SparseCategoricalAccuracy, categorical_crossentropy ->
 // CategoricalAccuracy, binary_crossentropy -> BinaryAccuracy; for any other or no loss it follows the
 // shapes of each batch as Keras does: y_pred's last axis 1 -> binary, y_true of lower rank (or last axis 1)
-// -> sparse categorical, else categorical. Other names: "sparse_categorical_accuracy",
-// "categorical_accuracy", "binary_accuracy", "sparse_categorical_crossentropy" (any case). Unknown
-// names raise ValueError listing the valid ones.
+// -> sparse categorical, else categorical. Other names are registry()'s: a short name (any case) or a class name,
+// with default options. Unknown names raise ValueError listing the short names.
 std::shared_ptr<Metric> get(const std::string& identifier, const std::string& loss_name = "");
 
 }  // namespace lockstep::keras::metrics

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "lockstep/autograd/variable.h"
+#include "lockstep/keras/registry.h"
 #include "lockstep/tensor/tensor.h"
 #include "lockstep/train/trackable.h"
 
@@ -65,6 +66,8 @@ namespace schedules {
 using optimizers::ExponentialDecay;
 using optimizers::LearningRateSchedule;
 using optimizers::PiecewiseConstantDecay;
+// Every schedule lockstep has, by Keras class name.
+const Registry<std::shared_ptr<LearningRateSchedule>>& registry();
 }  // namespace schedules
 
 // An optimizer's learning_rate argument: a constant or a schedule, implicit from either, so that
@@ -81,6 +84,8 @@ class LearningRate {
   const std::shared_ptr<LearningRateSchedule>& schedule() const { return schedule_; }
   // A number, or {"class_name": ..., "config": ...} for a schedule, as Keras serialises it.
   nlohmann::json to_json() const;
+  // What to_json() wrote (or Keras did): ValueError for a schedule lockstep lacks.
+  static LearningRate from_json(const nlohmann::json& json);
 
  private:
   double value_ = 0;
@@ -120,6 +125,9 @@ class Optimizer {
   virtual nlohmann::json get_config() const;
   // The Keras class name ("Adam"), saved with get_config() in a model's compile config.
   virtual std::string class_name() const = 0;
+  // The slot names grouped as Keras 3's build() creates them, one group per add_optimizer_variables call (Adam
+  // with amsgrad: {{momentum, velocity}, {velocity_hat}}), which orders them in a .keras file; by default one group.
+  virtual std::vector<std::vector<std::string>> keras_slot_groups() const;
 
  protected:
   static constexpr size_t kMaxSlots = 3;
@@ -189,8 +197,13 @@ std::shared_ptr<Optimizer> Adam(AdamOptions options = {});
 // An optimizer in a checkpoint (tf.train.Checkpoint(optimizer=...)): iterations and slots, as state() gives them.
 train::TrackablePtr make_trackable(const std::shared_ptr<Optimizer>& optimizer);
 
-// "sgd", "rmsprop" or "adam" (any case) with default options; ValueError listing them otherwise.
+// Every optimizer lockstep has, by Keras class name, with Keras' short names ("sgd", "rmsprop", "adam").
+const Registry<std::shared_ptr<Optimizer>>& registry();
+// An optimizer by short or class name (any case) with default options; ValueError listing the short names otherwise.
 std::shared_ptr<Optimizer> get(const std::string& identifier);
+// Keras' optimizers.deserialize: {"class_name", "config"} as get_config() writes it (missing options take their
+// defaults), or a name as get() takes it.
+std::shared_ptr<Optimizer> from_config(const nlohmann::json& config);
 
 }  // namespace lockstep::keras::optimizers
 

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lockstep/keras/registry.h"
 #include "lockstep/tensor/tensor.h"
 
 namespace lockstep::keras::regularizers {
@@ -21,7 +22,10 @@ using RegularizerPtr = std::shared_ptr<const Regularizer>;
 RegularizerPtr L1L2(double l1 = 0.0, double l2 = 0.0);
 RegularizerPtr L1(double l1 = 0.01);
 RegularizerPtr L2(double l2 = 0.01);
-// {"class_name": "L2", "config": {"l2": ...}} and the like; null gives no regularizer.
+// Every regularizer lockstep has, by Keras class name, with Keras' short names ("l1", "l2", "l1_l2").
+const Registry<RegularizerPtr>& registry();
+// {"class_name": "L2", "config": {"l2": ...}} and the like, or a short name (factors of 0.01, as Keras' l1(),
+// l2(), l1_l2()); null gives no regularizer.
 RegularizerPtr from_config(const nlohmann::json& config);
 
 }  // namespace lockstep::keras::regularizers
