@@ -37,7 +37,7 @@ Tensor log_softmax(const Tensor& logits, int64_t axis) {
   });
 }
 
-Tensor conv2d(const Tensor& x, const Tensor& filters, const Tensor& bias, const Conv2dOptions& options) {
+Tensor conv2d(const Tensor& x, const Tensor& filters, const Tensor& bias, const Conv2dParams& options) {
   Tensor y = raw_ops::conv2d(x, filters, bias, options);
   return recorded(y, {&x, &filters, &bias}, [x, filters, with_bias = bias.defined(), options](
                                                  const Tensor& dy, const std::vector<bool>& needs) {

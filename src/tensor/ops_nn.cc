@@ -30,7 +30,7 @@ std::pair<int64_t, int64_t> padding_for(Padding p, int64_t in, int64_t k, int64_
   return {total / 2, total - total / 2};
 }
 
-cpu::Conv2dShape conv_shape(const Shape& x, const Shape& w, const Conv2dOptions& o) {
+cpu::Conv2dShape conv_shape(const Shape& x, const Shape& w, const Conv2dParams& o) {
   LS_CHECK(x.rank() == 4, InvalidArgumentError, "conv2d input must be NHWC (rank 4), got shape ", x.str());
   LS_CHECK(w.rank() == 4, InvalidArgumentError, "conv2d filters must be HWIO (rank 4), got shape ", w.str());
   LS_CHECK(w[2] == x[3], InvalidArgumentError, "conv2d filters ", w.str(), " expect ", w[2],
@@ -138,7 +138,7 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, bool ta, bool tb) {
   return out;
 }
 
-Tensor conv2d(const Tensor& x, const Tensor& filters, const Tensor& bias, const Conv2dOptions& opt) {
+Tensor conv2d(const Tensor& x, const Tensor& filters, const Tensor& bias, const Conv2dParams& opt) {
   detail::check_same_dtype("conv2d", x, filters);
   if (x.dtype() == DType::bfloat16) return narrow(conv2d(widen(x), widen(filters), widen(bias), opt));
   cpu::Conv2dShape s = conv_shape(x.shape(), filters.shape(), opt);
@@ -156,7 +156,7 @@ Tensor conv2d(const Tensor& x, const Tensor& filters, const Tensor& bias, const 
   return y;
 }
 
-Tensor conv2d_backward_data(const Tensor& dy, const Tensor& filters, const Shape& x_shape, const Conv2dOptions& opt) {
+Tensor conv2d_backward_data(const Tensor& dy, const Tensor& filters, const Shape& x_shape, const Conv2dParams& opt) {
   if (dy.dtype() == DType::bfloat16) return narrow(conv2d_backward_data(widen(dy), widen(filters), x_shape, opt));
   cpu::Conv2dShape s = conv_shape(x_shape, filters.shape(), opt);
   Tensor g = dy.contiguous(), wc = filters.contiguous();
@@ -170,7 +170,7 @@ Tensor conv2d_backward_data(const Tensor& dy, const Tensor& filters, const Shape
 }
 
 std::pair<Tensor, Tensor> conv2d_backward_weights(const Tensor& x, const Tensor& dy, const Shape& filter_shape,
-                                                  bool with_bias, const Conv2dOptions& opt) {
+                                                  bool with_bias, const Conv2dParams& opt) {
   if (x.dtype() == DType::bfloat16) {
     auto [dw, db] = conv2d_backward_weights(widen(x), widen(dy), filter_shape, with_bias, opt);
     return {narrow(dw), with_bias ? narrow(db) : db};

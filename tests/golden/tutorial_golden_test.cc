@@ -64,7 +64,7 @@ const Step& step() {
     const Tensor labels = from_vector<int64_t>(s.labels, Shape{kBatch});
 
     GradientTape tape;
-    Tensor y = nn::relu(nn::conv2d(images, weights[0], weights[1], Conv2dOptions{}));
+    Tensor y = nn::relu(nn::conv2d(images, weights[0], weights[1], Conv2dParams{}));
     y = reshape(y, Shape{kBatch, -1});  // NHWC flattened in (h, w, c) order, as Keras' Flatten
     y = nn::relu(add(matmul(y, weights[2]), weights[3]));
     const Tensor logits = add(matmul(y, weights[4]), weights[5]);

@@ -10,7 +10,7 @@
 
 namespace lockstep {
 
-using raw_ops::Conv2dOptions;
+using raw_ops::Conv2dParams;
 using raw_ops::Padding;
 using raw_ops::Pool2dOptions;
 
@@ -78,7 +78,7 @@ Tensor tanh(const Tensor& x);
 Tensor softmax(const Tensor& logits, int64_t axis = -1);
 Tensor log_softmax(const Tensor& logits, int64_t axis = -1);
 // x NHWC, filters HWIO, bias [O] or an undefined Tensor.
-Tensor conv2d(const Tensor& x, const Tensor& filters, const Tensor& bias = {}, const Conv2dOptions& options = {});
+Tensor conv2d(const Tensor& x, const Tensor& filters, const Tensor& bias = {}, const Conv2dParams& options = {});
 Tensor max_pool2d(const Tensor& x, const Pool2dOptions& options = {});
 Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& options = {});
 // Per-example loss [N] from integer labels [N] and logits [N, C] (tf.nn.sparse_softmax_cross_entropy_with_logits).

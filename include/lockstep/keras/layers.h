@@ -221,7 +221,7 @@ class Conv2D : public Layer {
  private:
   int64_t filters_, kernel_size_;
   Conv2DOptions opt_;
-  Conv2dOptions conv_;
+  Conv2dParams conv_;
   activations::Activation activation_;
   Variable kernel_, bias_;
 };

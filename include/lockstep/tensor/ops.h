@@ -82,16 +82,17 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool t
 
 enum class Padding { valid, same };
 Padding padding_from_name(const std::string& name);  // "valid"/"same", any case
-struct Conv2dOptions {
+// The op's own parameters (keras::layers::Conv2DOptions is the layer's, with Keras' names).
+struct Conv2dParams {
   int64_t stride_h = 1, stride_w = 1;
   Padding padding = Padding::valid;
 };
 // x NHWC, filters HWIO (Keras' layouts), bias [O] or undefined. Result NHWC.
-Tensor conv2d(const Tensor& x, const Tensor& filters, const Tensor& bias, const Conv2dOptions& opt);
-Tensor conv2d_backward_data(const Tensor& dy, const Tensor& filters, const Shape& x_shape, const Conv2dOptions& opt);
+Tensor conv2d(const Tensor& x, const Tensor& filters, const Tensor& bias, const Conv2dParams& opt);
+Tensor conv2d_backward_data(const Tensor& dy, const Tensor& filters, const Shape& x_shape, const Conv2dParams& opt);
 // Returns {dfilters, dbias}; dbias is undefined when with_bias is false.
 std::pair<Tensor, Tensor> conv2d_backward_weights(const Tensor& x, const Tensor& dy, const Shape& filter_shape,
-                                                  bool with_bias, const Conv2dOptions& opt);
+                                                  bool with_bias, const Conv2dParams& opt);
 
 struct Pool2dOptions {
   int64_t pool_h = 2, pool_w = 2;
