@@ -79,6 +79,9 @@ class GlooCommunicator final : public Communicator {
       throw_connect_error(e.what());
     } catch (const gloo::EnforceNotMet& e) {
       throw_connect_error(e.what());
+    } catch (...) {
+      device_->take_last_context();  // the store's own error (a rank that never came): break the device's cycle
+      throw;
     }
     transport_ = device_->take_last_context();
     watchdog_.start(context_, transport_.get());
