@@ -89,6 +89,7 @@ void on_chief(Communicator* comm, const std::function<void()>& fn, const Collect
 
 std::vector<std::string> read_on_chief(Communicator* comm, const std::function<std::vector<std::string>()>& read,
                                        const CollectiveOptions& options) {
+  if (t_on_chief_depth > 0) return read();  // inside on_chief's fn, on the chief: the others are not listening
   std::vector<std::string> out;
   on_chief(comm, [&] { out = read(); }, options);
   if (!comm) return out;

@@ -33,7 +33,7 @@ void raise_if_any(Communicator* comm, std::exception_ptr error, const Collective
 void on_chief(Communicator* comm, const std::function<void()>& fn, const CollectiveOptions& options);
 
 // As on_chief, for a chief that reads: `read` runs on the chief and its result reaches every worker (no shared
-// file system needed).
+// file system needed). Inside another on_chief's `fn` it just runs `read`.
 std::vector<std::string> read_on_chief(Communicator* comm, const std::function<std::vector<std::string>()>& read,
                                        const CollectiveOptions& options);
 
