@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "crash_at.h"
+#include "../test_dir.h"
 #include "lockstep/keras/model.h"
 
 namespace lockstep::keras {
@@ -78,13 +79,12 @@ INSTANTIATE_TEST_SUITE_P(KillPoints, BackupAndRestoreTest,
                                            std::tuple{0, 21, true}));
 
 TEST(BackupAndRestore, RestoresIntoAModelThatWasNeverCalled) {
-  const std::string dir = (fs::temp_directory_path() / ("lockstep_backup_unbuilt_" + std::to_string(::getpid()))).string();
-  fs::remove_all(dir);
+  const testing::TestDir temp("lockstep_backup_unbuilt");
+  const std::string dir = temp.str() + "/backup";
   EXPECT_THROW(train(dir, callbacks::SaveFreq(2), 6, false), Crash);
   // The model in train() has no Input: it is unbuilt when fit() restores, and gets built from the backup.
   const Outcome resumed = train(dir, callbacks::SaveFreq(2), 0, false);
   EXPECT_EQ(resumed.iterations, 36);
-  fs::remove_all(dir);
 }
 
 TEST(BackupAndRestore, OptionsAreChecked) {

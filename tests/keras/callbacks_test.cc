@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "../test_dir.h"
 #include "lockstep/distribute/strategy/strategy.h"
 #include "lockstep/keras/model.h"
 #include "../two_workers.h"
@@ -121,21 +122,7 @@ TEST(Callbacks, TerminateOnNaNStopsAtTheFirstBadBatch) {
   EXPECT_LT(p.model.optimizer()->iterations(), 70);
 }
 
-// A fresh directory under /tmp, removed with everything in it when the test ends.
-struct TestDir {
-  fs::path path;
-  explicit TestDir(const std::string& name)
-      : path(fs::temp_directory_path() / (name + "-" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TestDir() { fs::remove_all(path); }
-  std::set<std::string> names() const {
-    std::set<std::string> out;
-    for (const auto& e : fs::directory_iterator(path)) out.insert(e.path().filename().string());
-    return out;
-  }
-};
+using testing::TestDir;
 
 TEST(Callbacks, ModelCheckpointFormatsThePath) {
   Problem p = problem();

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "crash_at.h"
+#include "../test_dir.h"
 #include "lockstep/distribute/strategy/strategy.h"
 #include "lockstep/keras/model.h"
 #include "../error_of.h"
@@ -344,16 +345,14 @@ std::vector<Tensor> fit_functional(distribute::Strategy* strategy, const std::st
 }
 
 TEST(Functional, BackupAndRestoreResumesBitwise) {
-  const std::string dir =
-      (fs::temp_directory_path() / ("lockstep_functional_backup_" + std::to_string(::getpid()))).string();
-  fs::remove_all(dir);
+  const testing::TestDir temp("lockstep_functional_backup");
+  const std::string dir = temp.str() + "/backup";
   const std::vector<Tensor> reference = fit_functional(nullptr, "", 0);
   EXPECT_THROW(fit_functional(nullptr, dir, 11), Crash);
   const std::vector<Tensor> resumed = fit_functional(nullptr, dir, 0);
   ASSERT_EQ(resumed.size(), reference.size());
   for (size_t i = 0; i < reference.size(); ++i)
     EXPECT_EQ(resumed[i].to_vector<float>(), reference[i].to_vector<float>());
-  fs::remove_all(dir);
 }
 
 // Built in a strategy's scope, the model's variables are mirrored: two replicas, each on half of every batch,
