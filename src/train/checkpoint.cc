@@ -130,9 +130,12 @@ struct Checkpoint::Impl {
   int rank() const { return strategy ? strategy->worker_rank() : 0; }
   int world_size() const { return strategy ? strategy->num_workers() : 1; }
 
+  void join_writer() {
+    if (writer.joinable()) writer.join();
+  }
   // Joins the write in flight; on every worker, raises the error it hit (the chief's, shared).
   void finish_write() {
-    if (writer.joinable()) writer.join();
+    join_writer();
     std::exception_ptr error;
     {
       std::lock_guard lock(error_mutex);
@@ -172,20 +175,19 @@ Checkpoint::Checkpoint(std::vector<std::pair<std::string, TrackableRef>> objects
 Checkpoint::Impl::~Impl() {
   // The writer's own task may hold the last handle (a manager's, through after_durable): it is ending then.
   if (writer.joinable() && writer.get_id() == std::this_thread::get_id()) writer.detach();
-  if (writer.joinable()) writer.join();
+  join_writer();
   if (writer_error) log(LogLevel::error, "a background checkpoint write failed: ", message_of(writer_error));
 }
 
 Checkpoint::~Checkpoint() {
-  if (owner_ && impl_ && impl_->writer.joinable()) impl_->writer.join();
+  if (owner_ && impl_) impl_->join_writer();
 }
 Checkpoint::Checkpoint(Checkpoint&& other) noexcept : impl_(std::move(other.impl_)), owner_(other.owner_) {}
 Checkpoint& Checkpoint::operator=(Checkpoint&& other) noexcept {
-  if (this != &other) {
-    if (owner_ && impl_ && impl_->writer.joinable()) impl_->writer.join();
-    impl_ = std::move(other.impl_);
-    owner_ = other.owner_;
-  }
+  if (this == &other) return *this;
+  Checkpoint replaced(std::move(*this));  // going, it waits for a write of the state it held, as the destructor does
+  impl_ = std::move(other.impl_);
+  owner_ = other.owner_;
   return *this;
 }
 
