@@ -11,14 +11,16 @@ all: build
 deps:
 	@scripts/install-deps
 
+# The venv comes first: the Python package is built against its nanobind (scripts/python-venv; quick once made).
 $(BUILD)/CMakeCache.txt: | deps
+	@scripts/python-venv $(BUILD)/venv
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
 
 build: deps $(BUILD)/CMakeCache.txt
+	@scripts/python-venv $(BUILD)/venv
 	cmake --build $(BUILD) -j $(JOBS)
 
 test: build
-	@scripts/python-venv $(BUILD)/venv
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
 
 # The suite under AddressSanitizer + UndefinedBehaviorSanitizer, and under ThreadSanitizer, each in a build dir of its
@@ -56,7 +58,7 @@ SECONDS ?= 10
 fuzz:
 	@scripts/install-deps --fuzz
 	cmake -S . -B $(BUILD)/fuzz-build -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang-14 \
-	  -DCMAKE_CXX_COMPILER=clang++-14 -DLOCKSTEP_FUZZ=ON -DLOCKSTEP_BUILD_TESTS=OFF -DLOCKSTEP_BUILD_BENCH=OFF \
+	  -DCMAKE_CXX_COMPILER=clang++-14 -DLOCKSTEP_FUZZ=ON -DLOCKSTEP_BUILD_TESTS=OFF -DLOCKSTEP_BUILD_BENCH=OFF -DLOCKSTEP_PYTHON=OFF \
 	  -DLOCKSTEP_FUZZ_OUTPUT_DIR=$(abspath $(BUILD))/fuzz $(CMAKE_FLAGS) >/dev/null
 	cmake --build $(BUILD)/fuzz-build -j $(JOBS) --target fuzz
 

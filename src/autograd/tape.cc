@@ -17,13 +17,22 @@ GradientTape::GradientTape(GradientTapeOptions options) : options_(options), out
   t_innermost = this;
 }
 
-GradientTape::~GradientTape() {
+GradientTape::~GradientTape() { exit(); }
+
+void GradientTape::exit() {
   // Tapes are scoped objects, so they normally end innermost first; unlink from anywhere to be safe.
   for (GradientTape** p = &t_innermost; *p; p = &(*p)->outer_)
     if (*p == this) {
       *p = outer_;
       break;
     }
+  outer_ = nullptr;
+}
+
+void GradientTape::enter() {
+  exit();
+  outer_ = t_innermost;
+  t_innermost = this;
 }
 
 void GradientTape::watch(const Tensor& t) { watched_.insert(t.id()); }

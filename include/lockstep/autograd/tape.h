@@ -41,6 +41,10 @@ class GradientTape {
   Tensor gradient(const Tensor& target, const Tensor& source);
   // Forgets everything recorded so far.
   void reset();
+  // Leaves this thread's stack of tapes, keeping what was recorded (the end of Python's `with tape:` block, after
+  // which gradient() still works); enter() makes it the innermost tape again (a later `with tape:`).
+  void exit();
+  void enter();
 
   // Recording is paused for this tape while the returned guard lives (tape.stop_recording() in TF).
   class StopRecording {

@@ -1,0 +1,40 @@
+"""lockstep: TensorFlow's distributed-training API over lockstep's C++ engine.
+
+A TensorFlow 2 program runs on lockstep after changing its import to `import lockstep as tf`. What lockstep does
+not implement raises NotImplementedError naming the symbol; docs/python.md lists what it does.
+"""
+from . import _lockstep
+
+__version__ = _lockstep.__version__
+
+from . import errors, dtypes, _unimplemented  # noqa: E402
+from ._tensor import Tensor, TensorShape  # noqa: E402
+from ._variable import Variable  # noqa: E402
+from ._autodiff import GradientTape, UnconnectedGradients, function  # noqa: E402
+from . import math, nn, random  # noqa: E402
+from ._core import *  # noqa: E402,F401,F403
+from .dtypes import (DType, as_dtype, bfloat16, bool, double, float32, float64, int32, int64,  # noqa: E402,A004
+                     uint8)
+from . import _nest as nest  # noqa: E402
+
+_unimplemented.install(globals(), "tf")
+
+
+def _optional(name):
+    """Imports lockstep.<name>, the modules built in their own files; a module not yet present reads as missing."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"{__name__}.{name}")
+    except ModuleNotFoundError as e:
+        if e.name != f"{__name__}.{name}":
+            raise
+        return _unimplemented.Missing(f"tf.{name}")
+
+
+for _name in ("data", "distribute", "keras", "train", "summary", "io", "config"):
+    globals()[_name] = _optional(_name)
+for _name in ("lite", "signal", "sparse", "strings", "linalg", "image", "saved_model", "tpu", "audio", "lookup",
+              "estimator", "feature_column", "queue", "raw_ops", "xla", "mlir", "profiler", "autograph", "compat"):
+    globals()[_name] = _unimplemented.Missing(f"tf.{_name}")
+del _name

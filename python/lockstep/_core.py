@@ -1,0 +1,315 @@
+"""The top-level tf.* functions on tensors."""
+import numpy as _np
+
+from . import _lockstep, dtypes as _dtypes, math as _math
+from ._tensor import Tensor, TensorShape
+from ._variable import Variable
+
+_ops = _lockstep.ops
+
+__all__ = ["constant", "convert_to_tensor", "cast", "reshape", "transpose", "concat", "stack", "unstack", "gather",
+           "one_hot", "matmul", "where", "zeros", "ones", "zeros_like", "ones_like", "fill", "range", "shape", "size",
+           "rank", "expand_dims", "squeeze", "identity", "stop_gradient", "add_n", "clip_by_value", "broadcast_to",
+           "tile", "is_tensor", "newaxis", "print", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min",
+           "reduce_any", "reduce_all", "argmax", "argmin", "add", "subtract", "multiply", "divide", "maximum",
+           "minimum", "exp", "square", "sqrt", "abs", "sign", "pow", "equal", "not_equal", "less", "less_equal",
+           "greater", "greater_equal", "logical_and", "logical_or", "logical_not", "sigmoid", "tanh", "split",
+           "slice", "no_op", "executing_eagerly", "device", "name_scope", "init_scope", "get_static_value",
+           "control_dependencies", "ensure_shape", "norm", "clip_by_norm", "clip_by_global_norm", "realdiv",
+           "truediv", "floordiv", "negative", "log", "reverse", "sort", "argsort"]
+
+newaxis = None
+(reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_any, reduce_all, argmax, argmin, add, subtract, multiply,
+ divide, maximum, minimum, exp, square, sqrt, abs, sign, pow, equal, not_equal, less, less_equal, greater,
+ greater_equal, logical_and, logical_or, logical_not, sigmoid, tanh, negative, log, truediv, floordiv) = (
+    _math.reduce_sum, _math.reduce_mean, _math.reduce_max, _math.reduce_min, _math.reduce_any, _math.reduce_all,
+    _math.argmax, _math.argmin, _math.add, _math.subtract, _math.multiply, _math.divide, _math.maximum,
+    _math.minimum, _math.exp, _math.square, _math.sqrt, _math.abs, _math.sign, _math.pow, _math.equal,
+    _math.not_equal, _math.less, _math.less_equal, _math.greater, _math.greater_equal, _math.logical_and,
+    _math.logical_or, _math.logical_not, _math.sigmoid, _math.tanh, _math.negative, _math.log, _math.truediv,
+    _math.floordiv)
+realdiv = divide
+
+
+def _dtype_or_none(dtype):
+    return None if dtype is None else _dtypes.as_dtype(dtype)._lockstep_dtype
+
+
+def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
+    return _ops.convert_to_tensor(value, _dtype_or_none(dtype), _dtype_or_none(dtype_hint))
+
+
+def constant(value, dtype=None, shape=None, name=None):
+    if dtype is not None and not isinstance(value, (Tensor, Variable)):
+        value = _np.asarray(value, dtype=_dtypes.as_dtype(dtype).as_numpy_dtype or _np.float32)
+    t = _ops.convert_to_tensor(value, _dtype_or_none(dtype), None)
+    if shape is not None:
+        shape = list(shape)
+        t = _ops.reshape(t, shape) if t._shape_tuple != [] else _ops.fill(shape, t, t.dtype._lockstep_dtype)
+    return t
+
+
+def cast(x, dtype, name=None):
+    return _ops.cast(x, _dtypes.as_dtype(dtype)._lockstep_dtype)
+
+
+def reshape(tensor, shape, name=None):
+    return _ops.reshape(tensor, shape)
+
+
+def transpose(a, perm=None, conjugate=False, name=None):
+    return _ops.transpose(a, perm)
+
+
+def concat(values, axis, name=None):
+    return _ops.concat(list(values), int(axis))
+
+
+def stack(values, axis=0, name=None):
+    return _ops.stack(list(values), int(axis))
+
+
+def unstack(value, num=None, axis=0, name=None):
+    value = convert_to_tensor(value)
+    n = value._shape_tuple[axis]
+    return [squeeze(_slice_axis(value, axis, i, 1), axis) for i in range(n)]
+
+
+def split(value, num_or_size_splits, axis=0, num=None, name=None):
+    value = convert_to_tensor(value)
+    n = value._shape_tuple[axis]
+    sizes = [n // num_or_size_splits] * num_or_size_splits if isinstance(num_or_size_splits, int) else list(
+        num_or_size_splits)
+    out, at = [], 0
+    for s in sizes:
+        out.append(_slice_axis(value, axis, at, s))
+        at += s
+    return out
+
+
+def _slice_axis(t, axis, start, size):
+    shape = t._shape_tuple
+    axis %= len(shape)
+    begin = [0] * len(shape)
+    sizes = list(shape)
+    begin[axis], sizes[axis] = start, size
+    return _ops.slice(t, begin, sizes)
+
+
+def slice(input_, begin, size, name=None):  # noqa: A001
+    return _ops.slice(input_, begin, size)
+
+
+def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name=None):
+    if axis not in (None, 0):
+        perm = list(builtin_range(len(params.shape)))
+        perm[0], perm[axis] = perm[axis], perm[0]
+        return _ops.transpose(_ops.gather(_ops.transpose(params, perm), indices), perm)
+    return _ops.gather(params, indices)
+
+
+builtin_range = __builtins__["range"] if isinstance(__builtins__, dict) else __builtins__.range
+builtin_print = __builtins__["print"] if isinstance(__builtins__, dict) else __builtins__.print
+
+
+def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
+    if axis not in (None, -1):
+        raise NotImplementedError("tf.one_hot with axis other than -1 is not implemented by lockstep (see docs/python.md)")
+    dt = _dtypes.as_dtype(dtype or _dtypes.float32)._lockstep_dtype
+    return _ops.one_hot(indices, int(depth), 1.0 if on_value is None else float(on_value),
+                        0.0 if off_value is None else float(off_value), dt)
+
+
+def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False, name=None, **kwargs):
+    return _ops.matmul(a, b, transpose_a or adjoint_a, transpose_b or adjoint_b)
+
+
+def where(condition, x=None, y=None, name=None):
+    if x is None and y is None:
+        return constant(_np.argwhere(_np.asarray(condition)).astype(_np.int64))
+    return _ops.where(condition, x, y)
+
+
+def zeros(shape, dtype=_dtypes.float32, name=None, layout=None):
+    return _ops.fill(list(TensorShape(shape)), 0, _dtypes.as_dtype(dtype)._lockstep_dtype)
+
+
+def ones(shape, dtype=_dtypes.float32, name=None, layout=None):
+    return _ops.fill(list(TensorShape(shape)), 1, _dtypes.as_dtype(dtype)._lockstep_dtype)
+
+
+def zeros_like(input, dtype=None, name=None, layout=None):  # noqa: A002
+    t = convert_to_tensor(input)
+    return zeros(t.shape, dtype or t.dtype)
+
+
+def ones_like(input, dtype=None, name=None, layout=None):  # noqa: A002
+    t = convert_to_tensor(input)
+    return ones(t.shape, dtype or t.dtype)
+
+
+def fill(dims, value, name=None, layout=None):
+    return _ops.fill(list(dims), value, None)
+
+
+def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001
+    if limit is None:
+        start, limit = 0, start
+    if dtype is None:
+        dtype = _dtypes.float32 if any(isinstance(v, float) for v in (start, limit, delta)) else _dtypes.int32
+    return _ops.range(float(start), float(limit), float(delta), _dtypes.as_dtype(dtype)._lockstep_dtype)
+
+
+def shape(input, out_type=_dtypes.int32, name=None):  # noqa: A002
+    return _ops.convert_to_tensor(_np.asarray(convert_to_tensor(input)._shape_tuple,
+                                              _dtypes.as_dtype(out_type).as_numpy_dtype), None, None)
+
+
+def size(input, out_type=_dtypes.int32, name=None):  # noqa: A002
+    return constant(int(_np.prod(convert_to_tensor(input)._shape_tuple)), dtype=out_type)
+
+
+def rank(input, name=None):  # noqa: A002
+    return constant(len(convert_to_tensor(input)._shape_tuple), dtype=_dtypes.int32)
+
+
+def expand_dims(input, axis, name=None):  # noqa: A002
+    t = convert_to_tensor(input)
+    s = list(t._shape_tuple)
+    axis = int(axis)
+    s.insert(axis if axis >= 0 else len(s) + axis + 1, 1)
+    return _ops.reshape(t, s)
+
+
+def squeeze(input, axis=None, name=None):  # noqa: A002
+    t = convert_to_tensor(input)
+    s = t._shape_tuple
+    if axis is None:
+        return _ops.reshape(t, [d for d in s if d != 1])
+    axes = {a % len(s) for a in ([axis] if isinstance(axis, int) else axis)}
+    for a in axes:
+        if s[a] != 1:
+            raise ValueError(f"Can not squeeze dim[{a}], expected a dimension of 1, got {s[a]}")
+    return _ops.reshape(t, [d for i, d in enumerate(s) if i not in axes])
+
+
+def identity(input, name=None):  # noqa: A002
+    return _ops.identity(input)
+
+
+def stop_gradient(input, name=None):  # noqa: A002
+    return _ops.stop_gradient(input)
+
+
+def add_n(inputs, name=None):
+    return _ops.add_n(list(inputs))
+
+
+def clip_by_value(t, clip_value_min, clip_value_max, name=None):
+    return _ops.minimum(_ops.maximum(t, clip_value_min), clip_value_max)
+
+
+def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None):  # noqa: A002
+    if ord not in ("euclidean", 2, "fro"):
+        raise NotImplementedError("tf.norm with ord other than 'euclidean' is not implemented by lockstep (see docs/python.md)")
+    return _ops.sqrt(_ops.reduce_sum(_ops.square(tensor), axis, bool(keepdims)))
+
+
+def clip_by_norm(t, clip_norm, axes=None, name=None):
+    t = convert_to_tensor(t)
+    n = _ops.sqrt(_ops.reduce_sum(_ops.square(t), axes, True))
+    return _ops.divide(_ops.multiply(t, clip_norm), _ops.maximum(n, clip_norm))
+
+
+def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):
+    present = [t for t in t_list if t is not None]
+    if use_norm is None:
+        use_norm = _ops.sqrt(_ops.add_n([_ops.reduce_sum(_ops.square(t)) for t in present]))
+    scale = _ops.divide(clip_norm, _ops.maximum(use_norm, clip_norm))
+    return [None if t is None else _ops.multiply(t, scale) for t in t_list], use_norm
+
+
+def broadcast_to(input, shape, name=None):  # noqa: A002
+    return _ops.broadcast_to(input, list(shape))
+
+
+def tile(input, multiples, name=None):  # noqa: A002
+    t = convert_to_tensor(input)
+    for axis, m in enumerate(list(multiples)):
+        if int(m) != 1:
+            t = _ops.concat([t] * int(m), axis)
+    return t
+
+
+def reverse(tensor, axis, name=None):
+    t = convert_to_tensor(tensor)
+    for a in axis:
+        idx = _np.arange(t._shape_tuple[a] - 1, -1, -1)
+        perm = list(builtin_range(len(t._shape_tuple)))
+        perm[0], perm[a] = perm[a], perm[0]
+        t = _ops.transpose(_ops.gather(_ops.transpose(t, perm), idx), perm)
+    return t
+
+
+def sort(values, axis=-1, direction="ASCENDING", name=None):
+    a = _np.sort(_np.asarray(values), axis=axis)
+    return constant(_np.flip(a, axis) if direction == "DESCENDING" else a)
+
+
+def argsort(values, axis=-1, direction="ASCENDING", stable=False, name=None):
+    v = _np.asarray(values)
+    a = _np.argsort(-v if direction == "DESCENDING" else v, axis=axis, kind="stable")
+    return constant(a.astype(_np.int32))
+
+
+def ensure_shape(x, shape, name=None):
+    x = convert_to_tensor(x)
+    want = TensorShape(shape)
+    if len(want) != len(x.shape) or any(w is not None and w != d for w, d in zip(want, x.shape)):
+        raise ValueError(f"Shape of tensor {x.shape} is not compatible with expected shape {want}.")
+    return x
+
+
+def is_tensor(x):
+    return isinstance(x, (Tensor, Variable))
+
+
+def get_static_value(tensor, partial=False):
+    return _np.asarray(tensor) if is_tensor(tensor) else tensor
+
+
+def print(*inputs, output_stream=None, summarize=None, sep=" ", end="\n", name=None):  # noqa: A001
+    import sys
+
+    text = sep.join(str(x.numpy()) if is_tensor(x) else str(x) for x in inputs)
+    stream = sys.stderr if output_stream is None or output_stream == "stderr" else sys.stdout
+    builtin_print(text, end=end, file=stream)
+
+
+def no_op(name=None):
+    return None
+
+
+def executing_eagerly():
+    return True
+
+
+class _NullContext:
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def device(device_name):
+    """tf.device: lockstep places every op on the CPU; the name is accepted and has no effect there."""
+    return _NullContext()
+
+
+name_scope = _NullContext
+init_scope = _NullContext
+control_dependencies = _NullContext

@@ -1,0 +1,37 @@
+// What the files of lockstep's Python binding share: turning Python values into tensors and back, and one bind_*
+// function per area, each called once by module.cc. The module is lockstep._lockstep; the Python package
+// (python/lockstep) gives its contents TensorFlow's names.
+#pragma once
+#include <nanobind/nanobind.h>
+
+#include <optional>
+#include <string>
+
+#include "lockstep/core/dtype.h"
+#include "lockstep/tensor/tensor.h"
+
+namespace lockstep::python {
+
+namespace nb = nanobind;
+
+// The dtype a Python value names: a lockstep.DType, the module's DType enum, a name ("float32") or a NumPy dtype.
+DType to_dtype(nb::handle value);
+
+// What TensorFlow accepts as a tensor: a Tensor, a Variable, a NumPy array or scalar, a Python number, bool or
+// (nested) list. `dtype` is the dtype the caller asks for: Python and NumPy data is converted to it, a tensor of
+// another dtype is an error, as in tf.convert_to_tensor. Without it, a tensor keeps its dtype, NumPy data keeps its
+// dtype and Python data becomes float32, int32 or bool, as TensorFlow's does. `hint` is the dtype Python numbers
+// take when the call does not fix one (the other operand's, in `x * 2`).
+Tensor to_tensor(nb::handle value, std::optional<DType> dtype = std::nullopt, std::optional<DType> hint = std::nullopt);
+
+// A NumPy array of the tensor's values: a view of its memory (kept alive by the array) when the tensor is
+// contiguous, else a contiguous copy; bfloat16, which NumPy lacks, becomes float32.
+nb::object to_numpy(const Tensor& t);
+
+void bind_tensor(nb::module_& m);
+void bind_data(nb::module_& m);
+void bind_distribute(nb::module_& m);
+void bind_keras(nb::module_& m);
+void bind_train(nb::module_& m);
+
+}  // namespace lockstep::python

@@ -1,0 +1,27 @@
+"""Shared fixtures of lockstep's Python tests: the package under test is build/python (make build puts it on the
+venv's path), the CLI is $LOCKSTEP_BIN_DIR/lockstep."""
+import os
+import pathlib
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+BIN_DIR = pathlib.Path(os.environ.get("LOCKSTEP_BIN_DIR", REPO / "build" / "bin"))
+
+
+def tensorflow_or_skip():
+    """TensorFlow from build/venv, for agreement tests; the skip says why it is missing."""
+    unavailable = REPO / "build" / "venv" / "UNAVAILABLE"
+    try:
+        import tensorflow as tf  # noqa: F401
+    except ImportError:
+        reason = unavailable.read_text().strip() if unavailable.exists() else "tensorflow is not installed in this venv"
+        pytest.skip(f"TensorFlow agreement test skipped: {reason}")
+    return tf
+
+
+@pytest.fixture
+def tf():
+    import lockstep
+
+    return lockstep
