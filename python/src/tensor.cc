@@ -229,7 +229,7 @@ Tensor to_tensor(nb::handle v, std::optional<DType> dtype, std::optional<DType> 
   }
   // bfloat16 (which NumPy lacks unless ml_dtypes is loaded) is made by lockstep's cast from float32.
   const DType stored = target == DType::bfloat16 ? DType::float32 : target;
-  array = np.attr("ascontiguousarray")(array, numpy_name(stored));
+  array = np.attr("asarray")(array, numpy_name(stored), nb::arg("order") = "C");  // (ascontiguousarray makes 0-d 1-d)
   auto data = nb::cast<nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>>(array);
   std::vector<int64_t> dims(data.ndim());
   for (size_t i = 0; i < data.ndim(); ++i) dims[i] = static_cast<int64_t>(data.shape(i));
