@@ -7,7 +7,7 @@ from . import _lockstep
 
 __version__ = _lockstep.__version__
 
-from . import errors, dtypes, _unimplemented  # noqa: E402
+from . import errors, dtypes, _failure, _unimplemented  # noqa: E402
 from ._tensor import Tensor, TensorShape  # noqa: E402
 from ._variable import Variable  # noqa: E402
 from ._autodiff import GradientTape, UnconnectedGradients, function  # noqa: E402

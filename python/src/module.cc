@@ -3,7 +3,10 @@
 #include <Python.h>
 
 #include "bindings.h"
+#include <nanobind/stl/string.h>
+
 #include "lockstep/core/error.h"
+#include "lockstep/core/failure_report.h"
 #include "lockstep/core/version.h"
 
 namespace lockstep::python {
@@ -46,8 +49,22 @@ NB_MODULE(_lockstep, m) {
     try {
       std::rethrow_exception(p);
     } catch (const lockstep::Error& e) {
-      PyErr_SetString(exception_class(lockstep::error_kind(e)), e.what());
+      // The task the error blames rides along as `culprit`, for the failure report a worker sends its launcher.
+      PyObject* type = exception_class(lockstep::error_kind(e));
+      nb::object error = nb::borrow(type)(e.what());
+      if (!e.culprit().empty()) error.attr("culprit") = e.culprit();
+      PyErr_SetObject(type, error.ptr());
     }
+  });
+  // Tells `lockstep launch` how this worker failed (an uncaught Python exception: lockstep/_failure.py): the
+  // error's class name, as lockstep::error_kind_name spells it, and the task it blames, if any.
+  m.def("_report_failure", [](const std::string& kind_name, const std::string& culprit) {
+    lockstep::FailureReport report{lockstep::ErrorKind::kOther, culprit};
+    for (char c : std::string("VINDRTUAPFBXME")) {
+      const auto kind = static_cast<lockstep::ErrorKind>(c);
+      if (kind_name == lockstep::error_kind_name(kind)) report.kind = kind;
+    }
+    lockstep::report_failure(report);
   });
   bind_tensor(m);
   bind_data(m);
