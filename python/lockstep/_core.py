@@ -11,7 +11,7 @@ __all__ = ["constant", "convert_to_tensor", "cast", "reshape", "transpose", "con
            "one_hot", "matmul", "where", "zeros", "ones", "zeros_like", "ones_like", "fill", "range", "shape", "size",
            "rank", "expand_dims", "squeeze", "identity", "stop_gradient", "add_n", "clip_by_value", "broadcast_to",
            "tile", "is_tensor", "newaxis", "print", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min",
-           "reduce_any", "reduce_all", "argmax", "argmin", "add", "subtract", "multiply", "divide", "maximum",
+           "reduce_any", "reduce_all", "reduce_prod", "argmax", "argmin", "add", "subtract", "multiply", "divide", "maximum",
            "minimum", "exp", "square", "sqrt", "abs", "sign", "pow", "equal", "not_equal", "less", "less_equal",
            "greater", "greater_equal", "logical_and", "logical_or", "logical_not", "sigmoid", "tanh", "split",
            "slice", "no_op", "executing_eagerly", "device", "name_scope", "init_scope", "get_static_value",
@@ -29,6 +29,7 @@ newaxis = None
     _math.logical_or, _math.logical_not, _math.sigmoid, _math.tanh, _math.negative, _math.log, _math.truediv,
     _math.floordiv)
 realdiv = divide
+reduce_prod = _math.reduce_prod
 
 
 def _dtype_or_none(dtype):

@@ -141,3 +141,26 @@ def in_top_k(targets, predictions, k, name=None):
     p, t = _np.asarray(predictions), _np.asarray(targets).astype(_np.int64)
     target_scores = p[_np.arange(len(t)), t]
     return _ops.convert_to_tensor((p > target_scores[:, None]).sum(axis=1) < k)
+
+
+def reduce_prod(input_tensor, axis=None, keepdims=False, name=None):
+    """The product as a chain of multiplies along each reduced axis, so GradientTape differentiates it (zeros
+    included)."""
+    x = convert(input_tensor)
+    rank = len(x._shape_tuple)
+    axes = list(_builtins.range(rank)) if axis is None else [a % rank for a in ([axis] if isinstance(axis, int) else axis)]
+    for a in sorted(axes, reverse=True):
+        n = x._shape_tuple[a]
+        out = None
+        for i in _builtins.range(n):
+            begin = [0] * len(x._shape_tuple)
+            size = list(x._shape_tuple)
+            begin[a], size[a] = i, 1
+            part = _ops.slice(x, begin, size)
+            out = part if out is None else _ops.multiply(out, part)
+        if out is None:  # an empty axis: the product is 1
+            shape = list(x._shape_tuple)
+            shape[a] = 1
+            out = _ops.fill(shape, 1, x._dtype)
+        x = out if keepdims else _ops.reshape(out, [d for i, d in enumerate(out._shape_tuple) if i != a])
+    return x

@@ -4,8 +4,6 @@ The part of docs/python.md between the two markers below is this script's; the r
   build/venv/bin/python3 python/tools/make_docs.py          rewrites the list
   build/venv/bin/python3 python/tools/make_docs.py --check  exits 1 when the list is out of date (a test runs it)
 """
-import importlib
-import inspect
 import json
 import pathlib
 import sys
