@@ -1,0 +1,250 @@
+"""tf.train: Checkpoint, CheckpointManager and latest_checkpoint over lockstep's C++ checkpoints (safetensors files,
+docs/api.md), and the re-exported ClusterSpec and tf.Example protos.
+
+An object is checkpointable when it is a tf.Variable, a nested tf.train.Checkpoint, a _lockstep.train.Trackable,
+or has a method _lockstep_trackable() returning one (Keras models and optimizers do).
+"""
+import importlib as _importlib
+import types as _types
+
+from . import _lockstep, _unimplemented
+
+_cc = _lockstep.train
+Trackable = _cc.Trackable
+
+
+def _trackable_of(value):
+    """The C++ Trackable that saves `value`, or None when it is not checkpointable."""
+    if isinstance(value, _cc.Trackable):
+        return value
+    if isinstance(value, _lockstep.Variable):
+        return _cc.variable_trackable(value)
+    make = getattr(type(value), "_lockstep_trackable", None)
+    return make(value) if make is not None else None
+
+
+class CheckpointOptions:
+    """tf.train.CheckpointOptions. Of its options lockstep has the background write
+    (experimental_enable_async_checkpoint); the others name devices and sharding lockstep does not have."""
+
+    def __init__(self, experimental_io_device=None, experimental_enable_async_checkpoint=False,
+                 experimental_write_callbacks=None, enable_async=False, experimental_sharding_callback=None,
+                 experimental_skip_slot_variables=False):
+        for name, value in (("experimental_io_device", experimental_io_device),
+                            ("experimental_write_callbacks", experimental_write_callbacks),
+                            ("experimental_sharding_callback", experimental_sharding_callback)):
+            if value is not None:
+                raise NotImplementedError(_unimplemented.message(f"tf.train.CheckpointOptions({name}=...)"))
+        if experimental_skip_slot_variables:
+            raise NotImplementedError(
+                _unimplemented.message("tf.train.CheckpointOptions(experimental_skip_slot_variables=True)"))
+        self.experimental_enable_async_checkpoint = bool(experimental_enable_async_checkpoint or enable_async)
+        self.enable_async = self.experimental_enable_async_checkpoint
+
+
+class _LoadStatus:
+    """What a restore matched. The assertions raise AssertionError, as TensorFlow's do, with lockstep's message."""
+
+    def __init__(self, status):
+        self._status = status
+
+    def _check(self, assertion):
+        try:
+            assertion()
+        except ValueError as e:
+            raise AssertionError(str(e)) from None
+        return self
+
+    def assert_consumed(self):
+        return self._check(self._status.assert_consumed)
+
+    def assert_existing_objects_matched(self):
+        return self._check(self._status.assert_existing_objects_matched)
+
+    def expect_partial(self):
+        self._status.expect_partial()
+        return self
+
+    # Eager restores are done when restore() returns: there are no restore ops to run or initializers to call.
+    def run_restore_ops(self, session=None):
+        pass
+
+    def initialize_or_restore(self, session=None):
+        pass
+
+
+class Checkpoint:
+    """tf.train.Checkpoint(root=None, **kwargs): saves and restores the objects given as keyword arguments (and
+    `root`, under that name) and those later assigned as attributes, until the first save or restore; from then on
+    the set of objects is fixed (the C++ checkpoint holds it, with save_counter)."""
+
+    def __init__(self, root=None, **kwargs):
+        object.__setattr__(self, "_objects", {})
+        object.__setattr__(self, "_cc", None)
+        object.__setattr__(self, "_async", False)
+        if root is not None:
+            kwargs = {"root": root, **kwargs}
+        for name, value in kwargs.items():
+            if _trackable_of(value) is None:
+                raise ValueError(f"`Checkpoint` was expecting {name} to be a trackable object (a tf.Variable, a "
+                                 f"Keras model or optimizer, or a tf.train.Checkpoint), got {value!r}.")
+            setattr(self, name, value)
+
+    def __setattr__(self, name, value):
+        trackable = not name.startswith("_") and _trackable_of(value) is not None
+        if trackable or name in self._objects:
+            if self._cc is not None:
+                raise ValueError(f"tf.train.Checkpoint: cannot set object '{name}' after the checkpoint was saved "
+                                 "or restored; lockstep's checkpoint takes its objects before that: pass it to "
+                                 "tf.train.Checkpoint(...)")
+            if trackable:
+                self._objects[name] = value
+            else:
+                del self._objects[name]
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        if name in self._objects:
+            self.__setattr__(name, None)
+        object.__delattr__(self, name)
+
+    def _trackables(self):
+        return [(name, _trackable_of(value)) for name, value in self._objects.items()]
+
+    def _lockstep_trackable(self):
+        """This checkpoint nested in another: its objects under their names."""
+        return _cc.nested_trackable(self._trackables())
+
+    def _checkpoint(self, options=None):
+        """The C++ checkpoint, made at the first save or restore from the objects given until then."""
+        asynchronous = bool(options is not None and options.experimental_enable_async_checkpoint)
+        if self._cc is None:
+            object.__setattr__(self, "_cc", _cc.Checkpoint(self._trackables(), async_write=asynchronous))
+            object.__setattr__(self, "_async", asynchronous)
+        elif options is not None and asynchronous != self._async:
+            raise ValueError("tf.train.Checkpoint: experimental_enable_async_checkpoint must be the same for every "
+                             f"save of a checkpoint (it was {self._async} at the first)")
+        return self._cc
+
+    @property
+    def save_counter(self):
+        """How many times save() ran (an int64 tensor, as TF's variable reads)."""
+        from . import _core
+
+        return _core.constant(self._cc.save_counter if self._cc is not None else 0, dtype="int64")
+
+    def save(self, file_prefix, options=None):
+        return self._checkpoint(options).save(_path(file_prefix))
+
+    def write(self, file_prefix, options=None):
+        return self._checkpoint(options).write(_path(file_prefix))
+
+    def restore(self, save_path, options=None):
+        return _LoadStatus(self._checkpoint(options).restore(_path(save_path) if save_path is not None else ""))
+
+    def read(self, save_path, options=None):
+        return _LoadStatus(self._checkpoint(options).read(_path(save_path) if save_path is not None else ""))
+
+    def sync(self):
+        if self._cc is not None:
+            self._cc.sync()
+
+
+def _path(path):
+    """A path as TF takes it: a string, bytes or os.PathLike (or a string tensor's value)."""
+    import os
+
+    path = os.fspath(path) if not hasattr(path, "numpy") else path.numpy()
+    return path.decode() if isinstance(path, bytes) else path
+
+
+class CheckpointManager:
+    """tf.train.CheckpointManager: numbered saves of a Checkpoint in `directory`, its `checkpoint` index file (TF's)
+    and the max_to_keep / keep_checkpoint_every_n_hours policy."""
+
+    def __init__(self, checkpoint, directory, max_to_keep, keep_checkpoint_every_n_hours=None,
+                 checkpoint_name="ckpt", step_counter=None, checkpoint_interval=None, init_fn=None):
+        if not isinstance(checkpoint, Checkpoint):
+            raise TypeError(f"CheckpointManager needs a tf.train.Checkpoint, got {checkpoint!r}")
+        if max_to_keep is not None and (not isinstance(max_to_keep, int) or max_to_keep <= 0):
+            raise ValueError(f"Expected a positive integer or `None` for `max_to_keep`, got {max_to_keep}.")
+        if step_counter is not None and not isinstance(step_counter, _lockstep.Variable):
+            counter = step_counter
+            step_counter = lambda: int(counter)  # noqa: E731
+        self._checkpoint = checkpoint
+        self._step_counter = step_counter
+        self._checkpoint_interval = checkpoint_interval
+        self._cc = _cc.CheckpointManager(checkpoint._checkpoint(), _path(directory), max_to_keep,
+                                         keep_checkpoint_every_n_hours, checkpoint_name, step_counter,
+                                         None if checkpoint_interval is None else int(checkpoint_interval), init_fn)
+
+    @property
+    def checkpoint(self):
+        return self._checkpoint
+
+    @property
+    def directory(self):
+        return self._cc.directory
+
+    @property
+    def checkpoint_interval(self):
+        return self._checkpoint_interval
+
+    @property
+    def latest_checkpoint(self):
+        return self._cc.latest_checkpoint
+
+    @property
+    def checkpoints(self):
+        return self._cc.checkpoints
+
+    def save(self, checkpoint_number=None, check_interval=True, options=None):
+        self._checkpoint._checkpoint(options)
+        number = None if checkpoint_number is None else int(checkpoint_number)
+        return self._cc.save(number, check_interval)
+
+    def restore_or_initialize(self):
+        return self._cc.restore_or_initialize()
+
+    def sync(self):
+        self._cc.sync()
+
+
+def latest_checkpoint(checkpoint_dir, latest_filename=None):
+    """The newest checkpoint prefix named by `checkpoint_dir`'s `checkpoint` index file, or None."""
+    if latest_filename not in (None, "checkpoint"):
+        raise NotImplementedError(_unimplemented.message("tf.train.latest_checkpoint(latest_filename=...)"))
+    return _cc.latest_checkpoint(_path(checkpoint_dir))
+
+
+# Made by other modules of the package: looked up when first used.
+_REEXPORTS = {"ClusterSpec": "lockstep.distribute.cluster_resolver", "Example": "lockstep.io._example",
+              "Features": "lockstep.io._example", "Feature": "lockstep.io._example",
+              "BytesList": "lockstep.io._example", "FloatList": "lockstep.io._example",
+              "Int64List": "lockstep.io._example"}
+
+experimental = _types.ModuleType(f"{__name__}.experimental", "tf.train.experimental: nothing of it yet.")
+_unimplemented.install(experimental.__dict__, "tf.train.experimental")
+_unimplemented.install(globals(), "tf.train")
+_missing = globals().pop("__getattr__")
+
+
+def _import(path):
+    """The module at a dotted path, or the attribute of that name of its parent (a namespace object)."""
+    try:
+        return _importlib.import_module(path)
+    except ModuleNotFoundError:
+        parent, _, attribute = path.rpartition(".")
+        return getattr(_importlib.import_module(parent), attribute)
+
+
+def __getattr__(name):
+    module_name = _REEXPORTS.get(name)
+    if module_name is None:
+        return _missing(name)
+    try:
+        value = getattr(_import(module_name), name)
+    except (ImportError, AttributeError, NotImplementedError):
+        raise NotImplementedError(_unimplemented.message(f"tf.train.{name}")) from None
+    globals()[name] = value
+    return value
