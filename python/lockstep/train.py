@@ -128,10 +128,10 @@ class Checkpoint:
 
     @property
     def save_counter(self):
-        """How many times save() ran (an int64 tensor, as TF's variable reads)."""
-        from . import _core
-
-        return _core.constant(self._cc.save_counter if self._cc is not None else 0, dtype="int64")
+        """How many times save() ran, as TF's int64 variable of that name; the count lives in the C++
+        checkpoint, so assigning to the variable changes nothing."""
+        count = self._cc.save_counter if self._cc is not None else 0
+        return _lockstep.Variable(count, trainable=False, name="save_counter", dtype="int64")
 
     def save(self, file_prefix, options=None):
         return self._checkpoint(options).save(_path(file_prefix))
