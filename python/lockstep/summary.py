@@ -5,9 +5,11 @@ The default writer, step and recording condition are per thread, as TensorFlow's
 one of its own uses the main thread's, so the replicas that a strategy runs on threads write where the program's
 `with writer.as_default():` says, as TensorFlow copies them to its replica threads.
 """
+import atexit as _atexit
 import contextlib as _contextlib
 import threading as _threading
 import types as _types
+import weakref as _weakref
 
 import numpy as _np
 
@@ -90,6 +92,7 @@ class _FileWriter(SummaryWriter):
     def __init__(self, writer):
         self._writer = writer
         self._closed = False
+        _file_writers.add(self)
 
     def _check_open(self):
         if self._closed:
@@ -105,6 +108,11 @@ class _FileWriter(SummaryWriter):
 
     def __repr__(self):
         return f"<tf.summary.SummaryWriter {self._writer.path}>"
+
+
+# Python does not free what a program still holds at exit: the events such writers hold are written out here.
+_file_writers = _weakref.WeakSet()
+_atexit.register(lambda: [writer.flush() for writer in list(_file_writers)])
 
 
 class _NoopWriter(SummaryWriter):

@@ -2,10 +2,13 @@
 docs/api.md), and the re-exported ClusterSpec and tf.Example protos.
 
 An object is checkpointable when it is a tf.Variable, a nested tf.train.Checkpoint, a _lockstep.train.Trackable,
-or has a method _lockstep_trackable() returning one (Keras models and optimizers do).
+has a method _lockstep_trackable() returning one (Keras models and optimizers do), or is a list, tuple or dict of
+checkpointable objects.
 """
+import atexit as _atexit
 import importlib as _importlib
 import types as _types
+import weakref as _weakref
 
 from . import _lockstep, _unimplemented
 
@@ -20,7 +23,19 @@ def _trackable_of(value):
     if isinstance(value, _lockstep.Variable):
         return _cc.variable_trackable(value)
     make = getattr(type(value), "_lockstep_trackable", None)
-    return make(value) if make is not None else None
+    if make is not None:
+        return make(value)
+    # Lists, tuples and dicts of checkpointable objects, as TF tracks them: items under their index or key.
+    if isinstance(value, (list, tuple)):
+        items = [(str(i), item) for i, item in enumerate(value)]
+    elif isinstance(value, dict) and all(isinstance(key, str) for key in value):
+        items = list(value.items())
+    else:
+        return None
+    trackables = [(name, _trackable_of(item)) for name, item in items]
+    if not trackables or any(t is None for _, t in trackables):
+        return None
+    return _cc.nested_trackable(trackables)
 
 
 class CheckpointOptions:
@@ -121,6 +136,8 @@ class Checkpoint:
         if self._cc is None:
             object.__setattr__(self, "_cc", _cc.Checkpoint(self._trackables(), async_write=asynchronous))
             object.__setattr__(self, "_async", asynchronous)
+            if asynchronous:
+                _async_checkpoints.add(self)
         elif options is not None and asynchronous != self._async:
             raise ValueError("tf.train.Checkpoint: experimental_enable_async_checkpoint must be the same for every "
                              f"save of a checkpoint (it was {self._async} at the first)")
@@ -148,6 +165,12 @@ class Checkpoint:
     def sync(self):
         if self._cc is not None:
             self._cc.sync()
+
+
+# Python does not free what a program still holds at exit: a background write still in flight then is waited
+# for here, as TF's async checkpoint does, so the last save is not lost.
+_async_checkpoints = _weakref.WeakSet()
+_atexit.register(lambda: [checkpoint.sync() for checkpoint in list(_async_checkpoints)])
 
 
 def _path(path):

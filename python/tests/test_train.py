@@ -307,3 +307,74 @@ def test_tensorflow_index_files_agree(tf, tmp_path):
     assert index.model_checkpoint_path == ls_path
     assert list(index.all_model_checkpoint_paths) == ls_manager.checkpoints
     assert real_tf.train.latest_checkpoint(str(ls_dir)) is None  # the index names no TensorFlow checkpoint
+
+
+def test_lists_dicts_and_the_trackable_method(tf, tmp_path):
+    """Lists and dicts of variables are saved item by item, and any object with _lockstep_trackable() (the
+    interface Keras models, optimizers and iterators implement) is checkpointable."""
+
+    class Holder:
+        def __init__(self, v):
+            self.v = v
+
+        def _lockstep_trackable(self):
+            return tf._lockstep.train.variable_trackable(self.v)
+
+    items = [tf.Variable(1.0), tf.Variable([2.0, 3.0])]
+    table = {"a": tf.Variable(4, dtype=tf.int64)}
+    holder = Holder(tf.Variable(5.0))
+    checkpoint = tf.train.Checkpoint(items=items, table=table, holder=holder)
+    path = checkpoint.save(str(tmp_path / "c"))
+    for v in (*items, table["a"], holder.v):
+        v.assign(tf.zeros_like(v))
+    checkpoint.restore(path).assert_consumed()
+    assert [items[0].numpy(), list(items[1].numpy()), table["a"].numpy(), holder.v.numpy()] == [1.0, [2.0, 3.0], 4,
+                                                                                                 5.0]
+    with pytest.raises(ValueError, match="expecting bad to be a trackable object"):
+        tf.train.Checkpoint(bad=[tf.Variable(1.0), "text"])
+
+
+def test_step_counter_may_be_any_integer_like(tf, tmp_path):
+    class Counter:
+        value = 0
+
+        def __int__(self):
+            return self.value
+
+    counter = Counter()
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(v=tf.Variable(1.0)), str(tmp_path), max_to_keep=None,
+                                         step_counter=counter, checkpoint_interval=5)
+    saved = []
+    for step in range(12):
+        counter.value = step
+        if manager.save() is not None:
+            saved.append(step)
+    assert saved == [0, 5, 10]
+
+
+def test_objects_alive_at_exit(tmp_path):
+    """An interpreter that exits holding a manager with a Python init_fn, an async checkpoint and a default summary
+    writer ends cleanly, with the checkpoint written."""
+    import subprocess
+    import sys
+
+    program = f"""
+import lockstep as tf
+v = tf.Variable([1.0, 2.0])
+checkpoint = tf.train.Checkpoint(v=v)
+manager = tf.train.CheckpointManager(checkpoint, {str(tmp_path / 'ckpt')!r}, 2, init_fn=lambda: v.assign([0.0, 0.0]))
+manager.restore_or_initialize()
+background = tf.train.Checkpoint(w=tf.Variable(tf.zeros([3000000])))
+background.save({str(tmp_path / 'async')!r}, options=tf.train.CheckpointOptions(enable_async=True))
+manager.save()
+tf.summary.create_file_writer({str(tmp_path / 'logs')!r}).set_as_default(step=1)
+tf.summary.scalar("x", 1.0)
+print("done")
+"""
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "done"
+    assert (tmp_path / "async-1.safetensors").exists() and (tmp_path / "ckpt" / "ckpt-1.safetensors").exists()
+    from test_summary import read
+
+    assert [(step, float(value)) for step, value in read(tmp_path / "logs")[0]["x"]] == [(1, 1.0)]
