@@ -131,8 +131,7 @@ class PythonCallable {
 // The manager's step counter: a Variable is read directly; anything else is a Python callable returning an int.
 std::function<int64_t()> step_counter_of(nb::handle counter) {
   if (counter.is_none()) return nullptr;
-  if (nb::isinstance<Variable>(counter))
-    return [v = nb::cast<Variable>(counter)] { return v.read().item<int64_t>(); };
+  if (nb::isinstance<Variable>(counter)) return [v = nb::cast<Variable>(counter)] { return v.read().item<int64_t>(); };
   auto f = std::make_shared<PythonCallable>(nb::borrow(counter));
   return [f] {
     nb::object value = (*f)();
@@ -155,9 +154,11 @@ void bind_checkpoint(nb::module_& m) {
   nb::class_<train::Trackable>(m, "Trackable",
                                "What a tf.train.Checkpoint saves: a model, an optimizer, a Variable or a nested "
                                "checkpoint, as C++ hands it over (train::Trackable).");
-  m.def("variable_trackable", [](const Variable& v) { return train::make_trackable(v); }, nb::arg("variable"));
   m.def(
-      "nested_trackable", [](NamedTrackables objects) -> train::TrackablePtr {
+      "variable_trackable", [](const Variable& v) { return train::make_trackable(v); }, nb::arg("variable"));
+  m.def(
+      "nested_trackable",
+      [](NamedTrackables objects) -> train::TrackablePtr {
         return std::make_shared<NestedTrackable>(std::move(objects));
       },
       nb::arg("objects"));
@@ -203,9 +204,8 @@ void bind_checkpoint(nb::module_& m) {
             new (self) train::CheckpointManager(checkpoint, directory, std::move(options));
           },
           nb::arg("checkpoint"), nb::arg("directory"), nb::arg("max_to_keep").none(),
-          nb::arg("keep_checkpoint_every_n_hours").none(), nb::arg("checkpoint_name"),
-          nb::arg("step_counter").none(), nb::arg("checkpoint_interval").none(), nb::arg("init_fn").none(),
-          nb::keep_alive<1, 2>())
+          nb::arg("keep_checkpoint_every_n_hours").none(), nb::arg("checkpoint_name"), nb::arg("step_counter").none(),
+          nb::arg("checkpoint_interval").none(), nb::arg("init_fn").none(), nb::keep_alive<1, 2>())
       .def("save", &train::CheckpointManager::save, nb::arg("checkpoint_number").none() = nb::none(),
            nb::arg("check_interval") = true, nb::call_guard<nb::gil_scoped_release>())
       .def("restore_or_initialize", &train::CheckpointManager::restore_or_initialize,

@@ -378,3 +378,18 @@ print("done")
     from test_summary import read
 
     assert [(step, float(value)) for step, value in read(tmp_path / "logs")[0]["x"]] == [(1, 1.0)]
+
+
+def test_manager_numbering_agrees_with_tensorflow(tf, tmp_path):
+    """The same saves through TensorFlow's manager and lockstep's keep the same numbers and latest checkpoint."""
+    real_tf = tensorflow_or_skip()
+
+    def run(module, directory):
+        checkpoint = module.train.Checkpoint(v=module.Variable(1.0))
+        checkpoint.save(str(directory / "direct" / "c"))  # counts: the manager numbers from save_counter
+        manager = module.train.CheckpointManager(checkpoint, str(directory), max_to_keep=2, checkpoint_name="m")
+        numbers = [manager.save(), manager.save(), manager.save(checkpoint_number=10), manager.save()]
+        return ([p.rsplit("/", 1)[1] for p in numbers], [p.rsplit("/", 1)[1] for p in manager.checkpoints],
+                manager.latest_checkpoint.rsplit("/", 1)[1], int(checkpoint.save_counter))
+
+    assert run(tf, tmp_path / "lockstep") == run(real_tf, tmp_path / "tf")
