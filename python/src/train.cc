@@ -106,16 +106,26 @@ bool interpreter_finalizing() {
 #endif
 }
 
-// A Python callable kept by C++ that may call it, or let it go, on a thread without the GIL (a manager's
-// callbacks run inside a save that released it; a background write may drop the last reference): it takes the
-// GIL for both, and once the interpreter is shutting down it leaks the reference rather than touch Python.
+// A Python callable kept by C++ that may call it, or let it go, on a thread without the GIL: a manager's callbacks
+// run inside a save that released it, and a background checkpoint write may hold the manager's last reference. A
+// call takes the GIL. Letting go does not wait for it: the thread that holds it may be waiting for that background
+// write (a checkpoint's destructor does), so the interpreter drops the reference later instead; once the
+// interpreter is shutting down the reference is leaked rather than touch Python.
 class PythonCallable {
  public:
   explicit PythonCallable(nb::object f) : f_(f.release().ptr()) {}
   ~PythonCallable() {
     if (interpreter_finalizing()) return;
-    nb::gil_scoped_acquire gil;
-    Py_DECREF(f_);
+    if (PyGILState_Check()) {
+      Py_DECREF(f_);
+      return;
+    }
+    Py_AddPendingCall(
+        [](void* f) {
+          Py_DECREF(static_cast<PyObject*>(f));
+          return 0;
+        },
+        f_);
   }
   PythonCallable(const PythonCallable&) = delete;
   PythonCallable& operator=(const PythonCallable&) = delete;

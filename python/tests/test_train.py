@@ -393,3 +393,29 @@ def test_manager_numbering_agrees_with_tensorflow(tf, tmp_path):
                 manager.latest_checkpoint.rsplit("/", 1)[1], int(checkpoint.save_counter))
 
     assert run(tf, tmp_path / "lockstep") == run(real_tf, tmp_path / "tf")
+
+
+def test_dropping_a_manager_during_a_background_write(tmp_path):
+    """A manager with Python callbacks dropped while its checkpoint's background write runs: the write may let go
+    of the manager on its own thread while this one, holding the GIL, waits for it. Nothing deadlocks."""
+    import subprocess
+    import sys
+
+    program = f"""
+import gc
+import lockstep as tf
+for i in range(10):
+    checkpoint = tf.train.Checkpoint(v=tf.Variable(tf.zeros([1000000])))
+    options = tf.train.CheckpointOptions(experimental_enable_async_checkpoint=True)
+    checkpoint.save({str(tmp_path)!r} + f"/direct{{i}}/c", options=options)
+    manager = tf.train.CheckpointManager(checkpoint, {str(tmp_path)!r} + f"/managed{{i}}", 1,
+                                         init_fn=lambda: None, step_counter=lambda: 0)
+    manager.save()
+    del manager, checkpoint
+    gc.collect()
+print("done")
+"""
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "done"
+    assert len(list(tmp_path.glob("managed*/ckpt-2.safetensors"))) == 10
