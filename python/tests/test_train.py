@@ -419,3 +419,21 @@ print("done")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "done"
     assert len(list(tmp_path.glob("managed*/ckpt-2.safetensors"))) == 10
+
+
+def test_checkpoint_files_are_safetensors(tf, tmp_path):
+    """A checkpoint is a safetensors file: the safetensors package reads its tensors, named "<object>/<name>"
+    (nested checkpoints add their names), bit for bit; its metadata says what wrote it."""
+    safetensors_numpy = pytest.importorskip("safetensors.numpy", reason="safetensors is not installed in this venv")
+    from safetensors import safe_open
+
+    weights = np.random.default_rng(3).standard_normal((4, 5)).astype(np.float32)
+    inner = tf.train.Checkpoint(n=tf.Variable(7, dtype=tf.int64))
+    checkpoint = tf.train.Checkpoint(w=tf.Variable(weights), inner=inner)
+    path = checkpoint.save(str(tmp_path / "ckpt"))
+    tensors = safetensors_numpy.load_file(path + ".safetensors")
+    assert sorted(tensors) == ["inner/n", "w"]
+    assert bits(tensors["w"]) == bits(weights) and tensors["inner/n"].item() == 7
+    with safe_open(path + ".safetensors", framework="numpy") as f:
+        metadata = f.metadata()
+    assert metadata["format"] == "lockstep.checkpoint" and metadata["save_counter"] == "1"
