@@ -13,7 +13,6 @@ import weakref as _weakref
 from . import _lockstep, _unimplemented
 
 _cc = _lockstep.train
-Trackable = _cc.Trackable
 
 
 def _trackable_of(value):
@@ -43,8 +42,8 @@ class CheckpointOptions:
     (experimental_enable_async_checkpoint); the others name devices and sharding lockstep does not have."""
 
     def __init__(self, experimental_io_device=None, experimental_enable_async_checkpoint=False,
-                 experimental_write_callbacks=None, enable_async=False, experimental_sharding_callback=None,
-                 experimental_skip_slot_variables=False):
+                 experimental_write_callbacks=None, enable_async=False, experimental_skip_slot_variables=False,
+                 experimental_sharding_callback=None):
         for name, value in (("experimental_io_device", experimental_io_device),
                             ("experimental_write_callbacks", experimental_write_callbacks),
                             ("experimental_sharding_callback", experimental_sharding_callback)):
@@ -96,7 +95,6 @@ class Checkpoint:
     def __init__(self, root=None, **kwargs):
         object.__setattr__(self, "_objects", {})
         object.__setattr__(self, "_cc", None)
-        object.__setattr__(self, "_async", False)
         if root is not None:
             kwargs = {"root": root, **kwargs}
         for name, value in kwargs.items():
@@ -130,18 +128,21 @@ class Checkpoint:
         """This checkpoint nested in another: its objects under their names."""
         return _cc.nested_trackable(self._trackables())
 
-    def _checkpoint(self, options=None):
+    def _checkpoint(self):
         """The C++ checkpoint, made at the first save or restore from the objects given until then."""
-        asynchronous = bool(options is not None and options.experimental_enable_async_checkpoint)
         if self._cc is None:
-            object.__setattr__(self, "_cc", _cc.Checkpoint(self._trackables(), async_write=asynchronous))
-            object.__setattr__(self, "_async", asynchronous)
-            if asynchronous:
-                _async_checkpoints.add(self)
-        elif options is not None and asynchronous != self._async:
-            raise ValueError("tf.train.Checkpoint: experimental_enable_async_checkpoint must be the same for every "
-                             f"save of a checkpoint (it was {self._async} at the first)")
+            object.__setattr__(self, "_cc", _cc.Checkpoint(self._trackables()))
         return self._cc
+
+    def _for_save(self, options):
+        """The C++ checkpoint, set to write in the background or not as this save's options say (TF takes the
+        option save by save)."""
+        checkpoint = self._checkpoint()
+        asynchronous = bool(options is not None and options.experimental_enable_async_checkpoint)
+        checkpoint.set_async(asynchronous)
+        if asynchronous:
+            _async_checkpoints.add(self)
+        return checkpoint
 
     @property
     def save_counter(self):
@@ -151,16 +152,16 @@ class Checkpoint:
         return _lockstep.Variable(count, trainable=False, name="save_counter", dtype="int64")
 
     def save(self, file_prefix, options=None):
-        return self._checkpoint(options).save(_path(file_prefix))
+        return self._for_save(options).save(_path(file_prefix))
 
     def write(self, file_prefix, options=None):
-        return self._checkpoint(options).write(_path(file_prefix))
+        return self._for_save(options).write(_path(file_prefix))
 
     def restore(self, save_path, options=None):
-        return _LoadStatus(self._checkpoint(options).restore(_path(save_path) if save_path is not None else ""))
+        return _LoadStatus(self._checkpoint().restore(_path(save_path) if save_path is not None else ""))
 
     def read(self, save_path, options=None):
-        return _LoadStatus(self._checkpoint(options).read(_path(save_path) if save_path is not None else ""))
+        return _LoadStatus(self._checkpoint().read(_path(save_path) if save_path is not None else ""))
 
     def sync(self):
         if self._cc is not None:
@@ -174,10 +175,10 @@ _atexit.register(lambda: [checkpoint.sync() for checkpoint in list(_async_checkp
 
 
 def _path(path):
-    """A path as TF takes it: a string, bytes or os.PathLike (or a string tensor's value)."""
+    """A path as TF takes it: a string, bytes or os.PathLike."""
     import os
 
-    path = os.fspath(path) if not hasattr(path, "numpy") else path.numpy()
+    path = os.fspath(path)
     return path.decode() if isinstance(path, bytes) else path
 
 
@@ -186,7 +187,11 @@ class CheckpointManager:
     and the max_to_keep / keep_checkpoint_every_n_hours policy."""
 
     def __init__(self, checkpoint, directory, max_to_keep, keep_checkpoint_every_n_hours=None,
-                 checkpoint_name="ckpt", step_counter=None, checkpoint_interval=None, init_fn=None):
+                 checkpoint_name="ckpt", step_counter=None, checkpoint_interval=None, init_fn=None,
+                 last_checkpoint_step=None):
+        if last_checkpoint_step is not None:
+            raise NotImplementedError(
+                _unimplemented.message("tf.train.CheckpointManager(last_checkpoint_step=...)"))
         if not isinstance(checkpoint, Checkpoint):
             raise TypeError(f"CheckpointManager needs a tf.train.Checkpoint, got {checkpoint!r}")
         if max_to_keep is not None and (not isinstance(max_to_keep, int) or max_to_keep <= 0):
@@ -195,7 +200,6 @@ class CheckpointManager:
             counter = step_counter
             step_counter = lambda: int(counter)  # noqa: E731
         self._checkpoint = checkpoint
-        self._step_counter = step_counter
         self._checkpoint_interval = checkpoint_interval
         self._cc = _cc.CheckpointManager(checkpoint._checkpoint(), _path(directory), max_to_keep,
                                          keep_checkpoint_every_n_hours, checkpoint_name, step_counter,
@@ -222,7 +226,7 @@ class CheckpointManager:
         return self._cc.checkpoints
 
     def save(self, checkpoint_number=None, check_interval=True, options=None):
-        self._checkpoint._checkpoint(options)
+        self._checkpoint._for_save(options)
         number = None if checkpoint_number is None else int(checkpoint_number)
         return self._cc.save(number, check_interval)
 

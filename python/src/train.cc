@@ -193,6 +193,7 @@ void bind_checkpoint(nb::module_& m) {
       .def("restore", &train::Checkpoint::restore, nb::arg("save_path"), nb::call_guard<nb::gil_scoped_release>())
       .def("read", &train::Checkpoint::read, nb::arg("save_path"), nb::call_guard<nb::gil_scoped_release>())
       .def("sync", &train::Checkpoint::sync, nb::call_guard<nb::gil_scoped_release>())
+      .def("set_async", &train::Checkpoint::set_async, nb::arg("async_write"))
       .def_prop_ro("save_counter", &train::Checkpoint::save_counter)
       .def_prop_ro("metadata", &train::Checkpoint::metadata)
       .def_prop_ro("is_chief", &train::Checkpoint::is_chief);

@@ -215,8 +215,16 @@ def test_async_checkpoint_option(tf, tmp_path):
     checkpoint.sync()
     checkpoint.restore(path).assert_consumed()
     assert bits(v.numpy()) == bits(np.arange(1000, dtype=np.float32))
-    with pytest.raises(ValueError, match="experimental_enable_async_checkpoint must be the same"):
-        checkpoint.save(str(tmp_path / "a"), options=tf.train.CheckpointOptions())
+
+    # The option is taken save by save, also through a manager made before any async save.
+    manager = tf.train.CheckpointManager(checkpoint, str(tmp_path / "managed"), max_to_keep=2)
+    checkpoint.restore(manager.latest_checkpoint)
+    v.assign(np.ones(1000, np.float32))
+    managed = manager.save(options=options)
+    v.assign(np.zeros(1000, np.float32))
+    assert manager.save(options=tf.train.CheckpointOptions()).endswith("ckpt-3")  # waits for the write before
+    checkpoint.restore(managed).assert_consumed()
+    assert bits(v.numpy()) == bits(np.ones(1000, np.float32))
 
 
 def test_saves_from_threads(tf, tmp_path):
