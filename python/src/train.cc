@@ -182,12 +182,12 @@ void bind_checkpoint(nb::module_& m) {
   nb::class_<train::Checkpoint>(m, "Checkpoint")
       .def(
           "__init__",
-          [](train::Checkpoint* self, const NamedTrackables& objects, bool async) {
+          [](train::Checkpoint* self, const NamedTrackables& objects) {
             std::vector<std::pair<std::string, train::TrackableRef>> refs;
             for (const auto& [name, object] : objects) refs.emplace_back(name, object);
-            new (self) train::Checkpoint(std::move(refs), train::CheckpointOptions{.async = async});
+            new (self) train::Checkpoint(std::move(refs));
           },
-          nb::arg("objects"), nb::arg("async_write") = false)
+          nb::arg("objects"))
       .def("save", &train::Checkpoint::save, nb::arg("file_prefix"), nb::call_guard<nb::gil_scoped_release>())
       .def("write", &train::Checkpoint::write, nb::arg("file_prefix"), nb::call_guard<nb::gil_scoped_release>())
       .def("restore", &train::Checkpoint::restore, nb::arg("save_path"), nb::call_guard<nb::gil_scoped_release>())
@@ -211,7 +211,7 @@ void bind_checkpoint(nb::module_& m) {
                                                     .step_counter = step_counter_of(step_counter),
                                                     .checkpoint_interval = checkpoint_interval,
                                                     .init_fn = init_fn_of(init_fn)};
-            nb::gil_scoped_release unlocked;  // it may read the directory's index, and on a non-chief wait for none
+            nb::gil_scoped_release unlocked;  // it reads the directory and its index file
             new (self) train::CheckpointManager(checkpoint, directory, std::move(options));
           },
           nb::arg("checkpoint"), nb::arg("directory"), nb::arg("max_to_keep").none(),
