@@ -20,6 +20,8 @@ MODULES = ["", "math", "nn", "random", "dtypes", "errors", "data", "data.experim
            "sparse", "strings", "signal", "lookup", "compat", "types", "bitwise", "feature_column", "sysconfig",
            "test", "tpu", "audio", "queue", "quantization", "profiler", "xla", "mlir", "graph_util", "raw_ops",
            "version", "lite", "estimator"]
+# The submodules of tf.train, tf.summary and tf.config that programs reach.
+MODULES += ["train.experimental", "summary.experimental", "config.experimental", "config.threading", "config.optimizer"]
 
 
 def public(obj):

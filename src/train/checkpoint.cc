@@ -271,6 +271,7 @@ std::string Checkpoint::save(const std::string& file_prefix) {
 std::string Checkpoint::write(const std::string& file_prefix) { return impl_->write(file_prefix, nullptr); }
 
 void Checkpoint::sync() { impl_->finish_write(); }
+void Checkpoint::set_async(bool async) { impl_->options.async = async; }
 
 void Checkpoint::add_object(const std::string& name, TrackablePtr object) {
   impl_->objects.emplace_back(name, std::move(object));

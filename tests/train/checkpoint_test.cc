@@ -283,6 +283,22 @@ TEST_F(CheckpointTest, AsyncSavesAreDurableAfterSyncAndReportFailures) {
   }
 }
 
+TEST_F(CheckpointTest, AsyncIsChosenSaveBySave) {
+  Variable w = vector_var(std::vector<float>(1000, 1.f), "w");
+  Checkpoint ckpt({{"w", w}});
+  CheckpointManager manager(ckpt, path("switch"), {.max_to_keep = 2});
+  ckpt.set_async(true);
+  manager.save();
+  w.assign(from_vector<float>(std::vector<float>(1000, 2.f), {1000}));  // after the snapshot: not in ckpt-1
+  ckpt.set_async(false);
+  manager.save();  // waits for the background write, then writes in the foreground
+  EXPECT_TRUE(fs::exists(path("switch/ckpt-2.safetensors")));
+  EXPECT_EQ(manager.checkpoints(), (std::vector<std::string>{path("switch/ckpt-1"), path("switch/ckpt-2")}));
+  Variable back = vector_var(std::vector<float>(1000, 0.f), "w");
+  Checkpoint({{"w", back}}).restore(path("switch/ckpt-1")).assert_consumed();
+  EXPECT_EQ(back.value().to_vector<float>(), std::vector<float>(1000, 1.f));
+}
+
 TEST_F(CheckpointTest, PreemptionHandlerSavesOnSigtermAndTheLoopResumesItsCount) {
   Variable w = vector_var({0}, "w");
   Checkpoint ckpt({{"w", w}});

@@ -72,6 +72,9 @@ class Checkpoint {
   LoadStatus read(const std::string& save_path);
   // Waits until every save so far is durable; rethrows the error of a failed background write.
   void sync();
+  // Whether later saves write in the background (CheckpointOptions::async), as TF takes that option with each save.
+  // Safe between saves: a save waits for the previous write before it starts.
+  void set_async(bool async);
 
   int64_t save_counter() const;
   // The metadata of the last file saved or restored: step, epoch, step_in_epoch, world_size, ...
