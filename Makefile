@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test test-asan test-tsan test-asan-quick test-tsan-quick bench bench-compare demo clean format \
+.PHONY: all deps build test test-asan test-tsan test-asan-quick test-tsan-quick bench bench-compare bench-python demo clean format \
         fuzz fuzz-run package
 
 all: build
@@ -46,6 +46,11 @@ bench: build
 # the bench-compare section of BENCHMARKS.md; `bench/compare.sh --quick` is a few minutes' check of the same.
 bench-compare:
 	bench/compare.sh --build $(BUILD) -j $(JOBS)
+
+# The Python front end against C++ and against TensorFlow 2.21 (bench/python/run.py), rewriting its section of
+# BENCHMARKS.md; about 15 minutes.
+bench-python: build
+	OMP_NUM_THREADS=1 $(BUILD)/venv/bin/python3 bench/python/run.py --write
 
 # The tutorial CNN on Fashion-MNIST on two local workers (lockstep launch), one epoch.
 demo: build
