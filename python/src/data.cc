@@ -1,7 +1,489 @@
+// tf.data and tf.io for lockstep._lockstep: the C++ Dataset (lockstep::data) as _lockstep.data.Dataset, with
+// Python functions for map/filter run by the C++ pipeline through callbacks, and zip/unbatch as pipeline nodes of
+// their own; TFRecord files, tf.train.Example parsing and tf.io.gfile as _lockstep.io.
+//
+// An element crosses into Python as a tuple of its defined components (x[, y[, sample_weight]]), which the Python
+// package (lockstep/data) calls slots and maps onto TensorFlow's nested structures. Every pull releases the GIL: the
+// pipeline may run on prefetch threads whose callbacks take it.
+#include <Python.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <memory>
+#include <variant>
+
 #include "bindings.h"
+#include "lockstep/core/gfile.h"
+#include "lockstep/data/dataset.h"
+#include "lockstep/data/dataset_node.h"
+#include "lockstep/data/example.h"
+#include "lockstep/data/tfrecord.h"
 
 namespace lockstep::python {
+namespace {
 
-void bind_data(nb::module_& /*m*/) {}
+using data::Dataset;
+using data::DatasetNode;
+using data::Element;
+using data::Item;
+using data::ItemIterator;
+using data::NodePtr;
+using nlohmann::json;
+
+// A Python object owned by the C++ pipeline, which may drop it on any thread, with or without the GIL; once the
+// interpreter is finalizing it is leaked rather than touched.
+using PyRef = std::shared_ptr<PyObject>;
+PyRef keep(nb::handle h) {
+  return PyRef(h.inc_ref().ptr(), [](PyObject* p) {
+    if (!Py_IsInitialized() || _Py_IsFinalizing()) return;
+    nb::gil_scoped_acquire gil;
+    Py_DECREF(p);
+  });
+}
+
+nb::tuple slots_of(const Element& e) {
+  nb::list out;
+  for (const Tensor* t : {&e.x, &e.y, &e.sample_weight})
+    if (t->defined()) out.append(nb::cast(*t));
+  return nb::tuple(out);
+}
+
+Element element_of(const std::vector<Tensor>& slots) {
+  LS_CHECK(!slots.empty() && slots.size() <= 3, ValueError, "a dataset element has 1 to 3 components here, got ",
+           slots.size(), "; lockstep.data packs larger structures before they reach C++");
+  return Element{slots[0], slots.size() > 1 ? slots[1] : Tensor(), slots.size() > 2 ? slots[2] : Tensor()};
+}
+
+Element element_from_python(nb::handle seq) {
+  std::vector<Tensor> slots;
+  for (nb::handle v : seq) slots.push_back(to_tensor(v));
+  return element_of(slots);
+}
+
+Element materialize(const Item& item, const DatasetNode& node) {
+  return item.index >= 0 ? node.row_source()->row(item.index) : item.value;
+}
+
+// ---- zip: one element from each input, combined ----
+using Combine = std::function<Element(const std::vector<Element>&)>;
+
+class ZipNode final : public DatasetNode {
+ public:
+  ZipNode(std::vector<NodePtr> inputs, Combine combine)
+      : DatasetNode("zip", json::object(), std::move(inputs)), combine_(std::move(combine)) {}
+  int64_t cardinality() const override {  // TF's rule: the shortest input; unknown if any is
+    int64_t n = data::kInfiniteCardinality;
+    for (const NodePtr& in : inputs()) {
+      int64_t c = in->cardinality();
+      if (c == data::kUnknownCardinality) return c;
+      if (c != data::kInfiniteCardinality) n = n == data::kInfiniteCardinality ? c : std::min(n, c);
+    }
+    return n;
+  }
+  NodePtr with_inputs(std::vector<NodePtr> inputs) const override {
+    LS_CHECK(inputs.size() == this->inputs().size(), ValueError, "zip has ", this->inputs().size(),
+             " input datasets, got ", inputs.size());
+    return std::make_shared<ZipNode>(std::move(inputs), combine_);
+  }
+  std::unique_ptr<ItemIterator> make_iterator(uint64_t salt) const override;
+  Combine combine_;
+};
+
+class ZipIterator final : public ItemIterator {
+ public:
+  ZipIterator(const ZipNode& node, uint64_t salt) : node_(node) {
+    for (const NodePtr& in : node.inputs()) inputs_.push_back(in->make_iterator(salt));
+  }
+  std::optional<Item> next() override {
+    std::vector<Element> parts;
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      std::optional<Item> item = inputs_[i]->next();
+      if (!item) return std::nullopt;
+      parts.push_back(materialize(*item, *node_.inputs()[i]));
+    }
+    return Item{-1, node_.combine_(parts)};
+  }
+  json save_state() const override {
+    json inputs = json::array();
+    for (const auto& it : inputs_) inputs.push_back(it->save_state());
+    return {{"inputs", std::move(inputs)}};
+  }
+  void restore_state(const json& state) override {
+    const json& saved = state.at("inputs");
+    LS_CHECK(saved.size() == inputs_.size(), ValueError, "restore_state: the saved zip has ", saved.size(),
+             " inputs, this one ", inputs_.size(), "; restore into an iterator of the same pipeline");
+    for (size_t i = 0; i < inputs_.size(); ++i) inputs_[i]->restore_state(saved[i]);
+  }
+
+ private:
+  const ZipNode& node_;
+  std::vector<std::unique_ptr<ItemIterator>> inputs_;
+};
+std::unique_ptr<ItemIterator> ZipNode::make_iterator(uint64_t salt) const {
+  return std::make_unique<ZipIterator>(*this, salt);
+}
+
+// The components of the parts, in order, as one element (at most three).
+Element concatenate_slots(const std::vector<Element>& parts) {
+  std::vector<Tensor> slots;
+  for (const Element& e : parts)
+    for (const Tensor* t : {&e.x, &e.y, &e.sample_weight})
+      if (t->defined()) slots.push_back(*t);
+  return element_of(slots);
+}
+
+// ---- unbatch: the rows of each element, along axis 0 ----
+class UnbatchNode final : public DatasetNode {
+ public:
+  explicit UnbatchNode(NodePtr input) : DatasetNode("unbatch", json::object(), {std::move(input)}) {}
+  int64_t cardinality() const override {
+    int64_t n = inputs()[0]->cardinality();
+    return n == data::kInfiniteCardinality ? n : data::kUnknownCardinality;
+  }
+  NodePtr with_inputs(std::vector<NodePtr> inputs) const override {
+    LS_CHECK(inputs.size() == 1, ValueError, "unbatch takes one input dataset, got ", inputs.size());
+    return std::make_shared<UnbatchNode>(std::move(inputs[0]));
+  }
+  std::unique_ptr<ItemIterator> make_iterator(uint64_t salt) const override;
+};
+
+Tensor row_view(const Tensor& t, int64_t i) {
+  std::vector<int64_t> dims(t.shape().dims().begin() + 1, t.shape().dims().end());
+  std::vector<int64_t> strides(t.strides().begin() + 1, t.strides().end());
+  return Tensor(t.storage(), Shape(std::move(dims)), std::move(strides), t.offset() + i * t.strides()[0], t.dtype());
+}
+
+// State: the input's state before the batch being split, and the next row of it; restoring pulls that batch again.
+class UnbatchIterator final : public ItemIterator {
+ public:
+  UnbatchIterator(const UnbatchNode& node, uint64_t salt)
+      : node_(node), input_(node.inputs()[0]->make_iterator(salt)), before_(input_->save_state()) {}
+  std::optional<Item> next() override {
+    while (!batch_ || row_ >= rows_) {
+      before_ = input_->save_state();
+      if (!pull()) return std::nullopt;
+    }
+    const Element& b = *batch_;
+    const int64_t i = row_++;
+    auto row = [&](const Tensor& t) { return t.defined() ? row_view(t, i) : Tensor(); };
+    return Item{-1, Element{row(b.x), row(b.y), row(b.sample_weight)}};
+  }
+  json save_state() const override { return {{"input", before_}, {"row", row_}}; }
+  void restore_state(const json& state) override {
+    before_ = state.at("input");
+    input_->restore_state(before_);
+    batch_.reset();
+    const int64_t row = state.at("row").get<int64_t>();
+    if (row > 0) {
+      LS_CHECK(pull() && row <= rows_, ValueError, "restore_state: unbatch was at row ", row,
+               " of a batch its input no longer yields; restore into an iterator of the same pipeline");
+      row_ = row;
+    }
+  }
+
+ private:
+  bool pull() {
+    std::optional<Item> item = input_->next();
+    if (!item) return false;
+    batch_ = materialize(*item, *node_.inputs()[0]);
+    const Element& b = *batch_;
+    LS_CHECK(b.x.rank() >= 1, InvalidArgumentError,
+             "unbatch: an element is a scalar, but unbatch splits along axis 0; batch the dataset first");
+    rows_ = b.x.dim(0);
+    for (const Tensor* t : {&b.y, &b.sample_weight})
+      LS_CHECK(!t->defined() || (t->rank() >= 1 && t->dim(0) == rows_), InvalidArgumentError,
+               "unbatch: the components of an element have different lengths along axis 0 (", b.x.shape().str(),
+               " and ", t->shape().str(), "); give them the same batch size");
+    row_ = 0;
+    return true;
+  }
+  const UnbatchNode& node_;
+  std::unique_ptr<ItemIterator> input_;
+  json before_;
+  std::optional<Element> batch_;
+  int64_t row_ = 0, rows_ = 0;
+};
+std::unique_ptr<ItemIterator> UnbatchNode::make_iterator(uint64_t salt) const {
+  return std::make_unique<UnbatchIterator>(*this, salt);
+}
+
+// ---- the Python face ----
+
+// An iterator that Python owns. Destroying it may join a prefetch thread that waits for the GIL in a callback,
+// so the GIL is released first.
+struct PyIterator {
+  explicit PyIterator(data::Iterator it) : it(std::make_unique<data::Iterator>(std::move(it))) {}
+  PyIterator(PyIterator&&) = default;
+  ~PyIterator() {
+    if (!it) return;
+    nb::gil_scoped_release unlocked;
+    it.reset();
+  }
+  nb::tuple next() {
+    std::optional<Element> e;
+    {
+      nb::gil_scoped_release unlocked;
+      e = it->next();
+    }
+    if (!e) throw nb::stop_iteration();
+    return slots_of(*e);
+  }
+  std::unique_ptr<data::Iterator> it;
+};
+
+const char* policy_name(data::Options::AutoShardPolicy p) {
+  switch (p) {
+    case data::Options::AutoShardPolicy::OFF: return "OFF";
+    case data::Options::AutoShardPolicy::FILE: return "FILE";
+    case data::Options::AutoShardPolicy::DATA: return "DATA";
+    default: return "AUTO";
+  }
+}
+
+data::Options::AutoShardPolicy policy_from_name(const std::string& name) {
+  for (auto p : {data::Options::AutoShardPolicy::AUTO, data::Options::AutoShardPolicy::FILE,
+                 data::Options::AutoShardPolicy::DATA, data::Options::AutoShardPolicy::OFF})
+    if (name == policy_name(p)) return p;
+  throw InvalidArgumentError(make_message("unknown auto_shard_policy ", name,
+                                          "; use tf.data.experimental.AutoShardPolicy.AUTO, FILE, DATA or OFF"));
+}
+
+// Runs a Dataset method with the GIL released (sources copy their tensors; nothing here calls Python).
+template <typename F> Dataset unlocked(F&& f) {
+  nb::gil_scoped_release unlocked;
+  return f();
+}
+
+void bind_dataset(nb::module_& m) {
+  nb::class_<PyIterator>(m, "Iterator")
+      .def("__iter__", [](nb::handle self) { return self; })
+      .def("__next__", &PyIterator::next)
+      .def("save_state", [](const PyIterator& self) { return self.it->save_state().dump(); })
+      .def("restore_state", [](PyIterator& self, const std::string& state) {
+        json parsed;
+        try {
+          parsed = json::parse(state);
+        } catch (const json::exception&) {
+          throw ValueError("restore_state: the state is not JSON; pass the string save_state() returned");
+        }
+        nb::gil_scoped_release unlocked;
+        self.it->restore_state(parsed);
+      });
+
+  nb::class_<Dataset>(m, "Dataset")
+      .def_static("from_tensor_slices",
+                  [](const std::vector<nb::handle>& slots) {
+                    std::vector<Tensor> t;
+                    for (nb::handle s : slots) t.push_back(to_tensor(s));
+                    Element e = element_of(t);
+                    return unlocked([&] { return Dataset::from_tensor_slices(e.x, e.y, e.sample_weight); });
+                  })
+      .def_static("range", &Dataset::range, nb::arg("start"), nb::arg("stop"), nb::arg("step") = 1)
+      .def_static(
+          "TFRecordDataset",
+          [](std::vector<std::string> filenames, std::string compression_type) {
+            return data::TFRecordDataset(std::move(filenames), {std::move(compression_type)});
+          },
+          nb::arg("filenames"), nb::arg("compression_type") = "")
+      // combine(parts) -> slots; None concatenates the parts' components (at most three in all).
+      .def_static(
+          "zip",
+          [](const std::vector<Dataset>& datasets, nb::handle combine) {
+            LS_CHECK(!datasets.empty(), InvalidArgumentError, "zip: pass at least one dataset");
+            std::vector<NodePtr> inputs;
+            for (const Dataset& d : datasets) inputs.push_back(d.node_ptr());
+            Combine fn = concatenate_slots;
+            if (!combine.is_none())
+              fn = [f = keep(combine)](const std::vector<Element>& parts) {
+                nb::gil_scoped_acquire gil;
+                nb::list py;
+                for (const Element& e : parts) py.append(slots_of(e));
+                return element_from_python(nb::handle(f.get())(py));
+              };
+            return Dataset(std::make_shared<ZipNode>(std::move(inputs), std::move(fn)), datasets[0].options());
+          },
+          nb::arg("datasets"), nb::arg("combine").none())
+      .def("shuffle", &Dataset::shuffle, nb::arg("buffer_size"), nb::arg("seed").none(),
+           nb::arg("reshuffle_each_iteration"))
+      .def("repeat", &Dataset::repeat, nb::arg("count") = -1)
+      .def("batch", &Dataset::batch, nb::arg("batch_size"), nb::arg("drop_remainder") = false)
+      .def("shard", &Dataset::shard, nb::arg("num_shards"), nb::arg("index"))
+      .def("take", &Dataset::take, nb::arg("count"))
+      .def("skip", &Dataset::skip, nb::arg("count"))
+      .def("cache", &Dataset::cache)
+      .def("prefetch", &Dataset::prefetch, nb::arg("buffer_size"))
+      .def("unbatch",
+           [](const Dataset& d) { return Dataset(std::make_shared<UnbatchNode>(d.node_ptr()), d.options()); })
+      // fn(slots) -> slots, called by whichever thread runs the pipeline.
+      .def("map",
+           [](const Dataset& d, nb::handle fn) {
+             return d.map([f = keep(fn)](const Element& e) {
+               nb::gil_scoped_acquire gil;
+               return element_from_python(nb::handle(f.get())(slots_of(e)));
+             });
+           })
+      .def("filter",
+           [](const Dataset& d, nb::handle predicate) {
+             return d.filter([f = keep(predicate)](const Element& e) {
+               nb::gil_scoped_acquire gil;
+               return nb::cast<bool>(nb::handle(f.get())(slots_of(e)));
+             });
+           })
+      .def("with_options",
+           [](const Dataset& d, const std::string& auto_shard_policy) {
+             data::Options options = d.options();
+             options.auto_shard_policy = policy_from_name(auto_shard_policy);
+             return d.with_options(options);
+           })
+      .def_prop_ro("auto_shard_policy", [](const Dataset& d) { return policy_name(d.options().auto_shard_policy); })
+      .def("cardinality", &Dataset::cardinality)
+      .def("make_iterator", [](const Dataset& d) { return PyIterator(d.make_iterator()); })
+      .def("make_iterator", [](const Dataset& d, uint64_t iteration) { return PyIterator(d.make_iterator(iteration)); })
+      .def("__iter__", [](const Dataset& d) { return PyIterator(d.make_iterator()); })
+      // The stages from the output back to the source, as the C++ pipeline names them ("batch(batch_size=2, ...)").
+      .def_prop_ro("stages", [](const Dataset& d) {
+        std::vector<std::string> out;
+        for (const DatasetNode* n = &d.node(); n; n = n->inputs().empty() ? nullptr : n->inputs()[0].get())
+          out.push_back(n->str());
+        return out;
+      });
+}
+
+// ---- tf.io: TFRecord files, tf.train.Example, gfile ----
+
+std::variant<data::FixedLenFeature, data::VarLenFeature> feature_of(nb::handle spec) {
+  const std::string kind = nb::cast<std::string>(spec[0]);
+  if (kind == "var") return data::VarLenFeature{to_dtype(spec[1])};
+  nb::handle fallback = spec[3];
+  data::FixedLenFeature f{nb::cast<std::vector<int64_t>>(spec[1]), to_dtype(spec[2]), {}};
+  if (!fallback.is_none()) f.default_value = to_tensor(fallback, f.dtype == data::kString ? DType::uint8 : f.dtype);
+  return f;
+}
+
+// {key: ("fixed", shape, dtype, default or None) | ("var", dtype)} as the C++ FeatureSpec.
+data::FeatureSpec spec_of(const nb::dict& features) {
+  data::FeatureSpec spec;
+  for (auto [key, value] : features) spec.emplace(nb::cast<std::string>(key), feature_of(value));
+  return spec;
+}
+
+// {key: Tensor} for dense features, {key: (indices, values or [bytes], dense_shape)} for sparse ones.
+nb::tuple parsed_to_python(const data::ParsedFeatures& parsed) {
+  nb::dict dense, sparse;
+  for (const auto& [key, t] : parsed.dense) dense[key.c_str()] = nb::cast(t);
+  for (const auto& [key, s] : parsed.sparse) {
+    nb::object values = s.values.defined() ? nb::cast(s.values) : nb::object();
+    if (!s.values.defined()) {
+      nb::list strings;
+      for (const std::string& v : s.string_values) strings.append(nb::bytes(v.data(), v.size()));
+      values = strings;
+    }
+    sparse[key.c_str()] = nb::make_tuple(s.indices, values, s.dense_shape);
+  }
+  return nb::make_tuple(dense, sparse);
+}
+
+std::string bytes_of(nb::handle v) {
+  if (nb::isinstance<nb::bytes>(v)) {
+    auto b = nb::borrow<nb::bytes>(v);
+    return std::string(b.c_str(), b.size());
+  }
+  return nb::cast<std::string>(v);
+}
+
+void bind_io(nb::module_& m) {
+  m.def("parse_single_example", [](nb::handle serialized, const nb::dict& features) {
+    std::string bytes = bytes_of(serialized);
+    data::FeatureSpec spec = spec_of(features);
+    data::ParsedFeatures parsed;
+    {
+      nb::gil_scoped_release unlocked;
+      parsed = data::parse_single_example(std::string_view(bytes), spec);
+    }
+    return parsed_to_python(parsed);
+  });
+  m.def("parse_example", [](const std::vector<nb::handle>& serialized, const nb::dict& features) {
+    std::vector<std::string> records;
+    for (nb::handle s : serialized) records.push_back(bytes_of(s));
+    data::FeatureSpec spec = spec_of(features);
+    data::ParsedFeatures parsed;
+    {
+      nb::gil_scoped_release unlocked;
+      parsed = data::parse_example(records, spec);
+    }
+    return parsed_to_python(parsed);
+  });
+
+  nb::class_<data::TFRecordWriter>(m, "TFRecordWriter")
+      .def(
+          "__init__",
+          [](data::TFRecordWriter* w, std::string path, std::string compression_type) {
+            new (w) data::TFRecordWriter(std::move(path), {std::move(compression_type)});
+          },
+          nb::arg("path"), nb::arg("compression_type") = "")
+      .def("write", [](data::TFRecordWriter& w, nb::handle record) { w.write(bytes_of(record)); })
+      .def("flush", &data::TFRecordWriter::flush)
+      .def("close", &data::TFRecordWriter::close);
+
+  namespace gfile = io::gfile;
+  nb::module_ g = m.def_submodule("gfile", "tf.io.gfile over lockstep::io::gfile");
+  g.def("exists", &gfile::exists);
+  g.def("isdir", &gfile::isdir);
+  g.def("makedirs", &gfile::makedirs);
+  g.def("mkdir", &gfile::mkdir);
+  g.def("rmtree", &gfile::rmtree);
+  g.def("remove", &gfile::remove);
+  g.def("rename", &gfile::rename, nb::arg("src"), nb::arg("dst"), nb::arg("overwrite") = false);
+  g.def("copy", &gfile::copy, nb::arg("src"), nb::arg("dst"), nb::arg("overwrite") = false);
+  g.def("glob", &gfile::glob);
+  g.def("listdir", &gfile::listdir);
+  g.def("walk", [](const std::string& top, bool topdown) {
+    nb::list out;
+    for (const gfile::WalkEntry& e : gfile::walk(top, topdown))
+      out.append(nb::make_tuple(e.dirpath, nb::cast(e.dirnames), nb::cast(e.filenames)));
+    return out;
+  });
+  g.def("stat", [](const std::string& path) {
+    gfile::FileStatistics s = gfile::stat(path);
+    return nb::make_tuple(s.length, s.mtime_nsec, s.is_directory);
+  });
+  g.def("join", [](const std::vector<std::string>& parts) {
+    std::string out = parts.empty() ? "" : parts[0];
+    for (size_t i = 1; i < parts.size(); ++i) out = gfile::join(out, parts[i]);
+    return out;
+  });
+  auto as_bytes = [](const std::string& s) { return nb::bytes(s.data(), s.size()); };
+  nb::class_<gfile::GFile>(g, "GFile")
+      .def(nb::init<std::string, std::string>(), nb::arg("name"), nb::arg("mode") = "r")
+      .def("read", [as_bytes](gfile::GFile& f, int64_t n) { return as_bytes(f.read(n)); }, nb::arg("n") = -1)
+      .def("readline", [as_bytes](gfile::GFile& f) { return as_bytes(f.readline()); })
+      .def("readlines", [as_bytes](gfile::GFile& f) {
+        nb::list out;
+        for (const std::string& line : f.readlines()) out.append(as_bytes(line));
+        return out;
+      })
+      .def("write", [](gfile::GFile& f, nb::handle data) { f.write(bytes_of(data)); })
+      .def("flush", &gfile::GFile::flush)
+      .def("close", &gfile::GFile::close)
+      .def("seek", &gfile::GFile::seek, nb::arg("offset"), nb::arg("whence") = 0)
+      .def("tell", &gfile::GFile::tell)
+      .def("size", &gfile::GFile::size)
+      .def_prop_ro("name", &gfile::GFile::name)
+      .def_prop_ro("mode", &gfile::GFile::mode);
+}
+
+}  // namespace
+
+void bind_data(nb::module_& m) {
+  nb::module_ d = m.def_submodule("data", "tf.data over lockstep::data");
+  d.attr("AUTOTUNE") = data::kAutotune;
+  d.attr("INFINITE_CARDINALITY") = data::kInfiniteCardinality;
+  d.attr("UNKNOWN_CARDINALITY") = data::kUnknownCardinality;
+  bind_dataset(d);
+  nb::module_ io = m.def_submodule("io", "tf.io over lockstep::data's TFRecord and Example code and lockstep::io::gfile");
+  bind_io(io);
+}
 
 }  // namespace lockstep::python
