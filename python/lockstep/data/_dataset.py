@@ -1,0 +1,366 @@
+"""tf.data.Dataset over lockstep's C++ pipeline (lockstep::data::Dataset, bound as _lockstep.data.Dataset).
+
+Every Dataset holds the C++ pipeline in `_cpp`: Keras' fit and the strategies consume it there, and only a
+Python function given to map or filter runs Python (the C++ stage calls it with the GIL). `_structure` says how the
+C++ element's slots make TensorFlow's nested element (see _structure.py); a map's output structure is learnt from
+its first call, and asking for it before iterating runs the function on the first element, as TF's tracing does.
+"""
+import numpy as _np
+
+from .. import _lockstep, dtypes
+from .._tensor import Tensor
+from . import _structure
+from ._options import Options
+from ._structure import Structure, TensorSpec
+
+_C = _lockstep.data
+AUTOTUNE = _C.AUTOTUNE
+INFINITE_CARDINALITY = _C.INFINITE_CARDINALITY
+UNKNOWN_CARDINALITY = _C.UNKNOWN_CARDINALITY
+
+
+class _Lazy:
+    """A Structure computed when first needed (or set by the first call of a map function)."""
+
+    def __init__(self, compute=None, value=None):
+        self.compute, self.value = compute, value
+
+    def get(self):
+        if self.value is None:
+            self.value = self.compute()
+        return self.value
+
+
+def _int(value, name):
+    if isinstance(value, Tensor) or hasattr(value, "_lockstep_tensor_"):
+        value = value.numpy()
+    if isinstance(value, (bool, _np.bool_)) or not isinstance(value, (int, _np.integer)) and not (
+            isinstance(value, _np.ndarray) and value.ndim == 0 and value.dtype.kind in "iu"):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    return int(value)
+
+
+def _call(fn, value):
+    """Calls a tf.data function as TensorFlow does: a tuple element is unpacked into arguments."""
+    return fn(*value) if type(value) is tuple else fn(value)
+
+
+class Dataset:
+    """A pipeline of elements, as tf.data.Dataset. Build one with from_tensor_slices, from_tensors, range, zip or
+    TFRecordDataset; every transformation returns a new Dataset."""
+
+    def __init__(self, cpp, structure, options=None):
+        self._cpp = cpp
+        self._lazy = structure if isinstance(structure, _Lazy) else _Lazy(value=structure)
+        self._opts = options if options is not None else Options()
+
+    @property
+    def _structure(self):
+        return self._lazy.get()
+
+    def _then(self, cpp, structure=None):
+        """A dataset after this one: the same structure unless a function of this one's is given."""
+        if structure is None:
+            return Dataset(cpp, self._lazy, self._opts)
+        if self._lazy.value is not None:
+            return Dataset(cpp, structure(self._lazy.value), self._opts)
+        return Dataset(cpp, _Lazy(lambda: structure(self._structure)), self._opts)
+
+    @classmethod
+    def _from_cpp(cls, cpp, like):
+        """A Dataset over another C++ pipeline whose elements have the structure of `like`'s (e.g. one rewritten
+        for distribution)."""
+        return cls(cpp, like._lazy, like._opts)
+
+    def _element_from_slots(self, slots):
+        """The Python element (TF's nested structure) that a C++ element's slots carry."""
+        return self._structure.decode(slots)
+
+    # ---- sources ----
+    @staticmethod
+    def from_tensor_slices(tensors, name=None):
+        leaves_in = _structure.flatten(tensors)
+        if not leaves_in:
+            raise ValueError("from_tensor_slices: the element structure is empty; pass at least one tensor")
+        names = _structure.paths(tensors)
+        leaves = [_structure.to_leaf(v, where=f"from_tensor_slices: component {n}") for v, n in zip(leaves_in, names)]
+        first = None
+        for t, v, n in zip(leaves, leaves_in, names):
+            rank = len(t.shape) - (1 if _structure.is_string(v) else 0)
+            if rank < 1:
+                raise ValueError(f"from_tensor_slices: component {n} is a scalar, but slicing needs rank >= 1 "
+                                 "(elements are taken along axis 0); use from_tensors, or reshape it to [N, ...]")
+            if first is None:
+                first = (n, t.shape[0])
+            elif t.shape[0] != first[1]:
+                raise ValueError(f"from_tensor_slices: component {first[0]} has {first[1]} elements along axis 0 but "
+                                 f"component {n} has {t.shape[0]}; pass components of the same length")
+        row = [_structure.TensorSpec(list(t.shape)[1:], t.dtype) for t in leaves]
+        specs = [_structure.TensorSpec(s.shape[:-1], _structure.string) if _structure.is_string(v) else s
+                 for s, v in zip(row, leaves_in)]
+        layout = None
+        if len(specs) > 3:
+            layout = [(s.dtype, tuple(t.shape)[1:], _row_bytes(t)) for s, t in zip(specs, leaves)]
+        structure = Structure(_structure.pack_as(tensors, specs), layout)
+        return Dataset(_C.Dataset.from_tensor_slices(structure.slots_from_tensors(leaves)), structure)
+
+    @staticmethod
+    def from_tensors(tensors, name=None):
+        def one(v):
+            if _structure.is_string(v):
+                return _np.asarray(v._values if isinstance(v, _structure.StringTensor) else v, dtype=object)[None]
+            return _structure.to_leaf(v, where="from_tensors").numpy()[None]
+
+        return Dataset.from_tensor_slices(_structure.pack_as(tensors, [one(v) for v in _structure.flatten(tensors)]))
+
+    @staticmethod
+    def range(*args, dtype=dtypes.int64, name=None):
+        if not 1 <= len(args) <= 3:
+            raise TypeError(f"range takes 1 to 3 arguments (stop; start, stop; start, stop, step), got {len(args)}")
+        values = [_int(a, "range's arguments") for a in args]
+        start, stop, step = (0, values[0], 1) if len(values) == 1 else (values + [1])[:3]
+        ds = Dataset(_C.Dataset.range(start, stop, step), Structure(TensorSpec([], dtypes.int64)))
+        dtype = dtypes.as_dtype(dtype)
+        if dtype == dtypes.int64:
+            return ds
+        from .. import _core
+
+        return ds.map(lambda x: _core.cast(x, dtype))
+
+    @staticmethod
+    def zip(*args, datasets=None, name=None):
+        if datasets is None:
+            datasets = args[0] if len(args) == 1 else tuple(args)
+        elif args:
+            raise TypeError("zip: pass the datasets either as arguments or as datasets=, not both")
+        inputs = _structure.flatten(datasets)
+        if not inputs or not all(isinstance(d, Dataset) for d in inputs):
+            raise TypeError("zip: pass datasets, or a tuple or dict of datasets")
+        structures = [d._structure for d in inputs]
+        tree = _structure.pack_as(datasets, [s.tree for s in structures])
+        specs = [s for st in structures for s in st.specs]
+        if len(specs) <= 3 and not any(s.packed for s in structures):
+            out = Structure(tree)
+            return Dataset(_C.Dataset.zip([d._cpp for d in inputs], None), out, inputs[0]._opts)
+        cell = _Lazy()
+
+        def combine(parts):
+            value = _structure.pack_as(datasets, [s.decode(p) for s, p in zip(structures, parts)])
+            if cell.value is None:
+                cell.value = Structure.of_value(value)
+            return cell.value.encode(value, "zip")
+
+        out = Dataset(_C.Dataset.zip([d._cpp for d in inputs], combine), cell, inputs[0]._opts)
+        cell.compute = lambda: _trace(out, cell)
+        return out
+
+    # ---- transformations ----
+    def map(self, map_func, num_parallel_calls=None, deterministic=None, synchronous=None,
+            use_unbounded_threadpool=False, name=None):
+        if not callable(map_func):
+            raise TypeError(f"map: map_func must be callable, got {type(map_func).__name__}")
+        cell = _Lazy()
+
+        def call(slots):
+            out = _call(map_func, self._structure.decode(slots))
+            if isinstance(out, list):
+                out = tuple(out)  # as TensorFlow, which warns
+            if out is None:
+                raise ValueError("map: the function returned None; return the transformed element")
+            if cell.value is None:
+                cell.value = Structure.of_value(out)
+            return cell.value.encode(out)
+
+        mapped = Dataset(self._cpp.map(call), cell, self._opts)
+        cell.compute = lambda: _trace(mapped, cell)
+        return mapped
+
+    def filter(self, predicate, name=None):
+        if not callable(predicate):
+            raise TypeError(f"filter: predicate must be callable, got {type(predicate).__name__}")
+
+        def call(slots):
+            keep = _call(predicate, self._structure.decode(slots))
+            if isinstance(keep, (Tensor, _np.ndarray)) and tuple(keep.shape) != ():
+                raise ValueError(f"filter: the predicate returned a tensor of shape {list(keep.shape)}; return a "
+                                 "scalar bool")
+            return bool(keep)
+
+        return self._then(self._cpp.filter(call))
+
+    def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=None, name=None):
+        buffer_size = _int(buffer_size, "shuffle's buffer_size")
+        if buffer_size == AUTOTUNE:
+            raise ValueError("shuffle: buffer_size AUTOTUNE is not supported by lockstep; pass the number of elements")
+        seed = None if seed is None else _int(seed, "shuffle's seed") & 0xFFFFFFFFFFFFFFFF
+        reshuffle = True if reshuffle_each_iteration is None else bool(reshuffle_each_iteration)
+        return self._then(self._cpp.shuffle(buffer_size, seed, reshuffle))
+
+    def batch(self, batch_size, drop_remainder=False, num_parallel_calls=None, deterministic=None, name=None):
+        batch_size = _int(batch_size, "batch's batch_size")
+        drop = bool(drop_remainder)
+        return self._then(self._cpp.batch(batch_size, drop), lambda s: s.batched(batch_size if drop else None))
+
+    def unbatch(self, name=None):
+        def unbatched(s):
+            if any(spec.shape.rank == 0 for spec in s.specs):
+                raise ValueError("unbatch: a component is a scalar; unbatch needs rank >= 1 (batch the dataset first)")
+            return s.unbatched()
+
+        if self._lazy.value is not None:
+            unbatched(self._lazy.value)
+        return self._then(self._cpp.unbatch(), unbatched)
+
+    def repeat(self, count=None, name=None):
+        return self._then(self._cpp.repeat(-1 if count is None else _int(count, "repeat's count")))
+
+    def take(self, count, name=None):
+        return self._then(self._cpp.take(_int(count, "take's count")))
+
+    def skip(self, count, name=None):
+        return self._then(self._cpp.skip(_int(count, "skip's count")))
+
+    def shard(self, num_shards, index, name=None):
+        return self._then(self._cpp.shard(_int(num_shards, "shard's num_shards"), _int(index, "shard's index")))
+
+    def cache(self, filename="", name=None):
+        # lockstep caches in memory; a file cache gives the same elements but is not kept for the next run.
+        return self._then(self._cpp.cache())
+
+    def prefetch(self, buffer_size, name=None):
+        return self._then(self._cpp.prefetch(_int(buffer_size, "prefetch's buffer_size")))
+
+    def enumerate(self, start=0, name=None):
+        return Dataset.zip((Dataset.range(_int(start, "enumerate's start"), 2**63 - 1), self))
+
+    def with_options(self, options, name=None):
+        if not isinstance(options, Options):
+            raise TypeError(f"with_options: pass a tf.data.Options, got {type(options).__name__}")
+        merged = self._opts.merge(options)
+        policy = merged.experimental_distribute.auto_shard_policy
+        return Dataset(self._cpp.with_options(policy.name), self._lazy, merged)
+
+    def options(self):
+        return self._opts
+
+    def apply(self, transformation_func):
+        return transformation_func(self)
+
+    def reduce(self, initial_state, reduce_func, name=None):
+        state = initial_state
+        for element in self:
+            state = reduce_func(state, element)
+        return state
+
+    # ---- what a dataset is ----
+    @property
+    def element_spec(self):
+        return self._structure.tree
+
+    def cardinality(self):
+        from .. import _core
+
+        return _core.constant(self._cpp.cardinality(), dtype=dtypes.int64)
+
+    def __len__(self):
+        n = self._cpp.cardinality()
+        if n == INFINITE_CARDINALITY:
+            raise TypeError("The dataset is infinite.")
+        if n == UNKNOWN_CARDINALITY:
+            raise TypeError("The dataset length is unknown.")
+        return n
+
+    def __bool__(self):
+        return True
+
+    def __iter__(self):
+        return _Iterator(self)
+
+    def as_numpy_iterator(self):
+        return _NumpyIterator(self)
+
+    def get_single_element(self, name=None):
+        it = iter(self)
+        try:
+            element = next(it)
+        except StopIteration:
+            from ..errors import InvalidArgumentError
+
+            raise InvalidArgumentError("get_single_element: the dataset is empty; it must have exactly one element")
+        try:
+            next(it)
+        except StopIteration:
+            return element
+        from ..errors import InvalidArgumentError
+
+        raise InvalidArgumentError("get_single_element: the dataset has more than one element; use take(1)")
+
+    def __repr__(self):
+        return f"<{type(self).__name__} element_spec={self.element_spec}>"
+
+
+def _row_bytes(t):
+    return int(_np.prod(list(t.shape)[1:], dtype=_np.int64)) * t.numpy().dtype.itemsize
+
+
+def _trace(dataset, cell):
+    """The structure of a map or zip output, learnt by computing its first element (TF traces the function)."""
+    try:
+        next(dataset._cpp.make_iterator(0))
+    except StopIteration:
+        pass
+    if cell.value is None:  # an empty input: no element, no structure to learn
+        cell.value = Structure(TensorSpec(None, dtypes.float32))
+    return cell.value
+
+
+class _Iterator:
+    """An iterator over a Dataset (iter(dataset)), as TF's OwnedIterator: next() or get_next()."""
+
+    def __init__(self, dataset):
+        self._dataset = dataset
+        self._it = dataset._cpp.make_iterator()
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return self._dataset._element_from_slots(next(self._it))
+
+    def get_next(self):
+        return next(self)
+
+    def get_next_as_optional(self):
+        raise NotImplementedError("tf.data.Iterator.get_next_as_optional is not implemented by lockstep "
+                                  "(see docs/python.md)")
+
+    @property
+    def element_spec(self):
+        return self._dataset.element_spec
+
+
+class _NumpyIterator(_Iterator):
+    """as_numpy_iterator(): elements with NumPy leaves (bytes for strings)."""
+
+    def __next__(self):
+        return _structure.numpy_of(super().__next__())
+
+
+# TensorFlow's Dataset methods that lockstep lacks say so when called.
+_MISSING = ("padded_batch", "interleave", "flat_map", "window", "scan", "group_by_window", "bucket_by_sequence_length",
+            "rejection_resample", "concatenate", "unique", "snapshot", "save", "load", "ragged_batch", "sparse_batch",
+            "fingerprint", "from_generator", "list_files", "random", "choose_from_datasets", "sample_from_datasets",
+            "counter", "ignore_errors", "take_while", "distributed_save", "shuffle_and_repeat", "batch_with_padding")
+
+
+def _missing(name):
+    def method(*args, **kwargs):
+        raise NotImplementedError(f"tf.data.Dataset.{name} is not implemented by lockstep (see docs/python.md)")
+
+    method.__name__ = name
+    return method
+
+
+for _name in _MISSING:
+    setattr(Dataset, _name, _missing(_name))
+del _name

@@ -1,0 +1,322 @@
+"""How tf.data's nested elements travel through lockstep's C++ pipeline, whose elements hold at most three tensors
+(x, y, sample_weight: the slots).
+
+An element's structure is a nest of tuples, namedtuples and dicts (dicts in sorted key order, as tf.nest) whose
+leaves are TensorSpecs; lists are tensors, as in tf.data. With at most three leaves each leaf is one slot, so an
+(x, y) dataset reaches Keras as Element{x, y}. A larger structure is packed into one uint8 slot of shape
+[batch dims..., bytes of all leaves], which batch, shuffle, cache and the rest move like any tensor; packing needs
+every leaf's shape and, for strings, length fixed by the first element.
+
+lockstep has no string tensors: a tf.string leaf travels as uint8 bytes [..., length] and reaches Python as a
+StringTensor.
+"""
+import numpy as _np
+
+from .. import _nest, dtypes
+from .._tensor import Tensor, TensorShape
+from .._lockstep import ops as _ops
+
+string = dtypes.string
+
+
+class TensorSpec:
+    """The type of one component of an element, as tf.TensorSpec: a shape (None where unknown) and a dtype."""
+
+    def __init__(self, shape, dtype=dtypes.float32, name=None):
+        self._shape = TensorShape(shape)
+        self._dtype = dtypes.as_dtype(dtype)
+        self._name = name
+
+    shape = property(lambda self: self._shape)
+    dtype = property(lambda self: self._dtype)
+    name = property(lambda self: self._name)
+
+    @classmethod
+    def from_tensor(cls, tensor, name=None):
+        return cls(tensor.shape, tensor.dtype, name)
+
+    def is_compatible_with(self, spec_or_value):
+        other = spec_or_value if isinstance(spec_or_value, TensorSpec) else TensorSpec.from_tensor(spec_or_value)
+        if other.dtype != self.dtype or other.shape.rank != self.shape.rank:
+            return False
+        return all(a is None or b is None or a == b for a, b in zip(self.shape, other.shape))
+
+    def _with_shape(self, shape):
+        return TensorSpec(shape, self._dtype, self._name)
+
+    def __eq__(self, other):
+        return (isinstance(other, TensorSpec) and self._shape == other._shape and self._dtype == other._dtype
+                and self._name == other._name)
+
+    def __hash__(self):
+        return hash((self._shape, self._dtype))
+
+    def __repr__(self):
+        return f"TensorSpec(shape={self._shape}, dtype={self._dtype!r}, name={self._name!r})"
+
+
+class StringTensor:
+    """A tf.string tensor: byte strings in an array of the tensor's shape. numpy() gives bytes for a scalar and an
+    object array of bytes otherwise, as TensorFlow does."""
+
+    _lockstep_leaf = True
+
+    def __init__(self, values):
+        self._values = _np.asarray(values, dtype=object)
+
+    dtype = property(lambda self: string)
+    shape = property(lambda self: TensorShape(self._values.shape))
+    ndim = property(lambda self: self._values.ndim)
+
+    def numpy(self):
+        return self._values[()] if self._values.ndim == 0 else self._values.copy()
+
+    def get_shape(self):
+        return self.shape
+
+    def __len__(self):
+        if self._values.ndim == 0:
+            raise TypeError("len() of a scalar string tensor")
+        return len(self._values)
+
+    def __getitem__(self, key):
+        return StringTensor(self._values[key])
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def __eq__(self, other):
+        other = other._values if isinstance(other, StringTensor) else _np.asarray(other, dtype=object)
+        return bool(_np.all(self._values == other)) if self._values.ndim == 0 else self._values == other
+
+    __hash__ = None
+
+    def __bytes__(self):
+        return bytes(self._values[()])
+
+    def __repr__(self):
+        return f"<tf.Tensor: shape={self.shape}, dtype=string, numpy={self.numpy()!r}>"
+
+
+def is_string(value):
+    if isinstance(value, (StringTensor, bytes, str)):
+        return True
+    return isinstance(value, _np.ndarray) and value.dtype.kind in "SUO"
+
+
+def string_bytes(value):
+    """A string leaf (StringTensor, bytes, str or a NumPy array of them) as uint8 [shape..., length]."""
+    values = value._values if isinstance(value, StringTensor) else _np.asarray(value, dtype=object)
+    flat = [v.encode() if isinstance(v, str) else bytes(v) for v in values.reshape(-1)]
+    lengths = {len(v) for v in flat}
+    if len(lengths) > 1:
+        raise ValueError(f"strings of lengths {sorted(lengths)[0]} and {sorted(lengths)[-1]} in one tensor: lockstep "
+                         "carries a string tensor as fixed-length bytes; give its strings one length (pad them)")
+    length = lengths.pop() if lengths else 0
+    raw = _np.frombuffer(b"".join(flat), dtype=_np.uint8)
+    return raw.reshape(values.shape + (length,))
+
+
+def strings_of(slot):
+    """A uint8 slot [shape..., length] as the StringTensor of that shape."""
+    raw = _np.asarray(slot.numpy(), dtype=_np.uint8)
+    rows = raw.reshape(-1, raw.shape[-1]) if raw.size else _np.zeros((int(_np.prod(raw.shape[:-1])), 0), _np.uint8)
+    values = _np.empty(len(rows), dtype=object)
+    for i, row in enumerate(rows):
+        values[i] = row.tobytes()
+    return StringTensor(values.reshape(raw.shape[:-1]))
+
+
+def is_structure(value):
+    """tf.data's nests: tuples (and namedtuples) and dicts. Lists are tensors, as in tf.data."""
+    return isinstance(value, (tuple, dict))
+
+
+def flatten(value):
+    if isinstance(value, dict):
+        return [leaf for k in sorted(value) for leaf in flatten(value[k])]
+    if isinstance(value, tuple):
+        return [leaf for item in value for leaf in flatten(item)]
+    return [value]
+
+
+def pack_as(tree, leaves):
+    it = iter(leaves)
+
+    def build(s):
+        if isinstance(s, dict):
+            return {k: build(s[k]) for k in sorted(s)}
+        if isinstance(s, tuple) and hasattr(s, "_fields"):
+            return type(s)(*[build(v) for v in s])
+        if isinstance(s, tuple):
+            return tuple(build(v) for v in s)
+        return next(it)
+
+    out = build(tree)
+    return out
+
+
+def paths(tree, prefix=""):
+    """Names of the leaves for error messages: "[0]", "['image']", ..."""
+    if isinstance(tree, dict):
+        return [p for k in sorted(tree) for p in paths(tree[k], f"{prefix}[{k!r}]")]
+    if isinstance(tree, tuple):
+        return [p for i, v in enumerate(tree) for p in paths(v, f"{prefix}[{i}]")]
+    return [prefix or "the element"]
+
+
+def to_leaf(value, spec=None, where="an element"):
+    """A component as what the C++ side carries: a Tensor (numeric) or uint8 bytes (string). `spec`, when known,
+    fixes the dtype that Python data converts to."""
+    if (spec is not None and spec.dtype == string) or (spec is None and is_string(value)):
+        if not is_string(value):
+            raise TypeError(f"{where} is a {type(value).__name__} where the dataset has a tf.string; return strings "
+                            "for every element")
+        return Tensor_from_numpy(string_bytes(value))
+    if spec is not None and is_string(value):
+        raise TypeError(f"{where} is a string where the dataset has a {spec.dtype.name} tensor; return the same "
+                        "types for every element")
+    from .. import _core
+
+    try:
+        return _core.convert_to_tensor(value, dtype=None if spec is None or isinstance(value, Tensor) else spec.dtype)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"{where}: {e}") from None
+
+
+def Tensor_from_numpy(array):  # noqa: N802 (reads as what it makes)
+    from .. import _core
+
+    return _core.convert_to_tensor(_np.require(array, requirements="C"))  # ascontiguousarray makes 0-d 1-d
+
+
+def spec_of(leaf_value, tensor):
+    """The TensorSpec of a component given as `leaf_value` and carried as `tensor`."""
+    if is_string(leaf_value):
+        return TensorSpec(tensor.shape[:-1], string)
+    return TensorSpec(tensor.shape, tensor.dtype)
+
+
+class Structure:
+    """An element's nest of TensorSpecs and how its leaves sit in the C++ element's slots.
+
+    `layout` is None for one leaf per slot, else, for a packed structure, one (dtype, shape, nbytes) per leaf: the
+    shape and byte count of one element's leaf, which batch dims do not change.
+    """
+
+    def __init__(self, tree, layout=None):
+        self.tree = tree
+        self.specs = flatten(tree)
+        self.layout = layout
+
+    packed = property(lambda self: self.layout is not None)
+
+    @classmethod
+    def of_value(cls, value, leaves=None):
+        """The structure of one concrete element `value` whose leaves convert to `leaves` (tensors or bytes)."""
+        flat = flatten(value)
+        leaves = leaves if leaves is not None else [to_leaf(v) for v in flat]
+        specs = [spec_of(v, t) for v, t in zip(flat, leaves)]
+        layout = None
+        if len(specs) > 3:
+            layout = [(s.dtype, tuple(t.shape), _nbytes(t)) for s, t in zip(specs, leaves)]
+        return cls(pack_as(value, specs), layout)
+
+    def with_specs(self, specs):
+        return Structure(pack_as(self.tree, specs), self.layout)
+
+    def batched(self, batch_size):
+        return self.with_specs([s._with_shape([batch_size] + list(s.shape)) for s in self.specs])
+
+    def unbatched(self):
+        return self.with_specs([s._with_shape(list(s.shape)[1:]) for s in self.specs])
+
+    # ---- Python values <-> slots ----
+    def encode(self, value, where="map()"):
+        """The slots (at most three tensors) carrying `value`, which must have this structure."""
+        flat = flatten(value)
+        if not _same_nest(value, self.tree):
+            raise TypeError(f"{where} returned an element of structure {_describe(value)} but earlier ones have "
+                            f"{_describe(self.tree)}; return the same structure for every element")
+        names = paths(self.tree)
+        leaves = [to_leaf(v, s, f"{where}: component {n}") for v, s, n in zip(flat, self.specs, names)]
+        if not self.packed:
+            return leaves
+        return [self._pack(leaves, names, where)]
+
+    def _pack(self, leaves, names, where):
+        parts = []
+        for t, (dtype, shape, nbytes), name in zip(leaves, self.layout, names):
+            if tuple(t.shape) != shape:
+                raise ValueError(f"{where}: component {name} has shape {list(t.shape)} but {list(shape)} in the first "
+                                 "element; lockstep carries elements of more than 3 components with fixed shapes "
+                                 "only: give it one shape (or return at most 3 components)")
+            parts.append(_np.ascontiguousarray(t.numpy()).reshape(-1).view(_np.uint8))
+        return Tensor_from_numpy(_np.concatenate(parts) if parts else _np.zeros(0, _np.uint8))
+
+    def decode(self, slots):
+        """The Python element (a nest of Tensors and StringTensors) that `slots` carry."""
+        if self.packed:
+            leaves = self._unpack(slots[0])
+        else:
+            leaves = [strings_of(t) if s.dtype == string else t for t, s in zip(slots, self.specs)]
+        return pack_as(self.tree, leaves)
+
+    def _unpack(self, slot):
+        raw = slot.numpy()
+        batch = raw.shape[:-1]
+        out, offset = [], 0
+        for dtype, shape, nbytes in self.layout:
+            part = _np.ascontiguousarray(raw[..., offset:offset + nbytes])
+            offset += nbytes
+            if dtype == string:
+                out.append(strings_of(Tensor_from_numpy(part.reshape(batch + shape))))
+            else:
+                out.append(Tensor_from_numpy(part.view(dtype.as_numpy_dtype).reshape(batch + shape)))
+        return out
+
+    def slots_from_tensors(self, leaves):
+        """Slots for whole-dataset leaves (from_tensor_slices): one per leaf, or packed along axis 1."""
+        if not self.packed:
+            return leaves
+        n = leaves[0].shape[0]
+        rows = [_np.ascontiguousarray(t.numpy()).reshape(n, -1).view(_np.uint8) for t in leaves]
+        return [Tensor_from_numpy(_np.concatenate(rows, axis=1))]
+
+
+def _nbytes(t):
+    return int(_np.prod(t.shape, dtype=_np.int64)) * _np.dtype(t.numpy().dtype).itemsize
+
+
+def _same_nest(a, b):
+    if isinstance(b, dict):
+        return isinstance(a, dict) and sorted(a) == sorted(b) and all(_same_nest(a[k], b[k]) for k in b)
+    if isinstance(b, tuple):
+        return isinstance(a, tuple) and len(a) == len(b) and all(_same_nest(x, y) for x, y in zip(a, b))
+    return not is_structure(a)
+
+
+def _describe(tree):
+    if isinstance(tree, dict):
+        return "{" + ", ".join(f"{k!r}: {_describe(tree[k])}" for k in sorted(tree)) + "}"
+    if isinstance(tree, tuple):
+        return "(" + ", ".join(_describe(v) for v in tree) + ("," if len(tree) == 1 else "") + ")"
+    return "tensor"
+
+
+def numpy_of(value):
+    """The element with every leaf as NumPy (as_numpy_iterator): bytes for string scalars, as TensorFlow."""
+    return _nest_map(lambda t: t.numpy(), value)
+
+
+def _nest_map(fn, value):
+    if isinstance(value, dict):
+        return {k: _nest_map(fn, value[k]) for k in value}
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return type(value)(*[_nest_map(fn, v) for v in value])
+    if isinstance(value, tuple):
+        return tuple(_nest_map(fn, v) for v in value)
+    return fn(value)
+
+
+del _nest, _ops
