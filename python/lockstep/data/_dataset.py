@@ -114,13 +114,13 @@ class Dataset:
         return Dataset.from_tensor_slices(_structure.pack_as(tensors, [one(v) for v in _structure.flatten(tensors)]))
 
     @staticmethod
-    def range(*args, dtype=dtypes.int64, name=None):
+    def range(*args, output_type=dtypes.int64, name=None):
         if not 1 <= len(args) <= 3:
             raise TypeError(f"range takes 1 to 3 arguments (stop; start, stop; start, stop, step), got {len(args)}")
         values = [_int(a, "range's arguments") for a in args]
         start, stop, step = (0, values[0], 1) if len(values) == 1 else (values + [1])[:3]
         ds = Dataset(_C.Dataset.range(start, stop, step), Structure(TensorSpec([], dtypes.int64)))
-        dtype = dtypes.as_dtype(dtype)
+        dtype = dtypes.as_dtype(output_type)
         if dtype == dtypes.int64:
             return ds
         from .. import _core

@@ -27,6 +27,10 @@ class _OptionGroup:
         object.__setattr__(self, "_values", {})
 
     def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if name in self._values:
+            return self._values[name]
         defaults = type(self)._defaults
         if name in defaults:
             value = defaults[name]

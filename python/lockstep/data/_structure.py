@@ -178,6 +178,8 @@ def to_leaf(value, spec=None, where="an element"):
                         "types for every element")
     from .. import _core
 
+    if isinstance(value, _np.generic):  # np.float64 is also a Python float, which would become float32
+        value = _np.asarray(value)
     try:
         return _core.convert_to_tensor(value, dtype=None if spec is None or isinstance(value, Tensor) else spec.dtype)
     except (TypeError, ValueError) as e:
