@@ -137,6 +137,19 @@ def test_every_dataset_holds_the_cpp_pipeline():
     np.testing.assert_array_equal(y.numpy(), Y)
 
 
+def test_a_dropped_pipeline_is_freed():
+    import gc
+    import weakref
+
+    ds = tf.data.Dataset.from_tensor_slices((X, Y)).map(lambda x, y: (x, y))
+    ds = tf.data.Dataset.zip((ds, tf.data.Dataset.range(3).map(lambda i: (i, i, i)))).filter(lambda a, b: True)
+    list(ds)
+    refs = [weakref.ref(ds)]
+    del ds
+    gc.collect()
+    assert all(r() is None for r in refs)
+
+
 def test_shuffle_with_a_seed_is_a_repeatable_permutation():
     ds = tf.data.Dataset.range(100).shuffle(30, seed=7)
     first, second = [int(x) for x in ds], [int(x) for x in ds]

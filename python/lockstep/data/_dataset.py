@@ -5,6 +5,8 @@ Python function given to map or filter runs Python (the C++ stage calls it with 
 C++ element's slots make TensorFlow's nested element (see _structure.py); a map's output structure is learnt from
 its first call, and asking for it before iterating runs the function on the first element, as TF's tracing does.
 """
+import weakref
+
 import numpy as _np
 
 from .. import _lockstep, dtypes
@@ -58,19 +60,20 @@ class Dataset:
     def _structure(self):
         return self._lazy.get()
 
-    def _then(self, cpp, structure=None):
-        """A dataset after this one: the same structure unless a function of this one's is given."""
-        if structure is None:
-            return Dataset(cpp, self._lazy, self._opts)
+    def _then(self, cpp, structure=None, options=None):
+        """A dataset after this one: the same structure unless a function of this one's is given. While this
+        one's structure is not known, the new one holds this one, which can learn it."""
+        structure = structure or (lambda s: s)
+        options = options if options is not None else self._opts
         if self._lazy.value is not None:
-            return Dataset(cpp, structure(self._lazy.value), self._opts)
-        return Dataset(cpp, _Lazy(lambda: structure(self._structure)), self._opts)
+            return Dataset(cpp, structure(self._lazy.value), options)
+        return Dataset(cpp, _Lazy(lambda: structure(self._structure)), options)
 
     @classmethod
     def _from_cpp(cls, cpp, like):
         """A Dataset over another C++ pipeline whose elements have the structure of `like`'s (e.g. one rewritten
         for distribution)."""
-        return cls(cpp, like._lazy, like._opts)
+        return cls(cpp, like._structure, like._opts)  # learnt now: `like` may be gone when it is asked for
 
     def _element_from_slots(self, slots):
         """The Python element (TF's nested structure) that a C++ element's slots carry."""
@@ -151,7 +154,7 @@ class Dataset:
             return cell.value.encode(value, "zip")
 
         out = Dataset(_C.Dataset.zip([d._cpp for d in inputs], combine), cell, inputs[0]._opts)
-        cell.compute = lambda: _trace(out, cell)
+        cell.compute = _tracer(out, cell)
         return out
 
     # ---- transformations ----
@@ -172,7 +175,7 @@ class Dataset:
             return cell.value.encode(out)
 
         mapped = Dataset(self._cpp.map(call), cell, self._opts)
-        cell.compute = lambda: _trace(mapped, cell)
+        cell.compute = _tracer(mapped, cell)
         return mapped
 
     def filter(self, predicate, name=None):
@@ -238,7 +241,7 @@ class Dataset:
             raise TypeError(f"with_options: pass a tf.data.Options, got {type(options).__name__}")
         merged = self._opts.merge(options)
         policy = merged.experimental_distribute.auto_shard_policy
-        return Dataset(self._cpp.with_options(policy.name), self._lazy, merged)
+        return self._then(self._cpp.with_options(policy.name), options=merged)
 
     def options(self):
         return self._opts
@@ -303,15 +306,25 @@ def _row_bytes(t):
     return int(_np.prod(list(t.shape)[1:], dtype=_np.int64)) * t.numpy().dtype.itemsize
 
 
-def _trace(dataset, cell):
-    """The structure of a map or zip output, learnt by computing its first element (TF traces the function)."""
-    try:
-        next(dataset._cpp.make_iterator(0))
-    except StopIteration:
-        pass
-    if cell.value is None:  # an empty input: no element, no structure to learn
-        cell.value = Structure(TensorSpec(None, dtypes.float32))
-    return cell.value
+def _tracer(dataset, cell):
+    """What learns the structure of a map or zip output: computing its first element (TF traces the function).
+
+    It holds the dataset weakly: the C++ stage holds the function, which holds the cell, and a strong reference
+    back to the dataset would make a cycle through C++ that Python's collector cannot see. Every Dataset made from
+    this one holds it (strongly) until its structure is known.
+    """
+    ref = weakref.ref(dataset)
+
+    def trace():
+        try:
+            next(ref()._cpp.make_iterator(0))
+        except StopIteration:
+            pass
+        if cell.value is None:  # an empty input: no element, no structure to learn
+            cell.value = Structure(TensorSpec(None, dtypes.float32))
+        return cell.value
+
+    return trace
 
 
 class _Iterator:
