@@ -168,7 +168,7 @@ def paths(tree, prefix=""):
 def to_leaf(value, spec=None, where="an element"):
     """A component as what the C++ side carries: a Tensor (numeric) or uint8 bytes (string). `spec`, when known,
     fixes the dtype that Python data converts to."""
-    if (spec is not None and spec.dtype == string) or (spec is None and is_string(value)):
+    if (spec is not None and spec.dtype is string) or (spec is None and is_string(value)):
         if not is_string(value):
             raise TypeError(f"{where} is a {type(value).__name__} where the dataset has a tf.string; return strings "
                             "for every element")
@@ -210,6 +210,12 @@ class Structure:
         self.tree = tree
         self.specs = flatten(tree)
         self.layout = layout
+        # The common shapes, which encode and decode handle without walking the nest: one tensor, a flat tuple.
+        self._single = isinstance(tree, TensorSpec)
+        self._flat_tuple = type(tree) is tuple and all(isinstance(s, TensorSpec) for s in tree)
+        self._strings = [s.dtype is string for s in self.specs]
+        self._enums = [None if s.dtype is string else s.dtype._lockstep_dtype for s in self.specs]
+        self._names = None
 
     packed = property(lambda self: self.layout is not None)
 
@@ -236,15 +242,27 @@ class Structure:
     # ---- Python values <-> slots ----
     def encode(self, value, where="map()"):
         """The slots (at most three tensors) carrying `value`, which must have this structure."""
-        flat = flatten(value)
-        if not _same_nest(value, self.tree):
+        if self._single and not is_structure(value):
+            flat = [value]
+        elif (self._flat_tuple and type(value) is tuple and len(value) == len(self.specs)
+              and not any(is_structure(v) for v in value)):
+            flat = value
+        elif _same_nest(value, self.tree):
+            flat = flatten(value)
+        else:
             raise TypeError(f"{where} returned an element of structure {_describe(value)} but earlier ones have "
                             f"{_describe(self.tree)}; return the same structure for every element")
-        names = paths(self.tree)
-        leaves = [to_leaf(v, s, f"{where}: component {n}") for v, s, n in zip(flat, self.specs, names)]
+        if self._names is None:
+            self._names = paths(self.tree)
+        leaves = []
+        for v, s, enum, name in zip(flat, self.specs, self._enums, self._names):
+            if type(v) is Tensor and v._dtype == enum:  # already what C++ carries
+                leaves.append(v)
+            else:
+                leaves.append(to_leaf(v, s, f"{where}: component {name}"))
         if not self.packed:
             return leaves
-        return [self._pack(leaves, names, where)]
+        return [self._pack(leaves, self._names, where)]
 
     def _pack(self, leaves, names, where):
         parts = []
@@ -260,8 +278,14 @@ class Structure:
         """The Python element (a nest of Tensors and StringTensors) that `slots` carry."""
         if self.packed:
             leaves = self._unpack(slots[0])
+        elif not any(self._strings):
+            if self._single:
+                return slots[0]
+            if self._flat_tuple:
+                return tuple(slots)
+            leaves = slots
         else:
-            leaves = [strings_of(t) if s.dtype == string else t for t, s in zip(slots, self.specs)]
+            leaves = [strings_of(t) if is_str else t for t, is_str in zip(slots, self._strings)]
         return pack_as(self.tree, leaves)
 
     def _unpack(self, slot):
@@ -271,7 +295,7 @@ class Structure:
         for dtype, shape, nbytes in self.layout:
             part = _np.ascontiguousarray(raw[..., offset:offset + nbytes])
             offset += nbytes
-            if dtype == string:
+            if dtype is string:
                 out.append(strings_of(Tensor_from_numpy(part.reshape(batch + shape))))
             else:
                 out.append(Tensor_from_numpy(part.view(dtype.as_numpy_dtype).reshape(batch + shape)))
