@@ -34,6 +34,8 @@ def _optional(name):
 
 for _name in ("data", "distribute", "keras", "train", "summary", "io", "config"):
     globals()[_name] = _optional(_name)
+from .data._structure import TensorSpec  # noqa: E402 (the type that tf.data's element_spec is made of)
+
 for _name in ("lite", "signal", "sparse", "strings", "linalg", "image", "saved_model", "tpu", "audio", "lookup",
               "estimator", "feature_column", "queue", "raw_ops", "xla", "mlir", "profiler", "autograph", "compat"):
     globals()[_name] = _unimplemented.Missing(f"tf.{_name}")

@@ -1,6 +1,7 @@
 // tf.data and tf.io for lockstep._lockstep: the C++ Dataset (lockstep::data) as _lockstep.data.Dataset, with
-// Python functions for map/filter run by the C++ pipeline through callbacks, and zip/unbatch as pipeline nodes of
-// their own; TFRecord files, tf.train.Example parsing and tf.io.gfile as _lockstep.io.
+// Python functions for map/filter run by the C++ pipeline through callbacks, and zip, unbatch, concatenate and
+// from_generator as pipeline nodes of their own; TFRecord files, tf.train.Example parsing and tf.io.gfile as
+// _lockstep.io.
 //
 // An element crosses into Python as a tuple of its defined components (x[, y[, sample_weight]]), which the Python
 // package (lockstep/data) calls slots and maps onto TensorFlow's nested structures. Every pull releases the GIL: the
@@ -209,6 +210,110 @@ std::unique_ptr<ItemIterator> UnbatchNode::make_iterator(uint64_t salt) const {
   return std::make_unique<UnbatchIterator>(*this, salt);
 }
 
+// ---- concatenate: every element of the first input, then of the second ----
+class ConcatenateNode final : public DatasetNode {
+ public:
+  ConcatenateNode(NodePtr first, NodePtr second)
+      : DatasetNode("concatenate", json::object(), {std::move(first), std::move(second)}) {}
+  int64_t cardinality() const override {  // TF's rule
+    const int64_t a = inputs()[0]->cardinality(), b = inputs()[1]->cardinality();
+    if (a == data::kInfiniteCardinality || b == data::kInfiniteCardinality) return data::kInfiniteCardinality;
+    if (a == data::kUnknownCardinality || b == data::kUnknownCardinality) return data::kUnknownCardinality;
+    return a + b;
+  }
+  NodePtr with_inputs(std::vector<NodePtr> inputs) const override {
+    LS_CHECK(inputs.size() == 2, ValueError, "concatenate has 2 input datasets, got ", inputs.size());
+    return std::make_shared<ConcatenateNode>(std::move(inputs[0]), std::move(inputs[1]));
+  }
+  std::unique_ptr<ItemIterator> make_iterator(uint64_t salt) const override;
+};
+
+// State: which input is being read and its state; the second input's iterator is made when the first ends.
+class ConcatenateIterator final : public ItemIterator {
+ public:
+  ConcatenateIterator(const ConcatenateNode& node, uint64_t salt)
+      : node_(node), salt_(salt), input_(node.inputs()[0]->make_iterator(salt)) {}
+  std::optional<Item> next() override {
+    while (true) {
+      std::optional<Item> item = input_->next();
+      if (item) return Item{-1, materialize(*item, *node_.inputs()[which_])};
+      if (which_ == 1) return std::nullopt;
+      which_ = 1;
+      input_ = node_.inputs()[1]->make_iterator(salt_);
+    }
+  }
+  json save_state() const override { return {{"which", which_}, {"input", input_->save_state()}}; }
+  void restore_state(const json& state) override {
+    const int64_t which = state.at("which").get<int64_t>();
+    LS_CHECK(which == 0 || which == 1, ValueError, "restore_state: concatenate's saved input is ", which,
+             ", not 0 or 1; pass the state save_state() returned");
+    which_ = which;
+    input_ = node_.inputs()[static_cast<size_t>(which_)]->make_iterator(salt_);
+    input_->restore_state(state.at("input"));
+  }
+
+ private:
+  const ConcatenateNode& node_;
+  uint64_t salt_;
+  int64_t which_ = 0;
+  std::unique_ptr<ItemIterator> input_;
+};
+std::unique_ptr<ItemIterator> ConcatenateNode::make_iterator(uint64_t salt) const {
+  return std::make_unique<ConcatenateIterator>(*this, salt);
+}
+
+// ---- from_generator: a Python iterator as a source ----
+// `make` returns a new Python iterator whose __next__ gives an element's slots. The state is the number of elements
+// taken: restoring makes a new iterator and replays that many, so the generator must be deterministic.
+class GeneratorNode final : public DatasetNode {
+ public:
+  explicit GeneratorNode(PyRef make) : DatasetNode("from_generator", json::object(), {}), make_(std::move(make)) {}
+  int64_t cardinality() const override { return data::kUnknownCardinality; }
+  NodePtr with_inputs(std::vector<NodePtr> inputs) const override {
+    LS_CHECK(inputs.empty(), ValueError, "from_generator takes no input dataset, got ", inputs.size());
+    return std::make_shared<GeneratorNode>(make_);
+  }
+  std::unique_ptr<ItemIterator> make_iterator(uint64_t salt) const override;
+  PyRef make_;
+};
+
+class GeneratorIterator final : public ItemIterator {
+ public:
+  explicit GeneratorIterator(const GeneratorNode& node) : node_(node) {}
+  std::optional<Item> next() override {
+    nb::gil_scoped_acquire gil;
+    if (!it_) it_ = keep(nb::handle(node_.make_.get())());
+    PyObject* slots = PyIter_Next(it_.get());
+    if (!slots) {
+      if (PyErr_Occurred()) throw nb::python_error();
+      return std::nullopt;
+    }
+    nb::object owned = nb::steal(slots);
+    ++count_;
+    return Item{-1, element_from_python(owned)};
+  }
+  json save_state() const override { return {{"count", count_}}; }
+  void restore_state(const json& state) override {
+    const int64_t count = state.at("count").get<int64_t>();
+    {
+      nb::gil_scoped_acquire gil;
+      it_ = keep(nb::handle(node_.make_.get())());
+    }
+    count_ = 0;
+    for (int64_t i = 0; i < count; ++i)
+      LS_CHECK(next().has_value(), ValueError, "restore_state: from_generator ended after ", i, " of the ", count,
+               " elements it had given; the generator must yield the same elements on every call");
+  }
+
+ private:
+  const GeneratorNode& node_;
+  PyRef it_;
+  int64_t count_ = 0;
+};
+std::unique_ptr<ItemIterator> GeneratorNode::make_iterator(uint64_t) const {
+  return std::make_unique<GeneratorIterator>(*this);
+}
+
 // ---- the Python face ----
 
 // An iterator that Python owns. Destroying it may join a prefetch thread that waits for the GIL in a callback,
@@ -235,10 +340,14 @@ struct PyIterator {
 
 const char* policy_name(data::Options::AutoShardPolicy p) {
   switch (p) {
-    case data::Options::AutoShardPolicy::OFF: return "OFF";
-    case data::Options::AutoShardPolicy::FILE: return "FILE";
-    case data::Options::AutoShardPolicy::DATA: return "DATA";
-    default: return "AUTO";
+    case data::Options::AutoShardPolicy::OFF:
+      return "OFF";
+    case data::Options::AutoShardPolicy::FILE:
+      return "FILE";
+    case data::Options::AutoShardPolicy::DATA:
+      return "DATA";
+    default:
+      return "AUTO";
   }
 }
 
@@ -251,7 +360,8 @@ data::Options::AutoShardPolicy policy_from_name(const std::string& name) {
 }
 
 // Runs a Dataset method with the GIL released (sources copy their tensors; nothing here calls Python).
-template <typename F> Dataset unlocked(F&& f) {
+template <typename F>
+Dataset unlocked(F&& f) {
   nb::gil_scoped_release unlocked;
   return f();
 }
@@ -280,6 +390,8 @@ void bind_dataset(nb::module_& m) {
                     Element e = element_of(t);
                     return unlocked([&] { return Dataset::from_tensor_slices(e.x, e.y, e.sample_weight); });
                   })
+      .def_static("from_generator",
+                  [](nb::handle make) { return Dataset(std::make_shared<GeneratorNode>(keep(make))); })
       .def_static("range", &Dataset::range, nb::arg("start"), nb::arg("stop"), nb::arg("step") = 1)
       .def_static(
           "TFRecordDataset",
@@ -330,6 +442,10 @@ void bind_dataset(nb::module_& m) {
                nb::gil_scoped_acquire gil;
                return nb::cast<bool>(nb::handle(f.get())(slots_of(e)));
              });
+           })
+      .def("concatenate",
+           [](const Dataset& d, const Dataset& other) {
+             return Dataset(std::make_shared<ConcatenateNode>(d.node_ptr(), other.node_ptr()), d.options());
            })
       .def("with_options",
            [](const Dataset& d, const std::string& auto_shard_policy) {
@@ -457,13 +573,15 @@ void bind_io(nb::module_& m) {
   auto as_bytes = [](const std::string& s) { return nb::bytes(s.data(), s.size()); };
   nb::class_<gfile::GFile>(g, "GFile")
       .def(nb::init<std::string, std::string>(), nb::arg("name"), nb::arg("mode") = "r")
-      .def("read", [as_bytes](gfile::GFile& f, int64_t n) { return as_bytes(f.read(n)); }, nb::arg("n") = -1)
+      .def(
+          "read", [as_bytes](gfile::GFile& f, int64_t n) { return as_bytes(f.read(n)); }, nb::arg("n") = -1)
       .def("readline", [as_bytes](gfile::GFile& f) { return as_bytes(f.readline()); })
-      .def("readlines", [as_bytes](gfile::GFile& f) {
-        nb::list out;
-        for (const std::string& line : f.readlines()) out.append(as_bytes(line));
-        return out;
-      })
+      .def("readlines",
+           [as_bytes](gfile::GFile& f) {
+             nb::list out;
+             for (const std::string& line : f.readlines()) out.append(as_bytes(line));
+             return out;
+           })
       .def("write", [](gfile::GFile& f, nb::handle data) { f.write(bytes_of(data)); })
       .def("flush", &gfile::GFile::flush)
       .def("close", &gfile::GFile::close)
@@ -482,7 +600,8 @@ void bind_data(nb::module_& m) {
   d.attr("INFINITE_CARDINALITY") = data::kInfiniteCardinality;
   d.attr("UNKNOWN_CARDINALITY") = data::kUnknownCardinality;
   bind_dataset(d);
-  nb::module_ io = m.def_submodule("io", "tf.io over lockstep::data's TFRecord and Example code and lockstep::io::gfile");
+  nb::module_ io =
+      m.def_submodule("io", "tf.io over lockstep::data's TFRecord and Example code and lockstep::io::gfile");
   bind_io(io);
 }
 

@@ -13,6 +13,11 @@ X = np.arange(20, dtype=np.float32).reshape(10, 2)
 Y = np.arange(10, dtype=np.int64) * 3
 W = np.linspace(0, 1, 10).astype(np.float64)
 
+def generate(n):
+    for i in range(n):
+        yield np.full([i % 3 + 1], i, np.float32), i
+
+
 # Pipelines whose order is deterministic, written once against either module (lockstep or TensorFlow).
 PIPELINES = {
     "tuple_batch": lambda m: m.data.Dataset.from_tensor_slices((X, Y)).batch(3),
@@ -43,6 +48,14 @@ PIPELINES = {
         lambda x, y: (x + 1.0, y)).batch(4).prefetch(m.data.AUTOTUNE),
     "strings": lambda m: m.data.Dataset.from_tensor_slices(np.array([b"ab", b"cd", b"ef"])).batch(2),
     "enumerate": lambda m: m.data.Dataset.from_tensor_slices(Y).enumerate(5),
+    "from_generator": lambda m: m.data.Dataset.from_generator(
+        generate, args=(7,), output_signature=(m.TensorSpec([None], m.float32), m.TensorSpec([], m.int64))).map(
+        lambda v, i: (m.reduce_sum(v), i * 2)).batch(3),
+    "concatenate": lambda m: m.data.Dataset.from_tensor_slices((X, Y)).take(3).concatenate(
+        m.data.Dataset.from_tensor_slices((X * 2, Y)).skip(8)).batch(2),
+    "from_generator_types": lambda m: m.data.Dataset.from_generator(
+        lambda: ({"k": i, "v": [i, -i]} for i in range(5)), output_types={"k": m.int32, "v": m.float32},
+        output_shapes={"k": [], "v": [2]}).batch(2),
 }
 
 
@@ -271,6 +284,18 @@ def test_an_exception_in_map_reaches_the_iterating_code(prefetch):
         tf.data.Dataset.range(3).map(lambda x: {}["k"]).element_spec
 
 
+def test_an_exception_in_a_generator_reaches_the_iterating_code():
+    def generator():
+        yield 1
+        raise Boom("the generator broke")
+
+    ds = tf.data.Dataset.from_generator(generator, output_types=tf.int32).prefetch(2)
+    with pytest.raises(Boom, match="the generator broke"):
+        list(ds)
+    with pytest.raises(TypeError, match="output_signature"):
+        tf.data.Dataset.from_generator(generator)
+
+
 def test_python_functions_run_on_prefetch_threads_without_deadlock():
     calls = set()
 
@@ -292,7 +317,7 @@ def test_strings_from_tfrecords_and_numpy_leaves(tmp_path):
         for record in (b"one", b"two!", b""):
             w.write(record)
     ds = tf.data.TFRecordDataset([path])
-    assert ds.element_spec == tf.data.TensorSpec([], tf.string)
+    assert ds.element_spec == tf.TensorSpec([], tf.string)
     records = list(ds)
     assert [r.numpy() for r in records] == [b"one", b"two!", b""] and records[0].dtype == tf.string
     assert list(ds.as_numpy_iterator()) == [b"one", b"two!", b""]

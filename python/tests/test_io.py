@@ -75,6 +75,20 @@ def test_tfrecords_written_by_lockstep_are_read_by_tensorflow(tmp_path, compress
         np.testing.assert_array_equal(parsed["tags"].numpy(), np.arange(i))
 
 
+def test_list_files_feeds_tfrecord_dataset(tmp_path):
+    for i in range(3):
+        with tf.io.TFRecordWriter(str(tmp_path / f"part-{i}.tfrecord")) as w:
+            w.write(b"record %d" % i)
+    files = tf.data.Dataset.list_files(str(tmp_path / "part-*.tfrecord"), shuffle=False)
+    assert [os.path.basename(f) for f in files.as_numpy_iterator()] == [b"part-0.tfrecord", b"part-1.tfrecord",
+                                                                        b"part-2.tfrecord"]
+    shuffled = tf.data.Dataset.list_files(str(tmp_path / "*.tfrecord"), seed=3)
+    assert sorted(shuffled.as_numpy_iterator()) == list(files.as_numpy_iterator())
+    assert list(tf.data.TFRecordDataset(files).as_numpy_iterator()) == [b"record 0", b"record 1", b"record 2"]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="no files match"):
+        tf.data.Dataset.list_files(str(tmp_path / "*.nothing"))
+
+
 def test_example_bytes_are_tensorflows():
     real_tf = tensorflow_or_skip()
     for ours, theirs in zip(examples(pb), examples(real_tf.train)):

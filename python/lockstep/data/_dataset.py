@@ -117,6 +117,49 @@ class Dataset:
         return Dataset.from_tensor_slices(_structure.pack_as(tensors, [one(v) for v in _structure.flatten(tensors)]))
 
     @staticmethod
+    def from_generator(generator, output_types=None, output_shapes=None, args=None, output_signature=None,
+                       name=None):
+        """The elements a Python generator yields, pulled by the C++ pipeline (with the GIL) as it needs them."""
+        if not callable(generator):
+            raise TypeError(f"from_generator: generator must be callable, got {type(generator).__name__}")
+        if output_signature is not None:
+            if output_types is not None or output_shapes is not None:
+                raise TypeError("from_generator: pass output_signature, or output_types (and output_shapes), not both")
+            leaves = _structure.flatten(output_signature)
+            if not leaves or not all(isinstance(s, TensorSpec) for s in leaves):
+                raise TypeError("from_generator: output_signature must be a nest of tf.TensorSpec")
+            declared = output_signature
+        elif output_types is not None:
+            types = _structure.flatten(output_types)
+            shapes = ([None] * len(types) if output_shapes is None else
+                      _structure.flatten_up_to(output_types, output_shapes))
+            declared = _structure.pack_as(output_types, [TensorSpec(s, t) for t, s in zip(types, shapes)])
+        else:
+            raise TypeError("from_generator: pass output_signature (or output_types): lockstep needs the element "
+                            "structure before running the generator")
+        declared = Structure(declared)
+        args = tuple(a.numpy() if hasattr(a, "numpy") else a for a in (args or ()))
+        cell = _Lazy(value=None if len(declared.specs) > 3 else declared)
+
+        def make():
+            def elements():
+                for value in generator(*args):
+                    if isinstance(value, list) and isinstance(declared.tree, tuple):
+                        value = tuple(value)
+                    if cell.value is None:  # packed: the layout comes from the first element
+                        leaves = [_structure.to_leaf(v, s) for v, s in
+                                  zip(_structure.flatten(value), declared.specs)]
+                        cell.value = Structure(declared.tree, Structure.of_value(value, leaves).layout)
+                    yield cell.value.encode(value, "from_generator")
+
+            return elements()
+
+        out = Dataset(_C.Dataset.from_generator(make), cell)
+        if cell.value is None:
+            cell.compute = _tracer(out, cell)
+        return out
+
+    @staticmethod
     def range(*args, output_type=dtypes.int64, name=None):
         if not 1 <= len(args) <= 3:
             raise TypeError(f"range takes 1 to 3 arguments (stop; start, stop; start, stop, step), got {len(args)}")
@@ -235,6 +278,39 @@ class Dataset:
 
     def enumerate(self, start=0, name=None):
         return Dataset.zip((Dataset.range(_int(start, "enumerate's start"), 2**63 - 1), self))
+
+    def concatenate(self, dataset, name=None):
+        if not isinstance(dataset, Dataset):
+            raise TypeError(f"concatenate: pass a tf.data.Dataset, got {type(dataset).__name__}")
+        mine, theirs = self._structure, dataset._structure
+        if not _structure.same_nest(mine.tree, theirs.tree) or [s.dtype for s in mine.specs] != [
+                s.dtype for s in theirs.specs]:
+            raise TypeError(f"concatenate: incompatible dataset elements: {mine.tree} and {theirs.tree}; give both "
+                            "datasets the same structure and dtypes")
+        if mine.layout != theirs.layout:
+            raise ValueError("concatenate: the datasets' elements have more than 3 components of different shapes; "
+                             "lockstep carries such elements with fixed shapes only: give both the same shapes")
+        specs = [s._with_shape(None if s.shape.rank != t.shape.rank else
+                               [a if a == b else None for a, b in zip(s.shape, t.shape)])
+                 for s, t in zip(mine.specs, theirs.specs)]
+        return Dataset(self._cpp.concatenate(dataset._cpp), mine.with_specs(specs), self._opts)
+
+    @staticmethod
+    def list_files(file_pattern, shuffle=None, seed=None, name=None):
+        """The files matching a glob pattern (or list of them), a tf.string each; shuffled by default, as TF."""
+        from ..io import gfile
+        from ._readers import filenames_of
+
+        patterns = filenames_of(file_pattern)
+        files = sorted({f for p in patterns for f in gfile.glob(p)})
+        if not files:
+            from ..errors import InvalidArgumentError
+
+            raise InvalidArgumentError(f"list_files: no files match {', '.join(patterns)}; check the pattern")
+        ds = Dataset.from_generator(lambda: iter(files), output_signature=TensorSpec([], dtypes.string))
+        if shuffle is None or shuffle:
+            ds = ds.shuffle(len(files), seed=seed)
+        return ds
 
     def with_options(self, options, name=None):
         if not isinstance(options, Options):
@@ -361,8 +437,8 @@ class _NumpyIterator(_Iterator):
 
 # TensorFlow's Dataset methods that lockstep lacks say so when called.
 _MISSING = ("padded_batch", "interleave", "flat_map", "window", "scan", "group_by_window", "bucket_by_sequence_length",
-            "rejection_resample", "concatenate", "unique", "snapshot", "save", "load", "ragged_batch", "sparse_batch",
-            "fingerprint", "from_generator", "list_files", "random", "choose_from_datasets", "sample_from_datasets",
+            "rejection_resample", "unique", "snapshot", "save", "load", "ragged_batch", "sparse_batch",
+            "fingerprint", "random", "choose_from_datasets", "sample_from_datasets",
             "counter", "ignore_errors", "take_while", "distributed_save", "shuffle_and_repeat", "batch_with_padding")
 
 

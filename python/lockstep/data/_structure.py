@@ -140,6 +140,15 @@ def flatten(value):
     return [value]
 
 
+def flatten_up_to(shallow, value):
+    """The parts of `value` at the leaves of `shallow` (output_shapes against output_types)."""
+    if isinstance(shallow, dict):
+        return [p for k in sorted(shallow) for p in flatten_up_to(shallow[k], value[k])]
+    if isinstance(shallow, tuple):
+        return [p for s, v in zip(shallow, value) for p in flatten_up_to(s, v)]
+    return [value]
+
+
 def pack_as(tree, leaves):
     it = iter(leaves)
 
@@ -247,7 +256,7 @@ class Structure:
         elif (self._flat_tuple and type(value) is tuple and len(value) == len(self.specs)
               and not any(is_structure(v) for v in value)):
             flat = value
-        elif _same_nest(value, self.tree):
+        elif same_nest(value, self.tree):
             flat = flatten(value)
         else:
             raise TypeError(f"{where} returned an element of structure {_describe(value)} but earlier ones have "
@@ -314,11 +323,11 @@ def _nbytes(t):
     return int(_np.prod(t.shape, dtype=_np.int64)) * _np.dtype(t.numpy().dtype).itemsize
 
 
-def _same_nest(a, b):
+def same_nest(a, b):
     if isinstance(b, dict):
-        return isinstance(a, dict) and sorted(a) == sorted(b) and all(_same_nest(a[k], b[k]) for k in b)
+        return isinstance(a, dict) and sorted(a) == sorted(b) and all(same_nest(a[k], b[k]) for k in b)
     if isinstance(b, tuple):
-        return isinstance(a, tuple) and len(a) == len(b) and all(_same_nest(x, y) for x, y in zip(a, b))
+        return isinstance(a, tuple) and len(a) == len(b) and all(same_nest(x, y) for x, y in zip(a, b))
     return not is_structure(a)
 
 
