@@ -13,6 +13,8 @@
 #include <nanobind/stl/vector.h>
 
 #include <memory>
+#include <mutex>
+#include <set>
 #include <variant>
 
 #include "bindings.h"
@@ -316,26 +318,65 @@ std::unique_ptr<ItemIterator> GeneratorNode::make_iterator(uint64_t) const {
 
 // ---- the Python face ----
 
-// An iterator that Python owns. Destroying it may join a prefetch thread that waits for the GIL in a callback,
-// so the GIL is released first.
-struct PyIterator {
-  explicit PyIterator(data::Iterator it) : it(std::make_unique<data::Iterator>(std::move(it))) {}
-  PyIterator(PyIterator&&) = default;
+// An iterator that Python owns. Destroying it may join a prefetch thread that waits for the GIL in a callback, so
+// the GIL is released first. Live ones are listed so that close_all() can stop their threads while the interpreter
+// still lets threads take the GIL: at finalization a thread asking for it is ended with a forced unwind, which the
+// pipeline's threads (they catch everything to pass errors on) turn into std::terminate.
+class PyIterator {
+ public:
+  explicit PyIterator(data::Iterator it) : it_(std::make_unique<data::Iterator>(std::move(it))) { enlist(); }
+  PyIterator(PyIterator&& other) noexcept : it_(std::move(other.it_)) { enlist(); }
+  PyIterator& operator=(PyIterator&&) = delete;
   ~PyIterator() {
-    if (!it) return;
-    nb::gil_scoped_release unlocked;
-    it.reset();
+    {
+      std::lock_guard lock(live_mutex());
+      live().erase(this);
+    }
+    close();
   }
+
   nb::tuple next() {
+    LS_CHECK(it_ != nullptr, RuntimeError, "the dataset iterator was closed (the interpreter is exiting)");
     std::optional<Element> e;
     {
       nb::gil_scoped_release unlocked;
-      e = it->next();
+      e = it_->next();
     }
     if (!e) throw nb::stop_iteration();
     return slots_of(*e);
   }
-  std::unique_ptr<data::Iterator> it;
+  data::Iterator& get() {
+    LS_CHECK(it_ != nullptr, RuntimeError, "the dataset iterator was closed (the interpreter is exiting)");
+    return *it_;
+  }
+  void close() {
+    if (!it_) return;
+    nb::gil_scoped_release unlocked;
+    it_.reset();
+  }
+  static void close_all() {
+    std::vector<PyIterator*> open;
+    {
+      std::lock_guard lock(live_mutex());
+      open.assign(live().begin(), live().end());
+    }
+    for (PyIterator* it : open) it->close();
+  }
+
+ private:
+  void enlist() {
+    std::lock_guard lock(live_mutex());
+    live().insert(this);
+  }
+  static std::set<PyIterator*>& live() {
+    static auto* set = new std::set<PyIterator*>;  // never destroyed: iterators may outlive static destruction
+    return *set;
+  }
+  static std::mutex& live_mutex() {
+    static auto* mutex = new std::mutex;
+    return *mutex;
+  }
+  std::unique_ptr<data::Iterator> it_;
 };
 
 const char* policy_name(data::Options::AutoShardPolicy p) {
@@ -370,7 +411,7 @@ void bind_dataset(nb::module_& m) {
   nb::class_<PyIterator>(m, "Iterator")
       .def("__iter__", [](nb::handle self) { return self; })
       .def("__next__", &PyIterator::next)
-      .def("save_state", [](const PyIterator& self) { return self.it->save_state().dump(); })
+      .def("save_state", [](PyIterator& self) { return self.get().save_state().dump(); })
       .def("restore_state", [](PyIterator& self, const std::string& state) {
         json parsed;
         try {
@@ -379,7 +420,7 @@ void bind_dataset(nb::module_& m) {
           throw ValueError("restore_state: the state is not JSON; pass the string save_state() returned");
         }
         nb::gil_scoped_release unlocked;
-        self.it->restore_state(parsed);
+        self.get().restore_state(parsed);
       });
 
   nb::class_<Dataset>(m, "Dataset")
@@ -600,6 +641,8 @@ void bind_data(nb::module_& m) {
   d.attr("INFINITE_CARDINALITY") = data::kInfiniteCardinality;
   d.attr("UNKNOWN_CARDINALITY") = data::kUnknownCardinality;
   bind_dataset(d);
+  d.def("close_iterators", &PyIterator::close_all,
+        "Stops every open dataset iterator and its threads (at exit, before the interpreter finalizes).");
   nb::module_ io =
       m.def_submodule("io", "tf.io over lockstep::data's TFRecord and Example code and lockstep::io::gfile");
   bind_io(io);

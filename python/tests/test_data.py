@@ -311,6 +311,20 @@ def test_python_functions_run_on_prefetch_threads_without_deadlock():
     del it  # an iterator dropped mid-stream stops its threads
 
 
+def test_exiting_with_open_iterators_ends_cleanly():
+    import subprocess
+    import sys
+
+    program = ("import lockstep as tf\n"
+               "ds = tf.data.Dataset.range(10**9).map(lambda x: x + 1).prefetch(8).map(lambda x: x * 2).prefetch(4)\n"
+               "it = iter(ds)\n"
+               "print(int(next(it)))\n"
+               "raw = ds._cpp.make_iterator()\n"
+               "next(raw)\n")
+    r = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "2", r.stderr
+
+
 def test_strings_from_tfrecords_and_numpy_leaves(tmp_path):
     path = str(tmp_path / "r.tfrecord")
     with tf.io.TFRecordWriter(path) as w:

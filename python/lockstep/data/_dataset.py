@@ -5,6 +5,7 @@ Python function given to map or filter runs Python (the C++ stage calls it with 
 C++ element's slots make TensorFlow's nested element (see _structure.py); a map's output structure is learnt from
 its first call, and asking for it before iterating runs the function on the first element, as TF's tracing does.
 """
+import atexit
 import weakref
 
 import numpy as _np
@@ -16,6 +17,8 @@ from ._options import Options
 from ._structure import Structure, TensorSpec
 
 _C = _lockstep.data
+# Iterators still open at exit are stopped while their pipeline threads can still take the GIL (see data.cc).
+atexit.register(_C.close_iterators)
 AUTOTUNE = _C.AUTOTUNE
 INFINITE_CARDINALITY = _C.INFINITE_CARDINALITY
 UNKNOWN_CARDINALITY = _C.UNKNOWN_CARDINALITY
