@@ -12,6 +12,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -210,6 +211,124 @@ class UnbatchIterator final : public ItemIterator {
 };
 std::unique_ptr<ItemIterator> UnbatchNode::make_iterator(uint64_t salt) const {
   return std::make_unique<UnbatchIterator>(*this, salt);
+}
+
+// ---- strings ----
+// lockstep has no string dtype; the Python package carries a tf.string as uint8 [..., 8 + width]: each string's
+// length (8 bytes, little-endian), then its bytes, zero-padded to the widest string of the tensor. This turns a
+// record of TFRecordDataset (its bytes, [length]) into that form.
+Tensor with_length_header(const Tensor& bytes) {
+  const int64_t n = bytes.numel();
+  Tensor out = Tensor::empty(Shape({n + 8}), DType::uint8);
+  auto* p = out.data<uint8_t>();
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(static_cast<uint64_t>(n) >> (8 * i));
+  if (n > 0) std::memcpy(p + 8, bytes.contiguous().raw_data(), static_cast<size_t>(n));
+  return out;
+}
+
+// batch() for elements holding strings: the string slots (pad_slots) are zero-padded along their last axis to the
+// widest of the batch, which the length headers make harmless; the other slots must match, as in batch().
+class StringBatchNode final : public DatasetNode {
+ public:
+  StringBatchNode(NodePtr input, int64_t batch_size, bool drop_remainder, std::vector<bool> pad_slots)
+      : DatasetNode("string_batch", {{"batch_size", batch_size}, {"drop_remainder", drop_remainder}},
+                    {std::move(input)}),
+        batch_size_(batch_size),
+        drop_remainder_(drop_remainder),
+        pad_slots_(std::move(pad_slots)) {
+    LS_CHECK(batch_size >= 1, InvalidArgumentError, "batch: batch_size must be at least 1, got ", batch_size,
+             "; pass the number of elements per batch, e.g. batch(64)");
+  }
+  int64_t cardinality() const override {  // TF's rule
+    int64_t n = inputs()[0]->cardinality();
+    if (n < 0) return n;
+    return n / batch_size_ + (n % batch_size_ == 0 || drop_remainder_ ? 0 : 1);
+  }
+  NodePtr with_inputs(std::vector<NodePtr> inputs) const override {
+    LS_CHECK(inputs.size() == 1, ValueError, "batch takes one input dataset, got ", inputs.size());
+    return std::make_shared<StringBatchNode>(std::move(inputs[0]), batch_size_, drop_remainder_, pad_slots_);
+  }
+  std::unique_ptr<ItemIterator> make_iterator(uint64_t salt) const override;
+
+  int64_t batch_size_;
+  bool drop_remainder_;
+  std::vector<bool> pad_slots_;
+};
+
+// One slot of a batch: stacked along a new axis 0, string slots padded to the widest.
+Tensor stack_slot(const std::vector<Element>& elements, Tensor Element::*slot, bool pad) {
+  const Tensor& first = elements[0].*slot;
+  if (!first.defined()) return {};
+  std::vector<int64_t> dims = first.shape().dims();
+  int64_t width = pad ? 0 : -1;
+  for (size_t i = 0; i < elements.size(); ++i) {
+    const Tensor& t = elements[i].*slot;
+    bool same = t.defined() && t.dtype() == first.dtype() && t.rank() == first.rank();
+    for (int64_t d = 0; same && d < t.rank() - (pad ? 1 : 0); ++d) same = t.dim(d) == first.dim(d);
+    LS_CHECK(same, InvalidArgumentError, "batch: element ", i, " of a batch has a component of ",
+             t.defined() ? make_message(dtype_name(t.dtype()), " ", t.shape().str()) : std::string("None"),
+             " but element 0 has ", dtype_name(first.dtype()), " ", first.shape().str(),
+             "; elements of one batch must match: map them to one shape and dtype first");
+    if (pad) width = std::max(width, t.dim(t.rank() - 1));
+  }
+  if (pad) dims.back() = width;
+  dims.insert(dims.begin(), static_cast<int64_t>(elements.size()));
+  Tensor out = Tensor::empty(Shape(dims), first.dtype());
+  const size_t item = dtype_size(first.dtype());
+  const size_t row_bytes = static_cast<size_t>(pad ? width : 1) * item;  // per row of the last axis when padding
+  auto* dst = static_cast<char*>(out.raw_data());
+  for (const Element& e : elements) {
+    Tensor t = (e.*slot).contiguous();
+    const auto* src = static_cast<const char*>(t.raw_data());
+    if (!pad) {
+      const size_t bytes = static_cast<size_t>(t.numel()) * item;
+      std::memcpy(dst, src, bytes);
+      dst += bytes;
+      continue;
+    }
+    const int64_t w = t.dim(t.rank() - 1);
+    int64_t rows = 1;
+    for (int64_t d = 0; d + 1 < t.rank(); ++d) rows *= t.dim(d);
+    for (int64_t r = 0; r < rows; ++r) {
+      std::memcpy(dst, src + static_cast<size_t>(r * w) * item, static_cast<size_t>(w) * item);
+      std::memset(dst + static_cast<size_t>(w) * item, 0, row_bytes - static_cast<size_t>(w) * item);
+      dst += row_bytes;
+    }
+  }
+  return out;
+}
+
+class StringBatchIterator final : public ItemIterator {
+ public:
+  StringBatchIterator(const StringBatchNode& node, uint64_t salt)
+      : node_(node), input_(node.inputs()[0]->make_iterator(salt)) {}
+  std::optional<Item> next() override {
+    std::vector<Element> elements;
+    while (static_cast<int64_t>(elements.size()) < node_.batch_size_) {
+      std::optional<Item> item = input_->next();
+      if (!item) break;
+      elements.push_back(materialize(*item, *node_.inputs()[0]));
+    }
+    if (elements.empty() || (node_.drop_remainder_ && static_cast<int64_t>(elements.size()) < node_.batch_size_))
+      return std::nullopt;
+    ++count_;
+    auto pad = [&](size_t i) { return i < node_.pad_slots_.size() && node_.pad_slots_[i]; };
+    return Item{-1, Element{stack_slot(elements, &Element::x, pad(0)), stack_slot(elements, &Element::y, pad(1)),
+                            stack_slot(elements, &Element::sample_weight, pad(2))}};
+  }
+  json save_state() const override { return {{"count", count_}, {"input", input_->save_state()}}; }
+  void restore_state(const json& state) override {
+    count_ = state.at("count").get<int64_t>();
+    input_->restore_state(state.at("input"));
+  }
+
+ private:
+  const StringBatchNode& node_;
+  std::unique_ptr<ItemIterator> input_;
+  int64_t count_ = 0;
+};
+std::unique_ptr<ItemIterator> StringBatchNode::make_iterator(uint64_t salt) const {
+  return std::make_unique<StringBatchIterator>(*this, salt);
 }
 
 // ---- concatenate: every element of the first input, then of the second ----
@@ -437,7 +556,9 @@ void bind_dataset(nb::module_& m) {
       .def_static(
           "TFRecordDataset",
           [](std::vector<std::string> filenames, std::string compression_type) {
-            return data::TFRecordDataset(std::move(filenames), {std::move(compression_type)});
+            return data::TFRecordDataset(std::move(filenames), {std::move(compression_type)}).map([](const Element& e) {
+              return Element{with_length_header(e.x)};
+            });
           },
           nb::arg("filenames"), nb::arg("compression_type") = "")
       // combine(parts) -> slots; None concatenates the parts' components (at most three in all).
@@ -462,6 +583,14 @@ void bind_dataset(nb::module_& m) {
            nb::arg("reshuffle_each_iteration"))
       .def("repeat", &Dataset::repeat, nb::arg("count") = -1)
       .def("batch", &Dataset::batch, nb::arg("batch_size"), nb::arg("drop_remainder") = false)
+      .def(
+          "string_batch",
+          [](const Dataset& d, int64_t batch_size, bool drop_remainder, std::vector<bool> pad_slots) {
+            return Dataset(
+                std::make_shared<StringBatchNode>(d.node_ptr(), batch_size, drop_remainder, std::move(pad_slots)),
+                d.options());
+          },
+          nb::arg("batch_size"), nb::arg("drop_remainder"), nb::arg("pad_slots"))
       .def("shard", &Dataset::shard, nb::arg("num_shards"), nb::arg("index"))
       .def("take", &Dataset::take, nb::arg("count"))
       .def("skip", &Dataset::skip, nb::arg("count"))

@@ -47,6 +47,8 @@ PIPELINES = {
     "prefetch_autotune": lambda m: m.data.Dataset.from_tensor_slices((X, Y)).map(
         lambda x, y: (x + 1.0, y)).batch(4).prefetch(m.data.AUTOTUNE),
     "strings": lambda m: m.data.Dataset.from_tensor_slices(np.array([b"ab", b"cd", b"ef"])).batch(2),
+    "strings_of_any_length": lambda m: m.data.Dataset.from_tensor_slices(
+        (np.array(["a", "", "longer text", "xyz"]), Y[:4])).map(lambda s, y: (y, s)).batch(3).unbatch().batch(2),
     "enumerate": lambda m: m.data.Dataset.from_tensor_slices(Y).enumerate(5),
     "from_generator": lambda m: m.data.Dataset.from_generator(
         generate, args=(7,), output_signature=(m.TensorSpec([None], m.float32), m.TensorSpec([], m.int64))).map(

@@ -58,6 +58,11 @@ def test_tfrecords_written_by_tensorflow_are_read_by_lockstep(tmp_path, compress
         r, {k: v for k, v in feature_spec(tf).items() if k != "tags"})).batch(3)))
     np.testing.assert_array_equal(batch["label"].numpy(), [-1, 0, 1])
     assert list(batch["name"].numpy()) == [b"ex0", b"ex1", b"ex2"]
+    # Records of different lengths batch (as tf.string vectors) and parse a batch at a time.
+    dense = {k: v for k, v in feature_spec(tf).items() if k != "tags"}
+    batches = list(ds.batch(2).map(lambda records: tf.io.parse_example(records, dense)))
+    np.testing.assert_array_equal(batches[0]["label"].numpy(), [-1, 0])
+    assert list(batches[1]["name"].numpy()) == [b"ex2"] and batches[1]["image"].shape == [1, 2, 3]
 
 
 @pytest.mark.parametrize("compression", ["", "GZIP"])

@@ -248,7 +248,13 @@ class Dataset:
     def batch(self, batch_size, drop_remainder=False, num_parallel_calls=None, deterministic=None, name=None):
         batch_size = _int(batch_size, "batch's batch_size")
         drop = bool(drop_remainder)
-        return self._then(self._cpp.batch(batch_size, drop), lambda s: s.batched(batch_size if drop else None))
+        structure = self._structure  # (a map's is learnt here, if not yet: string components batch differently)
+        strings = [s.dtype is _structure.string for s in structure.specs]
+        if any(strings) and not structure.packed:
+            cpp = self._cpp.string_batch(batch_size, drop, strings)  # strings of different lengths are padded
+        else:
+            cpp = self._cpp.batch(batch_size, drop)
+        return self._then(cpp, lambda s: s.batched(batch_size if drop else None))
 
     def unbatch(self, name=None):
         def unbatched(s):

@@ -7,8 +7,8 @@ leaves are TensorSpecs; lists are tensors, as in tf.data. With at most three lea
 [batch dims..., bytes of all leaves], which batch, shuffle, cache and the rest move like any tensor; packing needs
 every leaf's shape and, for strings, length fixed by the first element.
 
-lockstep has no string tensors: a tf.string leaf travels as uint8 bytes [..., length] and reaches Python as a
-StringTensor.
+lockstep has no string tensors: a tf.string leaf travels as uint8 [..., 8 + length] (each string's length, then its
+bytes, zero-padded to the longest: see string_bytes) and reaches Python as a StringTensor.
 """
 import numpy as _np
 
@@ -104,26 +104,40 @@ def is_string(value):
     return isinstance(value, _np.ndarray) and value.dtype.kind in "SUO"
 
 
-def string_bytes(value):
-    """A string leaf (StringTensor, bytes, str or a NumPy array of them) as uint8 [shape..., length]."""
+_HEADER = 8  # bytes of the little-endian uint64 length in front of each string of a pipeline slot
+
+
+def string_bytes(value, header=True):
+    """A string leaf (StringTensor, bytes, str or a NumPy array of them) as uint8 [shape..., width].
+
+    In a pipeline's slots (header=True) each string is its length (8 bytes, little-endian) and its bytes, padded
+    with zeros to the longest, so that strings of any lengths batch. Without the header (the C++ Example parser's
+    form) every string must have one length.
+    """
     values = value._values if isinstance(value, StringTensor) else _np.asarray(value, dtype=object)
     flat = [v.encode() if isinstance(v, str) else bytes(v) for v in values.reshape(-1)]
-    lengths = {len(v) for v in flat}
-    if len(lengths) > 1:
-        raise ValueError(f"strings of lengths {sorted(lengths)[0]} and {sorted(lengths)[-1]} in one tensor: lockstep "
-                         "carries a string tensor as fixed-length bytes; give its strings one length (pad them)")
-    length = lengths.pop() if lengths else 0
+    longest = max((len(v) for v in flat), default=0)
+    if header:
+        flat = [len(v).to_bytes(_HEADER, "little") + v + bytes(longest - len(v)) for v in flat]
+    elif any(len(v) != longest for v in flat):
+        raise ValueError(f"strings of lengths {min(len(v) for v in flat)} and {longest} in one tensor: give them one "
+                         "length (pad them)")
+    width = longest + (_HEADER if header else 0)
     raw = _np.frombuffer(b"".join(flat), dtype=_np.uint8)
-    return raw.reshape(values.shape + (length,))
+    return raw.reshape(values.shape + (width,))
 
 
-def strings_of(slot):
-    """A uint8 slot [shape..., length] as the StringTensor of that shape."""
-    raw = _np.asarray(slot.numpy(), dtype=_np.uint8)
-    rows = raw.reshape(-1, raw.shape[-1]) if raw.size else _np.zeros((int(_np.prod(raw.shape[:-1])), 0), _np.uint8)
+def strings_of(slot, header=True):
+    """A uint8 slot [shape..., width] (see string_bytes) as the StringTensor of that shape."""
+    raw = _np.asarray(slot.numpy() if hasattr(slot, "numpy") else slot, dtype=_np.uint8)
+    rows = raw.reshape(-1, raw.shape[-1])
     values = _np.empty(len(rows), dtype=object)
     for i, row in enumerate(rows):
-        values[i] = row.tobytes()
+        if header:
+            n = int.from_bytes(row[:_HEADER].tobytes(), "little")
+            values[i] = row[_HEADER:_HEADER + n].tobytes()
+        else:
+            values[i] = row.tobytes()
     return StringTensor(values.reshape(raw.shape[:-1]))
 
 

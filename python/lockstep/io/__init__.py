@@ -58,8 +58,7 @@ def _spec(features):
             continue
         default = f.default_value
         if default is not None and dtype == _dtypes.string:
-            default = _structure.string_bytes(default.numpy() if isinstance(default, _structure.StringTensor)
-                                              else default)
+            default = _structure.string_bytes(default, header=False)
         shape = [] if f.shape is None else [int(d) for d in f.shape]
         spec[key] = ("fixed", shape, dtype, default)
     return spec
@@ -87,7 +86,7 @@ def _result(parsed, spec):
     for key, (kind, *rest) in spec.items():
         dtype = rest[-2] if kind == "fixed" else rest[0]
         if kind == "fixed":
-            out[key] = _structure.strings_of(dense[key]) if dtype == _dtypes.string else dense[key]
+            out[key] = _structure.strings_of(dense[key], header=False) if dtype == _dtypes.string else dense[key]
         else:
             indices, values, dense_shape = sparse[key]
             if dtype == _dtypes.string:
