@@ -47,6 +47,9 @@ PIPELINES = {
     "prefetch_autotune": lambda m: m.data.Dataset.from_tensor_slices((X, Y)).map(
         lambda x, y: (x + 1.0, y)).batch(4).prefetch(m.data.AUTOTUNE),
     "strings": lambda m: m.data.Dataset.from_tensor_slices(np.array([b"ab", b"cd", b"ef"])).batch(2),
+    "string_list_and_dict": lambda m: m.data.Dataset.from_tensor_slices(
+        {"n": [1, 2, 3], "s": ["a", "bb", ""], "o": np.array(["x", "yy", "zzz"], dtype=object)}).batch(2),
+    "map_returns_strings": lambda m: m.data.Dataset.range(2).map(lambda x: ["a", "b"]),
     "strings_of_any_length": lambda m: m.data.Dataset.from_tensor_slices(
         (np.array(["a", "", "longer text", "xyz"]), Y[:4])).map(lambda s, y: (y, s)).batch(3).unbatch().batch(2),
     "enumerate": lambda m: m.data.Dataset.from_tensor_slices(Y).enumerate(5),
@@ -163,6 +166,16 @@ def test_a_dropped_pipeline_is_freed():
     del ds
     gc.collect()
     assert all(r() is None for r in refs)
+
+
+def test_keras_reads_x_y_sample_weight_slots():
+    ds = tf.data.Dataset.from_tensor_slices((X, Y, W)).batch(5)
+    assert ds._keras_cpp() is ds._cpp
+    assert tf.data.Dataset.from_tensor_slices(X)._keras_cpp() is not None
+    with pytest.raises(ValueError, match="map them to such a tuple"):
+        tf.data.Dataset.from_tensor_slices({"a": X, "b": Y})._keras_cpp()
+    with pytest.raises(ValueError, match="map them to such a tuple"):
+        tf.data.Dataset.from_tensor_slices(((X, X), Y))._keras_cpp()
 
 
 def test_shuffle_with_a_seed_is_a_repeatable_permutation():

@@ -78,6 +78,15 @@ class Dataset:
         for distribution)."""
         return cls(cpp, like._structure, like._opts)  # learnt now: `like` may be gone when it is asked for
 
+    def _keras_cpp(self):
+        """The C++ pipeline for Keras (fit, evaluate, predict), whose C++ side reads Element{x, y, sample_weight}:
+        elements must be a tensor, or a tuple (x,), (x, y) or (x, y, sample_weight) of numeric tensors."""
+        s = self._structure
+        if (s._single or s._flat_tuple and 1 <= len(s.specs) <= 3) and not any(s._strings):
+            return self._cpp
+        raise ValueError(f"Keras reads datasets of x, (x, y) or (x, y, sample_weight) tensors; this one's elements are "
+                         f"{_structure._describe(s.tree)}: map them to such a tuple first")
+
     def _element_from_slots(self, slots):
         """The Python element (TF's nested structure) that a C++ element's slots carry."""
         return self._structure.decode(slots)
@@ -86,9 +95,10 @@ class Dataset:
     @staticmethod
     def from_tensor_slices(tensors, name=None):
         leaves_in = _structure.flatten(tensors)
+        names = _structure.paths(tensors)
+        leaves_in = [_structure.normalized(v, f"from_tensor_slices: component {n}") for v, n in zip(leaves_in, names)]
         if not leaves_in:
             raise ValueError("from_tensor_slices: the element structure is empty; pass at least one tensor")
-        names = _structure.paths(tensors)
         leaves = [_structure.to_leaf(v, where=f"from_tensor_slices: component {n}") for v, n in zip(leaves_in, names)]
         first = None
         for t, v, n in zip(leaves, leaves_in, names):

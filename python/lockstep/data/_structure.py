@@ -188,9 +188,25 @@ def paths(tree, prefix=""):
     return [prefix or "the element"]
 
 
+def normalized(value, where="an element"):
+    """A list or array-like (a pandas Series) of strings as a NumPy array, so that it reads as a string tensor;
+    anything else as it is (numbers keep TensorFlow's conversion rules)."""
+    if isinstance(value, list) or (not isinstance(value, (Tensor, _np.ndarray, StringTensor, _np.generic))
+                                   and hasattr(value, "__array__") and not hasattr(value, "_lockstep_tensor_")):
+        array = _np.asarray(value)
+        if array.dtype.kind in "US":
+            return array
+        if array.dtype.kind == "O":
+            if not all(isinstance(v, (str, bytes)) for v in array.reshape(-1)):
+                raise TypeError(f"{where} holds Python objects that are neither numbers nor strings; convert it first")
+            return array
+    return value
+
+
 def to_leaf(value, spec=None, where="an element"):
     """A component as what the C++ side carries: a Tensor (numeric) or uint8 bytes (string). `spec`, when known,
     fixes the dtype that Python data converts to."""
+    value = normalized(value, where)
     if (spec is not None and spec.dtype is string) or (spec is None and is_string(value)):
         if not is_string(value):
             raise TypeError(f"{where} is a {type(value).__name__} where the dataset has a tf.string; return strings "
@@ -201,6 +217,9 @@ def to_leaf(value, spec=None, where="an element"):
                         "types for every element")
     from .. import _core
 
+    if all(hasattr(value, a) for a in ("indices", "values", "dense_shape")):
+        raise TypeError(f"{where} is a SparseTensor; lockstep datasets carry dense tensors: parse it with a "
+                        "FixedLenFeature (with a default_value) rather than a VarLenFeature")
     if isinstance(value, _np.generic):  # np.float64 is also a Python float, which would become float32
         value = _np.asarray(value)
     try:
@@ -245,7 +264,7 @@ class Structure:
     @classmethod
     def of_value(cls, value, leaves=None):
         """The structure of one concrete element `value` whose leaves convert to `leaves` (tensors or bytes)."""
-        flat = flatten(value)
+        flat = [normalized(v) for v in flatten(value)]
         leaves = leaves if leaves is not None else [to_leaf(v) for v in flat]
         specs = [spec_of(v, t) for v, t in zip(flat, leaves)]
         layout = None
