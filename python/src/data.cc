@@ -444,7 +444,7 @@ std::unique_ptr<ItemIterator> GeneratorNode::make_iterator(uint64_t) const {
 class PyIterator {
  public:
   explicit PyIterator(data::Iterator it) : it_(std::make_unique<data::Iterator>(std::move(it))) { enlist(); }
-  PyIterator(PyIterator&& other) noexcept : it_(std::move(other.it_)) { enlist(); }
+  PyIterator(PyIterator&& other) noexcept : it_(std::move(other.it_)), mutex_(std::move(other.mutex_)) { enlist(); }
   PyIterator& operator=(PyIterator&&) = delete;
   ~PyIterator() {
     {
@@ -459,7 +459,8 @@ class PyIterator {
     std::optional<Element> e;
     {
       nb::gil_scoped_release unlocked;
-      e = it_->next();
+      std::lock_guard lock(*mutex_);  // Python threads may share an iterator, as TF's allow
+      if (it_) e = it_->next();
     }
     if (!e) throw nb::stop_iteration();
     return slots_of(*e);
@@ -471,6 +472,7 @@ class PyIterator {
   void close() {
     if (!it_) return;
     nb::gil_scoped_release unlocked;
+    std::lock_guard lock(*mutex_);
     it_.reset();
   }
   static void close_all() {
@@ -496,6 +498,7 @@ class PyIterator {
     return *mutex;
   }
   std::unique_ptr<data::Iterator> it_;
+  std::unique_ptr<std::mutex> mutex_ = std::make_unique<std::mutex>();
 };
 
 const char* policy_name(data::Options::AutoShardPolicy p) {

@@ -326,6 +326,22 @@ def test_python_functions_run_on_prefetch_threads_without_deadlock():
     del it  # an iterator dropped mid-stream stops its threads
 
 
+def test_threads_can_share_an_iterator():
+    it = iter(tf.data.Dataset.range(2000).map(lambda x: x * 1).prefetch(3))
+    taken = [[] for _ in range(4)]
+
+    def drain(out):
+        for x in it:
+            out.append(int(x))
+
+    threads = [threading.Thread(target=drain, args=(out,)) for out in taken]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert sorted(sum(taken, [])) == list(range(2000))
+
+
 def test_exiting_with_open_iterators_ends_cleanly():
     import subprocess
     import sys
