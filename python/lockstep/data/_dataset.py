@@ -51,8 +51,8 @@ def _call(fn, value):
 
 
 class Dataset:
-    """A pipeline of elements, as tf.data.Dataset. Build one with from_tensor_slices, from_tensors, range, zip or
-    TFRecordDataset; every transformation returns a new Dataset."""
+    """A pipeline of elements, as tf.data.Dataset. Build one with from_tensor_slices, from_tensors, from_generator,
+    range, zip, list_files or TFRecordDataset; every transformation returns a new Dataset."""
 
     def __init__(self, cpp, structure, options=None):
         self._cpp = cpp

@@ -12,9 +12,8 @@ bytes, zero-padded to the longest: see string_bytes) and reaches Python as a Str
 """
 import numpy as _np
 
-from .. import _nest, dtypes
+from .. import dtypes
 from .._tensor import Tensor, TensorShape
-from .._lockstep import ops as _ops
 
 string = dtypes.string
 
@@ -211,7 +210,7 @@ def to_leaf(value, spec=None, where="an element"):
         if not is_string(value):
             raise TypeError(f"{where} is a {type(value).__name__} where the dataset has a tf.string; return strings "
                             "for every element")
-        return Tensor_from_numpy(string_bytes(value))
+        return tensor_of(string_bytes(value))
     if spec is not None and is_string(value):
         raise TypeError(f"{where} is a string where the dataset has a {spec.dtype.name} tensor; return the same "
                         "types for every element")
@@ -228,7 +227,7 @@ def to_leaf(value, spec=None, where="an element"):
         raise type(e)(f"{where}: {e}") from None
 
 
-def Tensor_from_numpy(array):  # noqa: N802 (reads as what it makes)
+def tensor_of(array):
     from .. import _core
 
     return _core.convert_to_tensor(_np.require(array, requirements="C"))  # ascontiguousarray makes 0-d 1-d
@@ -314,7 +313,7 @@ class Structure:
                                  "element; lockstep carries elements of more than 3 components with fixed shapes "
                                  "only: give it one shape (or return at most 3 components)")
             parts.append(_np.ascontiguousarray(t.numpy()).reshape(-1).view(_np.uint8))
-        return Tensor_from_numpy(_np.concatenate(parts) if parts else _np.zeros(0, _np.uint8))
+        return tensor_of(_np.concatenate(parts) if parts else _np.zeros(0, _np.uint8))
 
     def decode(self, slots):
         """The Python element (a nest of Tensors and StringTensors) that `slots` carry."""
@@ -338,9 +337,9 @@ class Structure:
             part = _np.ascontiguousarray(raw[..., offset:offset + nbytes])
             offset += nbytes
             if dtype is string:
-                out.append(strings_of(Tensor_from_numpy(part.reshape(batch + shape))))
+                out.append(strings_of(part.reshape(batch + shape)))
             else:
-                out.append(Tensor_from_numpy(part.view(dtype.as_numpy_dtype).reshape(batch + shape)))
+                out.append(tensor_of(part.view(dtype.as_numpy_dtype).reshape(batch + shape)))
         return out
 
     def slots_from_tensors(self, leaves):
@@ -349,7 +348,7 @@ class Structure:
             return leaves
         n = leaves[0].shape[0]
         rows = [_np.ascontiguousarray(t.numpy()).reshape(n, -1).view(_np.uint8) for t in leaves]
-        return [Tensor_from_numpy(_np.concatenate(rows, axis=1))]
+        return [tensor_of(_np.concatenate(rows, axis=1))]
 
 
 def _nbytes(t):
@@ -386,5 +385,3 @@ def _nest_map(fn, value):
         return tuple(_nest_map(fn, v) for v in value)
     return fn(value)
 
-
-del _nest, _ops
