@@ -43,6 +43,9 @@ PIPELINES = {
         lambda a, b, c, d, e: (e, d, c, b, a)).batch(3),
     "five_from_map": lambda m: m.data.Dataset.from_tensor_slices((X, Y)).map(
         lambda x, y: {"x": x, "y": y, "y2": y * 2, "s": x[0], "t": (y, x)}).batch(4).unbatch(),
+    "five_with_strings": lambda m: m.data.Dataset.from_tensor_slices(
+        (Y[:5], ["cat", "dog", "chicken", "horse", "goat"], X[:5], W[:5], Y[:5] > 6)).map(
+        lambda a, s, x, w, b: {"s": s, "a": a, "x": x, "w": w, "b": b, "again": s}).batch(2),
     "cache_repeat": lambda m: m.data.Dataset.from_tensor_slices(Y).map(lambda y: y - 1).cache().repeat(3),
     "prefetch_autotune": lambda m: m.data.Dataset.from_tensor_slices((X, Y)).map(
         lambda x, y: (x + 1.0, y)).batch(4).prefetch(m.data.AUTOTUNE),

@@ -94,6 +94,16 @@ def test_list_files_feeds_tfrecord_dataset(tmp_path):
         tf.data.Dataset.list_files(str(tmp_path / "*.nothing"))
 
 
+def test_a_dataset_of_strings_is_written_as_tfrecords(tmp_path):
+    path = str(tmp_path / "ds.tfrecord")
+    records = tf.data.Dataset.from_generator(lambda: (b"r%d" % i * i for i in range(4)), output_types=tf.string,
+                                             output_shapes=())
+    tf.data.experimental.TFRecordWriter(path, compression_type="GZIP").write(records)
+    assert list(tf.data.TFRecordDataset(path, "GZIP").as_numpy_iterator()) == [b"", b"r1", b"r2r2", b"r3r3r3"]
+    with pytest.raises(TypeError, match="tf.string scalars"):
+        tf.data.experimental.TFRecordWriter(path).write(tf.data.Dataset.range(3))
+
+
 def test_example_bytes_are_tensorflows():
     real_tf = tensorflow_or_skip()
     for ours, theirs in zip(examples(pb), examples(real_tf.train)):

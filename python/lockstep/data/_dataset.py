@@ -116,7 +116,7 @@ class Dataset:
                  for s, v in zip(row, leaves_in)]
         layout = None
         if len(specs) > 3:
-            layout = [(s.dtype, tuple(t.shape)[1:], _row_bytes(t)) for s, t in zip(specs, leaves)]
+            layout = [(dtype, shape[1:]) for dtype, shape in _structure.layout_of(specs, leaves)]
         structure = Structure(_structure.pack_as(tensors, specs), layout)
         return Dataset(_C.Dataset.from_tensor_slices(structure.slots_from_tensors(leaves)), structure)
 
@@ -260,7 +260,9 @@ class Dataset:
         drop = bool(drop_remainder)
         structure = self._structure  # (a map's is learnt here, if not yet: string components batch differently)
         strings = [s.dtype is _structure.string for s in structure.specs]
-        if any(strings) and not structure.packed:
+        if structure.packed:
+            cpp = self._cpp.string_batch(batch_size, drop, [True])  # packed rows of any widths are padded
+        elif any(strings):
             cpp = self._cpp.string_batch(batch_size, drop, strings)  # strings of different lengths are padded
         else:
             cpp = self._cpp.batch(batch_size, drop)
@@ -395,10 +397,6 @@ class Dataset:
 
     def __repr__(self):
         return f"<{type(self).__name__} element_spec={self.element_spec}>"
-
-
-def _row_bytes(t):
-    return int(_np.prod(list(t.shape)[1:], dtype=_np.int64)) * t.numpy().dtype.itemsize
 
 
 def _tracer(dataset, cell):

@@ -243,8 +243,10 @@ def spec_of(leaf_value, tensor):
 class Structure:
     """An element's nest of TensorSpecs and how its leaves sit in the C++ element's slots.
 
-    `layout` is None for one leaf per slot, else, for a packed structure, one (dtype, shape, nbytes) per leaf: the
-    shape and byte count of one element's leaf, which batch dims do not change.
+    `layout` is None for one leaf per slot, else, for a packed structure, one (dtype, shape) per leaf: the shape of
+    one element's leaf (for strings, without the width), which batch dims do not change. A packed row is the byte
+    count of each leaf (uint64, little-endian) and then the leaves' bytes; rows of one batch are zero-padded to the
+    widest, so strings of any lengths batch.
     """
 
     def __init__(self, tree, layout=None):
@@ -266,10 +268,7 @@ class Structure:
         flat = [normalized(v) for v in flatten(value)]
         leaves = leaves if leaves is not None else [to_leaf(v) for v in flat]
         specs = [spec_of(v, t) for v, t in zip(flat, leaves)]
-        layout = None
-        if len(specs) > 3:
-            layout = [(s.dtype, tuple(t.shape), _nbytes(t)) for s, t in zip(specs, leaves)]
-        return cls(pack_as(value, specs), layout)
+        return cls(pack_as(value, specs), layout_of(specs, leaves) if len(specs) > 3 else None)
 
     def with_specs(self, specs):
         return Structure(pack_as(self.tree, specs), self.layout)
@@ -307,13 +306,15 @@ class Structure:
 
     def _pack(self, leaves, names, where):
         parts = []
-        for t, (dtype, shape, nbytes), name in zip(leaves, self.layout, names):
-            if tuple(t.shape) != shape:
-                raise ValueError(f"{where}: component {name} has shape {list(t.shape)} but {list(shape)} in the first "
+        for t, (dtype, shape), name in zip(leaves, self.layout, names):
+            actual = tuple(t.shape)[:-1] if dtype is string else tuple(t.shape)
+            if actual != shape:
+                raise ValueError(f"{where}: component {name} has shape {list(actual)} but {list(shape)} in the first "
                                  "element; lockstep carries elements of more than 3 components with fixed shapes "
                                  "only: give it one shape (or return at most 3 components)")
             parts.append(_np.ascontiguousarray(t.numpy()).reshape(-1).view(_np.uint8))
-        return tensor_of(_np.concatenate(parts) if parts else _np.zeros(0, _np.uint8))
+        counts = _np.array([len(p) for p in parts], dtype="<u8").view(_np.uint8)
+        return tensor_of(_np.concatenate([counts] + parts))
 
     def decode(self, slots):
         """The Python element (a nest of Tensors and StringTensors) that `slots` carry."""
@@ -331,28 +332,50 @@ class Structure:
 
     def _unpack(self, slot):
         raw = slot.numpy()
-        batch = raw.shape[:-1]
-        out, offset = [], 0
-        for dtype, shape, nbytes in self.layout:
-            part = _np.ascontiguousarray(raw[..., offset:offset + nbytes])
-            offset += nbytes
+        batch, k = raw.shape[:-1], len(self.layout)
+        rows = raw.reshape(-1, raw.shape[-1])
+        counts = _np.ascontiguousarray(rows[:, :8 * k]).view("<u8")
+        out = []
+        if len(rows) == 0 or (counts == counts[0]).all():  # one layout for all rows: slice columns
+            columns = self._unpack_row(rows, counts[0] if len(rows) else _np.zeros(k, "<u8"))
+            for (dtype, shape), column in zip(self.layout, columns):
+                if dtype is string:
+                    out.append(strings_of(column.reshape(batch + shape + (-1,))))
+                else:
+                    out.append(tensor_of(column.reshape(batch + shape)))
+            return out
+        per_row = [self._unpack_row(row, c) for row, c in zip(rows, counts)]  # strings of other lengths
+        for i, (dtype, shape) in enumerate(self.layout):
             if dtype is string:
-                out.append(strings_of(part.reshape(batch + shape)))
+                values = _np.stack([strings_of(r[i].reshape(shape + (-1,)))._values for r in per_row])
+                out.append(StringTensor(values.reshape(batch + shape)))
             else:
-                out.append(tensor_of(part.view(dtype.as_numpy_dtype).reshape(batch + shape)))
+                out.append(tensor_of(_np.stack([r[i] for r in per_row]).reshape(batch + shape)))
+        return out
+
+    def _unpack_row(self, rows, counts):
+        """The leaves of packed rows whose byte counts are `counts`: numbers as arrays [rows, elements], strings as
+        bytes [rows, bytes]."""
+        out, offset = [], 8 * len(self.layout)
+        for (dtype, shape), n in zip(self.layout, counts):
+            part = _np.ascontiguousarray(rows[..., offset:offset + int(n)])
+            offset += int(n)
+            out.append(part if dtype is string else part.view(dtype.as_numpy_dtype))
         return out
 
     def slots_from_tensors(self, leaves):
-        """Slots for whole-dataset leaves (from_tensor_slices): one per leaf, or packed along axis 1."""
+        """Slots for whole-dataset leaves (from_tensor_slices): one per leaf, or packed rows."""
         if not self.packed:
             return leaves
         n = leaves[0].shape[0]
         rows = [_np.ascontiguousarray(t.numpy()).reshape(n, -1).view(_np.uint8) for t in leaves]
-        return [tensor_of(_np.concatenate(rows, axis=1))]
+        counts = _np.array([r.shape[1] for r in rows], dtype="<u8").view(_np.uint8)
+        return [tensor_of(_np.concatenate([_np.tile(counts, (n, 1))] + rows, axis=1))]
 
 
-def _nbytes(t):
-    return int(_np.prod(t.shape, dtype=_np.int64)) * _np.dtype(t.numpy().dtype).itemsize
+def layout_of(specs, leaves):
+    """The packed layout of one element's leaves described by specs (from_tensor_slices drops the leading axis)."""
+    return [(s.dtype, tuple(t.shape)[:-1] if s.dtype is string else tuple(t.shape)) for s, t in zip(specs, leaves)]
 
 
 def same_nest(a, b):
