@@ -331,6 +331,95 @@ std::unique_ptr<ItemIterator> StringBatchNode::make_iterator(uint64_t salt) cons
   return std::make_unique<StringBatchIterator>(*this, salt);
 }
 
+// ---- interleave (and flat_map): the elements of a dataset made from each input element, taken in turns ----
+using DatasetFn = std::function<Dataset(const Element&)>;
+
+class InterleaveNode final : public DatasetNode {
+ public:
+  InterleaveNode(NodePtr input, DatasetFn fn, int64_t cycle_length, int64_t block_length)
+      : DatasetNode("interleave", {{"cycle_length", cycle_length}, {"block_length", block_length}}, {std::move(input)}),
+        fn_(std::move(fn)),
+        cycle_length_(cycle_length),
+        block_length_(block_length) {
+    LS_CHECK(cycle_length >= 1 && block_length >= 1, InvalidArgumentError,
+             "interleave: cycle_length and block_length must be at least 1, got ", cycle_length, " and ", block_length,
+             "; pass e.g. cycle_length=4, block_length=1");
+  }
+  int64_t cardinality() const override { return data::kUnknownCardinality; }
+  NodePtr with_inputs(std::vector<NodePtr> inputs) const override {
+    LS_CHECK(inputs.size() == 1, ValueError, "interleave takes one input dataset, got ", inputs.size());
+    return std::make_shared<InterleaveNode>(std::move(inputs[0]), fn_, cycle_length_, block_length_);
+  }
+  std::unique_ptr<ItemIterator> make_iterator(uint64_t salt) const override;
+
+  DatasetFn fn_;
+  int64_t cycle_length_, block_length_;
+};
+
+// TF's order (the sequential InterleaveDataset): a cycle of open datasets, block_length elements from each in turn; an
+// ended one is replaced, at its place in the cycle, by the dataset of the next input element. The state is the
+// number of elements given, replayed on restore (the datasets that are open are not saved).
+class InterleaveIterator final : public ItemIterator {
+ public:
+  InterleaveIterator(const InterleaveNode& node, uint64_t salt)
+      : node_(node),
+        salt_(salt),
+        input_(node.inputs()[0]->make_iterator(salt)),
+        cycle_(static_cast<size_t>(node.cycle_length_)) {}
+  std::optional<Item> next() override {
+    while (!end_of_input_ || open_ > 0) {
+      std::optional<data::Iterator>& current = cycle_[index_];
+      if (current) {
+        if (std::optional<Element> e = current->next()) {
+          if (++block_ == node_.block_length_) advance();
+          ++count_;
+          return Item{-1, std::move(*e)};
+        }
+        current.reset();
+        --open_;
+        advance();
+      } else if (!end_of_input_) {
+        std::optional<Item> item = input_->next();
+        if (!item) {
+          end_of_input_ = true;
+          continue;
+        }
+        current = node_.fn_(materialize(*item, *node_.inputs()[0])).make_iterator(salt_);
+        ++open_;
+      } else {
+        advance();
+      }
+    }
+    return std::nullopt;
+  }
+  json save_state() const override { return {{"count", count_}}; }
+  void restore_state(const json& state) override {
+    const int64_t count = state.at("count").get<int64_t>();
+    input_ = node_.inputs()[0]->make_iterator(salt_);
+    for (auto& it : cycle_) it.reset();
+    index_ = 0, block_ = 0, open_ = 0, count_ = 0, end_of_input_ = false;
+    for (int64_t i = 0; i < count; ++i)
+      LS_CHECK(next().has_value(), ValueError, "restore_state: interleave ended after ", i, " of the ", count,
+               " elements it had given; its function and input must be deterministic");
+  }
+
+ private:
+  void advance() {
+    block_ = 0;
+    index_ = (index_ + 1) % cycle_.size();
+  }
+  const InterleaveNode& node_;
+  uint64_t salt_;
+  std::unique_ptr<ItemIterator> input_;
+  std::vector<std::optional<data::Iterator>> cycle_;
+  size_t index_ = 0;
+  int64_t block_ = 0, open_ = 0, count_ = 0;
+  bool end_of_input_ = false;
+};
+std::unique_ptr<ItemIterator> InterleaveNode::make_iterator(uint64_t salt) const {
+  return std::make_unique<InterleaveIterator>(*this, salt);
+}
+
 // ---- concatenate: every element of the first input, then of the second ----
 class ConcatenateNode final : public DatasetNode {
  public:
@@ -619,6 +708,16 @@ void bind_dataset(nb::module_& m) {
       .def("concatenate",
            [](const Dataset& d, const Dataset& other) {
              return Dataset(std::make_shared<ConcatenateNode>(d.node_ptr(), other.node_ptr()), d.options());
+           })
+      // fn(slots) -> the C++ Dataset to take elements from.
+      .def("interleave",
+           [](const Dataset& d, nb::handle fn, int64_t cycle_length, int64_t block_length) {
+             DatasetFn made = [f = keep(fn)](const Element& e) {
+               nb::gil_scoped_acquire gil;
+               return nb::cast<Dataset>(nb::handle(f.get())(slots_of(e)));
+             };
+             return Dataset(std::make_shared<InterleaveNode>(d.node_ptr(), std::move(made), cycle_length, block_length),
+                            d.options());
            })
       .def("with_options",
            [](const Dataset& d, const std::string& auto_shard_policy) {

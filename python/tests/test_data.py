@@ -46,6 +46,12 @@ PIPELINES = {
     "five_with_strings": lambda m: m.data.Dataset.from_tensor_slices(
         (Y[:5], ["cat", "dog", "chicken", "horse", "goat"], X[:5], W[:5], Y[:5] > 6)).map(
         lambda a, s, x, w, b: {"s": s, "a": a, "x": x, "w": w, "b": b, "again": s}).batch(2),
+    "flat_map": lambda m: m.data.Dataset.range(1, 5).flat_map(
+        lambda n: m.data.Dataset.zip((m.data.Dataset.range(n), m.data.Dataset.from_tensor_slices(m.fill([n], n))))),
+    "interleave": lambda m: m.data.Dataset.range(1, 6).interleave(
+        lambda n: m.data.Dataset.range(n).map(lambda i: i * 10 + n), cycle_length=2, block_length=3),
+    "interleave_default_cycle": lambda m: m.data.Dataset.range(1, 12).interleave(
+        lambda n: m.data.Dataset.from_tensors(n).repeat(n)),
     "cache_repeat": lambda m: m.data.Dataset.from_tensor_slices(Y).map(lambda y: y - 1).cache().repeat(3),
     "prefetch_autotune": lambda m: m.data.Dataset.from_tensor_slices((X, Y)).map(
         lambda x, y: (x + 1.0, y)).batch(4).prefetch(m.data.AUTOTUNE),
@@ -169,6 +175,22 @@ def test_a_dropped_pipeline_is_freed():
     del ds
     gc.collect()
     assert all(r() is None for r in refs)
+
+
+def test_iterator_state_restores_new_stages():
+    ds = tf.data.Dataset.range(1, 6).interleave(lambda n: tf.data.Dataset.range(n).map(lambda i: i * 10 + n),
+                                                cycle_length=2, block_length=2)
+    r = tf.data.Dataset.range(3)
+    ds = tf.data.Dataset.zip((ds, ds.map(lambda x: (x, x)).batch(2).unbatch())).concatenate(
+        tf.data.Dataset.zip((r, tf.data.Dataset.zip((r, r)))))
+    it = ds._cpp.make_iterator(0)
+    for _ in range(7):
+        next(it)
+    state = it.save_state()
+    rest = [[int(t) for t in s] for s in it]
+    again = ds._cpp.make_iterator(0)
+    again.restore_state(state)
+    assert [[int(t) for t in s] for s in again] == rest and len(rest) > 5
 
 
 def test_keras_reads_x_y_sample_weight_slots():

@@ -90,6 +90,8 @@ def test_list_files_feeds_tfrecord_dataset(tmp_path):
     shuffled = tf.data.Dataset.list_files(str(tmp_path / "*.tfrecord"), seed=3)
     assert sorted(shuffled.as_numpy_iterator()) == list(files.as_numpy_iterator())
     assert list(tf.data.TFRecordDataset(files).as_numpy_iterator()) == [b"record 0", b"record 1", b"record 2"]
+    mixed = files.interleave(tf.data.TFRecordDataset, cycle_length=2, num_parallel_calls=tf.data.AUTOTUNE)
+    assert list(mixed.as_numpy_iterator()) == [b"record 0", b"record 1", b"record 2"]
     with pytest.raises(tf.errors.InvalidArgumentError, match="no files match"):
         tf.data.Dataset.list_files(str(tmp_path / "*.nothing"))
 

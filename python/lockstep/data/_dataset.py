@@ -6,6 +6,7 @@ C++ element's slots make TensorFlow's nested element (see _structure.py); a map'
 its first call, and asking for it before iterating runs the function on the first element, as TF's tracing does.
 """
 import atexit
+import os
 import weakref
 
 import numpy as _np
@@ -234,6 +235,38 @@ class Dataset:
         cell.compute = _tracer(mapped, cell)
         return mapped
 
+    def interleave(self, map_func, cycle_length=None, block_length=None, num_parallel_calls=None,
+                   deterministic=None, name=None):
+        """The elements of the datasets map_func makes from this one's elements, block_length from each of
+        cycle_length open datasets in turn (TF's order; cycle_length defaults to the CPU count, as TF's)."""
+        if not callable(map_func):
+            raise TypeError(f"interleave: map_func must be callable, got {type(map_func).__name__}")
+        if cycle_length is None or cycle_length == AUTOTUNE:
+            cycle_length = os.cpu_count() or 1
+        block_length = 1 if block_length is None else _int(block_length, "interleave's block_length")
+        cell = _Lazy()
+
+        def call(slots):
+            made = _call(map_func, self._structure.decode(slots))
+            if not isinstance(made, Dataset):
+                raise TypeError(f"interleave: the function must return a tf.data.Dataset, got {type(made).__name__}")
+            if cell.value is None:
+                cell.value = made._structure
+            elif not _structure.same_nest(made.element_spec, cell.value.tree) or made._structure.layout != (
+                    cell.value.layout) or [s.dtype for s in made._structure.specs] != [
+                    s.dtype for s in cell.value.specs]:
+                raise TypeError(f"interleave: the function returned a dataset of {made.element_spec} after one of "
+                                f"{cell.value.tree}; return datasets of one structure")
+            return made._cpp
+
+        out = Dataset(self._cpp.interleave(call, _int(cycle_length, "interleave's cycle_length"), block_length),
+                      cell, self._opts)
+        cell.compute = _tracer(out, cell)
+        return out
+
+    def flat_map(self, map_func, name=None):
+        return self.interleave(map_func, cycle_length=1, block_length=1)
+
     def filter(self, predicate, name=None):
         if not callable(predicate):
             raise TypeError(f"filter: predicate must be callable, got {type(predicate).__name__}")
@@ -453,7 +486,7 @@ class _NumpyIterator(_Iterator):
 
 
 # TensorFlow's Dataset methods that lockstep lacks say so when called.
-_MISSING = ("padded_batch", "interleave", "flat_map", "window", "scan", "group_by_window", "bucket_by_sequence_length",
+_MISSING = ("padded_batch", "window", "scan", "group_by_window", "bucket_by_sequence_length",
             "rejection_resample", "unique", "snapshot", "save", "load", "ragged_batch", "sparse_batch",
             "fingerprint", "random", "choose_from_datasets", "sample_from_datasets",
             "counter", "ignore_errors", "take_while", "distributed_save", "shuffle_and_repeat", "batch_with_padding")
