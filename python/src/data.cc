@@ -226,18 +226,26 @@ Tensor with_length_header(const Tensor& bytes) {
   return out;
 }
 
-// batch() for elements holding strings: the string slots (pad_slots) are zero-padded along their last axis to the
-// widest of the batch, which the length headers make harmless; the other slots must match, as in batch().
-class StringBatchNode final : public DatasetNode {
+// How padded_batch treats one slot: kStack needs equal shapes (batch()); kLastAxis pads the last axis to the
+// batch's widest, the others must match (strings, whose length headers make the zeros harmless); kEveryAxis pads
+// each axis to `shape` (-1: the batch's largest) with `value` (TF's padded_batch).
+struct SlotPadding {
+  enum Mode { kStack, kLastAxis, kEveryAxis } mode = kStack;
+  std::vector<int64_t> shape;
+  double value = 0;
+};
+
+class PaddedBatchNode final : public DatasetNode {
  public:
-  StringBatchNode(NodePtr input, int64_t batch_size, bool drop_remainder, std::vector<bool> pad_slots)
-      : DatasetNode("string_batch", {{"batch_size", batch_size}, {"drop_remainder", drop_remainder}},
+  PaddedBatchNode(NodePtr input, int64_t batch_size, bool drop_remainder, std::vector<SlotPadding> slots)
+      : DatasetNode("padded_batch", {{"batch_size", batch_size}, {"drop_remainder", drop_remainder}},
                     {std::move(input)}),
         batch_size_(batch_size),
         drop_remainder_(drop_remainder),
-        pad_slots_(std::move(pad_slots)) {
+        slots_(std::move(slots)) {
     LS_CHECK(batch_size >= 1, InvalidArgumentError, "batch: batch_size must be at least 1, got ", batch_size,
              "; pass the number of elements per batch, e.g. batch(64)");
+    slots_.resize(3);
   }
   int64_t cardinality() const override {  // TF's rule
     int64_t n = inputs()[0]->cardinality();
@@ -245,62 +253,98 @@ class StringBatchNode final : public DatasetNode {
     return n / batch_size_ + (n % batch_size_ == 0 || drop_remainder_ ? 0 : 1);
   }
   NodePtr with_inputs(std::vector<NodePtr> inputs) const override {
-    LS_CHECK(inputs.size() == 1, ValueError, "batch takes one input dataset, got ", inputs.size());
-    return std::make_shared<StringBatchNode>(std::move(inputs[0]), batch_size_, drop_remainder_, pad_slots_);
+    LS_CHECK(inputs.size() == 1, ValueError, "padded_batch takes one input dataset, got ", inputs.size());
+    return std::make_shared<PaddedBatchNode>(std::move(inputs[0]), batch_size_, drop_remainder_, slots_);
   }
   std::unique_ptr<ItemIterator> make_iterator(uint64_t salt) const override;
 
   int64_t batch_size_;
   bool drop_remainder_;
-  std::vector<bool> pad_slots_;
+  std::vector<SlotPadding> slots_;
 };
 
-// One slot of a batch: stacked along a new axis 0, string slots padded to the widest.
-Tensor stack_slot(const std::vector<Element>& elements, Tensor Element::*slot, bool pad) {
+// The shape each element of the batch is padded to, checking what must match.
+std::vector<int64_t> padded_dims(const std::vector<Element>& elements, Tensor Element::*slot, const SlotPadding& p) {
   const Tensor& first = elements[0].*slot;
-  if (!first.defined()) return {};
-  std::vector<int64_t> dims = first.shape().dims();
-  int64_t width = pad ? 0 : -1;
   for (size_t i = 0; i < elements.size(); ++i) {
     const Tensor& t = elements[i].*slot;
-    bool same = t.defined() && t.dtype() == first.dtype() && t.rank() == first.rank();
-    for (int64_t d = 0; same && d < t.rank() - (pad ? 1 : 0); ++d) same = t.dim(d) == first.dim(d);
-    LS_CHECK(same, InvalidArgumentError, "batch: element ", i, " of a batch has a component of ",
+    LS_CHECK(t.defined() && t.dtype() == first.dtype() && t.rank() == first.rank(), InvalidArgumentError,
+             "batch: element ", i, " of a batch has a component of ",
              t.defined() ? make_message(dtype_name(t.dtype()), " ", t.shape().str()) : std::string("None"),
              " but element 0 has ", dtype_name(first.dtype()), " ", first.shape().str(),
-             "; elements of one batch must match: map them to one shape and dtype first");
-    if (pad) width = std::max(width, t.dim(t.rank() - 1));
+             "; elements of one batch must have one dtype and rank: map them to one first");
   }
-  if (pad) dims.back() = width;
-  dims.insert(dims.begin(), static_cast<int64_t>(elements.size()));
-  Tensor out = Tensor::empty(Shape(dims), first.dtype());
+  std::vector<int64_t> dims(static_cast<size_t>(first.rank()));
+  for (int64_t a = 0; a < first.rank(); ++a) {
+    int64_t widest = 0;
+    bool equal = true;
+    for (const Element& e : elements) {
+      widest = std::max(widest, (e.*slot).dim(a));
+      equal = equal && (e.*slot).dim(a) == first.dim(a);
+    }
+    const bool padded =
+        p.mode == SlotPadding::kEveryAxis || (p.mode == SlotPadding::kLastAxis && a + 1 == first.rank());
+    LS_CHECK(padded || equal, InvalidArgumentError, "batch: the elements of a batch have components of shapes ",
+             first.shape().str(), " and others differing along axis ", a,
+             "; elements of one batch must match: map them to one shape first, or use padded_batch");
+    const int64_t fixed =
+        p.mode == SlotPadding::kEveryAxis && static_cast<size_t>(a) < p.shape.size() ? p.shape[a] : -1;
+    LS_CHECK(fixed < 0 || widest <= fixed, InvalidArgumentError, "padded_batch: a component has ", widest,
+             " entries along axis ", a, " but padded_shapes gives ", fixed, "; pass a larger padded shape (or None)");
+    dims[static_cast<size_t>(a)] = fixed >= 0 ? fixed : widest;
+  }
+  return dims;
+}
+
+// One slot of a batch: the elements, each padded to padded_dims, stacked along a new axis 0.
+Tensor pad_stack(const std::vector<Element>& elements, Tensor Element::*slot, const SlotPadding& p) {
+  const Tensor& first = elements[0].*slot;
+  if (!first.defined()) return {};
+  std::vector<int64_t> dims = padded_dims(elements, slot, p);
+  std::vector<int64_t> out_dims = dims;
+  out_dims.insert(out_dims.begin(), static_cast<int64_t>(elements.size()));
+  Tensor out = Tensor::empty(Shape(out_dims), first.dtype());
+  visit_dtype(first.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    auto* data = static_cast<T*>(out.raw_data());
+    T fill;
+    if constexpr (std::is_same_v<T, bfloat16>)
+      fill = T(static_cast<float>(p.value));
+    else
+      fill = static_cast<T>(p.value);
+    std::fill(data, data + out.numel(), fill);
+  });
   const size_t item = dtype_size(first.dtype());
-  const size_t row_bytes = static_cast<size_t>(pad ? width : 1) * item;  // per row of the last axis when padding
-  auto* dst = static_cast<char*>(out.raw_data());
-  for (const Element& e : elements) {
-    Tensor t = (e.*slot).contiguous();
+  const int64_t rank = first.rank(), per_element = Shape(dims).numel();
+  auto* base = static_cast<char*>(out.raw_data());
+  for (size_t i = 0; i < elements.size(); ++i) {
+    Tensor t = (elements[i].*slot).contiguous();
     const auto* src = static_cast<const char*>(t.raw_data());
-    if (!pad) {
-      const size_t bytes = static_cast<size_t>(t.numel()) * item;
-      std::memcpy(dst, src, bytes);
-      dst += bytes;
+    char* dst = base + static_cast<size_t>(static_cast<int64_t>(i) * per_element) * item;
+    if (rank == 0) {
+      std::memcpy(dst, src, item);
       continue;
     }
-    const int64_t w = t.dim(t.rank() - 1);
-    int64_t rows = 1;
-    for (int64_t d = 0; d + 1 < t.rank(); ++d) rows *= t.dim(d);
+    // Row by row along the last axis; idx counts over the other axes of t.
+    const int64_t row = t.dim(rank - 1), rows = row == 0 ? 0 : t.numel() / row;
+    std::vector<int64_t> idx(static_cast<size_t>(rank - 1), 0);
     for (int64_t r = 0; r < rows; ++r) {
-      std::memcpy(dst, src + static_cast<size_t>(r * w) * item, static_cast<size_t>(w) * item);
-      std::memset(dst + static_cast<size_t>(w) * item, 0, row_bytes - static_cast<size_t>(w) * item);
-      dst += row_bytes;
+      int64_t at = 0;
+      for (int64_t a = 0; a + 1 < rank; ++a) at = at * dims[static_cast<size_t>(a)] + idx[static_cast<size_t>(a)];
+      std::memcpy(dst + static_cast<size_t>(at * dims.back()) * item, src + static_cast<size_t>(r * row) * item,
+                  static_cast<size_t>(row) * item);
+      for (int64_t a = rank - 2; a >= 0; --a) {
+        if (++idx[static_cast<size_t>(a)] < t.dim(a)) break;
+        idx[static_cast<size_t>(a)] = 0;
+      }
     }
   }
   return out;
 }
 
-class StringBatchIterator final : public ItemIterator {
+class PaddedBatchIterator final : public ItemIterator {
  public:
-  StringBatchIterator(const StringBatchNode& node, uint64_t salt)
+  PaddedBatchIterator(const PaddedBatchNode& node, uint64_t salt)
       : node_(node), input_(node.inputs()[0]->make_iterator(salt)) {}
   std::optional<Item> next() override {
     std::vector<Element> elements;
@@ -312,9 +356,9 @@ class StringBatchIterator final : public ItemIterator {
     if (elements.empty() || (node_.drop_remainder_ && static_cast<int64_t>(elements.size()) < node_.batch_size_))
       return std::nullopt;
     ++count_;
-    auto pad = [&](size_t i) { return i < node_.pad_slots_.size() && node_.pad_slots_[i]; };
-    return Item{-1, Element{stack_slot(elements, &Element::x, pad(0)), stack_slot(elements, &Element::y, pad(1)),
-                            stack_slot(elements, &Element::sample_weight, pad(2))}};
+    const auto& p = node_.slots_;
+    return Item{-1, Element{pad_stack(elements, &Element::x, p[0]), pad_stack(elements, &Element::y, p[1]),
+                            pad_stack(elements, &Element::sample_weight, p[2])}};
   }
   json save_state() const override { return {{"count", count_}, {"input", input_->save_state()}}; }
   void restore_state(const json& state) override {
@@ -323,12 +367,12 @@ class StringBatchIterator final : public ItemIterator {
   }
 
  private:
-  const StringBatchNode& node_;
+  const PaddedBatchNode& node_;
   std::unique_ptr<ItemIterator> input_;
   int64_t count_ = 0;
 };
-std::unique_ptr<ItemIterator> StringBatchNode::make_iterator(uint64_t salt) const {
-  return std::make_unique<StringBatchIterator>(*this, salt);
+std::unique_ptr<ItemIterator> PaddedBatchNode::make_iterator(uint64_t salt) const {
+  return std::make_unique<PaddedBatchIterator>(*this, salt);
 }
 
 // ---- interleave (and flat_map): the elements of a dataset made from each input element, taken in turns ----
@@ -675,14 +719,26 @@ void bind_dataset(nb::module_& m) {
            nb::arg("reshuffle_each_iteration"))
       .def("repeat", &Dataset::repeat, nb::arg("count") = -1)
       .def("batch", &Dataset::batch, nb::arg("batch_size"), nb::arg("drop_remainder") = false)
+      // slots: per component, None (equal shapes), "last" (pad the last axis: strings) or (shape, value) to pad
+      // every axis to shape (-1: the batch's largest) with value.
       .def(
-          "string_batch",
-          [](const Dataset& d, int64_t batch_size, bool drop_remainder, std::vector<bool> pad_slots) {
+          "padded_batch",
+          [](const Dataset& d, int64_t batch_size, bool drop_remainder, const std::vector<nb::handle>& slots) {
+            std::vector<SlotPadding> padding;
+            for (nb::handle s : slots) {
+              if (s.is_none())
+                padding.push_back({});
+              else if (nb::isinstance<nb::str>(s))
+                padding.push_back({SlotPadding::kLastAxis, {}, 0});
+              else
+                padding.push_back(
+                    {SlotPadding::kEveryAxis, nb::cast<std::vector<int64_t>>(s[0]), nb::cast<double>(s[1])});
+            }
             return Dataset(
-                std::make_shared<StringBatchNode>(d.node_ptr(), batch_size, drop_remainder, std::move(pad_slots)),
+                std::make_shared<PaddedBatchNode>(d.node_ptr(), batch_size, drop_remainder, std::move(padding)),
                 d.options());
           },
-          nb::arg("batch_size"), nb::arg("drop_remainder"), nb::arg("pad_slots"))
+          nb::arg("batch_size"), nb::arg("drop_remainder"), nb::arg("slots"))
       .def("shard", &Dataset::shard, nb::arg("num_shards"), nb::arg("index"))
       .def("take", &Dataset::take, nb::arg("count"))
       .def("skip", &Dataset::skip, nb::arg("count"))

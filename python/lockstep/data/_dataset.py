@@ -294,12 +294,50 @@ class Dataset:
         structure = self._structure  # (a map's is learnt here, if not yet: string components batch differently)
         strings = [s.dtype is _structure.string for s in structure.specs]
         if structure.packed:
-            cpp = self._cpp.string_batch(batch_size, drop, [True])  # packed rows of any widths are padded
-        elif any(strings):
-            cpp = self._cpp.string_batch(batch_size, drop, strings)  # strings of different lengths are padded
+            cpp = self._cpp.padded_batch(batch_size, drop, ["last"])  # packed rows of any widths are padded
+        elif any(strings):  # strings of different lengths are padded
+            cpp = self._cpp.padded_batch(batch_size, drop, ["last" if s else None for s in strings])
         else:
             cpp = self._cpp.batch(batch_size, drop)
         return self._then(cpp, lambda s: s.batched(batch_size if drop else None))
+
+    def padded_batch(self, batch_size, padded_shapes=None, padding_values=None, drop_remainder=False, name=None):
+        """Batches elements of different shapes, each component padded to padded_shapes (None, or a None dim: the
+        batch's largest) with padding_values (default 0, and "" for strings), as TF's."""
+        batch_size = _int(batch_size, "padded_batch's batch_size")
+        drop = bool(drop_remainder)
+        structure = self._structure
+        if structure.packed:
+            raise NotImplementedError("tf.data.Dataset.padded_batch of elements with more than 3 components is not "
+                                      "implemented by lockstep (see docs/python.md); map them to at most 3 first")
+        n = len(structure.specs)
+        shapes = [None] * n if padded_shapes is None else _structure.flatten_up_to(structure.tree, padded_shapes)
+        if padding_values is None:
+            values = [None] * n
+        elif _structure.is_structure(padding_values):
+            values = _structure.flatten_up_to(structure.tree, padding_values)
+        else:
+            values = [padding_values] * n
+        slots, out_specs = [], []
+        for spec, shape, value, path in zip(structure.specs, shapes, values, _structure.paths(structure.tree)):
+            dims = [None] * spec.shape.rank if shape is None else [
+                None if d is None or int(d) < 0 else int(d) for d in
+                (shape.as_list() if hasattr(shape, "as_list") else list(_np.asarray(shape).reshape(-1)))]
+            if spec.shape.rank is not None and len(dims) != spec.shape.rank:
+                raise ValueError(f"padded_batch: component {path} has rank {spec.shape.rank} but padded_shapes gives "
+                                 f"{dims}; give one size (or None) per axis")
+            if spec.dtype is _structure.string:
+                if value is not None and _structure.string_bytes(value, header=False).size != 0:
+                    raise NotImplementedError("padded_batch: lockstep pads strings with \"\" only (see "
+                                              "docs/python.md)")
+                pad = 0.0
+                dims_c = [-1 if d is None else d for d in dims] + [-1]
+            else:
+                pad = 0.0 if value is None else float(_np.asarray(value.numpy() if hasattr(value, "numpy") else value))
+                dims_c = [-1 if d is None else d for d in dims]
+            slots.append((dims_c, pad))
+            out_specs.append(spec._with_shape([batch_size if drop else None] + dims))
+        return self._then(self._cpp.padded_batch(batch_size, drop, slots), lambda s: s.with_specs(out_specs))
 
     def unbatch(self, name=None):
         def unbatched(s):
@@ -486,7 +524,7 @@ class _NumpyIterator(_Iterator):
 
 
 # TensorFlow's Dataset methods that lockstep lacks say so when called.
-_MISSING = ("padded_batch", "window", "scan", "group_by_window", "bucket_by_sequence_length",
+_MISSING = ("window", "scan", "group_by_window", "bucket_by_sequence_length",
             "rejection_resample", "unique", "snapshot", "save", "load", "ragged_batch", "sparse_batch",
             "fingerprint", "random", "choose_from_datasets", "sample_from_datasets",
             "counter", "ignore_errors", "take_while", "distributed_save", "shuffle_and_repeat", "batch_with_padding")
