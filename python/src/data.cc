@@ -1,6 +1,7 @@
 // tf.data and tf.io for lockstep._lockstep: the C++ Dataset (lockstep::data) as _lockstep.data.Dataset, with
-// Python functions for map/filter run by the C++ pipeline through callbacks, and zip, unbatch, concatenate and
-// from_generator as pipeline nodes of their own; TFRecord files, tf.train.Example parsing and tf.io.gfile as
+// Python functions for map/filter run by the C++ pipeline through callbacks; the stages TF has and lockstep::data
+// lacks (zip, unbatch, concatenate, interleave, padded_batch, from_generator) as pipeline nodes of their own, built
+// on dataset_node.h as the library's nodes are; TFRecord files, tf.train.Example parsing and tf.io.gfile as
 // _lockstep.io.
 //
 // An element crosses into Python as a tuple of its defined components (x[, y[, sample_weight]]), which the Python
