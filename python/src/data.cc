@@ -569,6 +569,17 @@ std::unique_ptr<ItemIterator> GeneratorNode::make_iterator(uint64_t) const {
   return std::make_unique<GeneratorIterator>(*this);
 }
 
+// The pipeline without its shuffle and prefetch stages: what learning an element's structure pulls one element
+// through, so that it does not fill a shuffle buffer.
+NodePtr without_shuffles(const NodePtr& node) {
+  if ((node->op() == "shuffle" || node->op() == "prefetch") && node->inputs().size() == 1)
+    return without_shuffles(node->inputs()[0]);
+  if (node->inputs().empty()) return node;
+  std::vector<NodePtr> inputs;
+  for (const NodePtr& in : node->inputs()) inputs.push_back(without_shuffles(in));
+  return node->with_inputs(std::move(inputs));
+}
+
 // ---- the Python face ----
 
 // An iterator that Python owns. Destroying it may join a prefetch thread that waits for the GIL in a callback, so
@@ -784,6 +795,7 @@ void bind_dataset(nb::module_& m) {
            })
       .def_prop_ro("auto_shard_policy", [](const Dataset& d) { return policy_name(d.options().auto_shard_policy); })
       .def("cardinality", &Dataset::cardinality)
+      .def("without_shuffles", [](const Dataset& d) { return Dataset(without_shuffles(d.node_ptr()), d.options()); })
       .def("make_iterator", [](const Dataset& d) { return PyIterator(d.make_iterator()); })
       .def("make_iterator", [](const Dataset& d, uint64_t iteration) { return PyIterator(d.make_iterator(iteration)); })
       .def("__iter__", [](const Dataset& d) { return PyIterator(d.make_iterator()); })

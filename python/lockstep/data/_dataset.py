@@ -481,7 +481,7 @@ def _tracer(dataset, cell):
 
     def trace():
         try:
-            next(ref()._cpp.make_iterator(0))
+            next(ref()._cpp.without_shuffles().make_iterator(0))
         except StopIteration:
             pass
         if cell.value is None:  # an empty input: no element, no structure to learn
