@@ -21,6 +21,7 @@
 
 #include "bindings.h"
 #include "lockstep/core/gfile.h"
+#include "lockstep/data/csv.h"
 #include "lockstep/data/dataset.h"
 #include "lockstep/data/dataset_node.h"
 #include "lockstep/data/example.h"
@@ -675,6 +676,23 @@ Dataset unlocked(F&& f) {
 }
 
 void bind_dataset(nb::module_& m) {
+  using data::experimental::CsvOptions;
+  nb::class_<CsvOptions>(m, "CsvOptions")
+      .def(nb::init<>())
+      .def_rw("column_names", &CsvOptions::column_names)
+      .def_rw("column_defaults", &CsvOptions::column_defaults)
+      .def_rw("label_name", &CsvOptions::label_name)
+      .def_rw("select_columns", &CsvOptions::select_columns)
+      .def_rw("field_delim", &CsvOptions::field_delim)
+      .def_rw("use_quote_delim", &CsvOptions::use_quote_delim)
+      .def_rw("na_value", &CsvOptions::na_value)
+      .def_rw("header", &CsvOptions::header)
+      .def_rw("num_epochs", &CsvOptions::num_epochs)
+      .def_rw("shuffle", &CsvOptions::shuffle)
+      .def_rw("shuffle_buffer_size", &CsvOptions::shuffle_buffer_size)
+      .def_rw("shuffle_seed", &CsvOptions::shuffle_seed)
+      .def_rw("num_rows_for_inference", &CsvOptions::num_rows_for_inference)
+      .def_rw("compression_type", &CsvOptions::compression_type);
   nb::class_<PyIterator>(m, "Iterator")
       .def("__iter__", [](nb::handle self) { return self; })
       .def("__next__", &PyIterator::next)
@@ -698,6 +716,13 @@ void bind_dataset(nb::module_& m) {
                     Element e = element_of(t);
                     return unlocked([&] { return Dataset::from_tensor_slices(e.x, e.y, e.sample_weight); });
                   })
+      .def_static(
+          "make_csv_dataset",
+          [](const std::string& file_pattern, int64_t batch_size, data::experimental::CsvOptions options) {
+            nb::gil_scoped_release unlocked;  // reads the first rows to infer the label's dtype
+            return data::experimental::make_csv_dataset(file_pattern, batch_size, options);
+          },
+          nb::arg("file_pattern"), nb::arg("batch_size"), nb::arg("options"))
       .def_static("from_generator",
                   [](nb::handle make) { return Dataset(std::make_shared<GeneratorNode>(keep(make))); })
       .def_static("range", &Dataset::range, nb::arg("start"), nb::arg("stop"), nb::arg("step") = 1)

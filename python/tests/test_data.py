@@ -123,6 +123,21 @@ def test_element_spec_and_cardinality_match_tensorflow(name):
     assert int(got.cardinality()) == int(want.cardinality())
 
 
+def test_make_csv_dataset_agrees_with_tensorflow(tmp_path):
+    path = tmp_path / "table.csv"
+    path.write_text("a,b,c,label\n" + "".join(f"{i},{i * 0.5},{i % 3},{i % 2}\n" for i in range(10)))
+    kwargs = dict(batch_size=4, label_name="label", num_epochs=1, shuffle=False)
+    got = list(tf.data.experimental.make_csv_dataset(str(path), **kwargs).as_numpy_iterator())
+    assert [sorted(f) for f, _ in got] == [["a", "b", "c"]] * 3
+    selected = tf.data.experimental.make_csv_dataset(str(path), 5, select_columns=["c", "a"], num_epochs=2)
+    assert sorted(next(iter(selected))) == ["a", "c"]
+    real_tf = tensorflow_or_skip()
+    want = list(real_tf.data.experimental.make_csv_dataset(str(path), **kwargs).as_numpy_iterator())
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert_same((g[0], g[1]), (dict(w[0]), w[1]), f"csv batch {i}")
+    assert len(got) == len(want)
+
+
 def test_iteration_in_python():
     ds = tf.data.Dataset.from_tensor_slices((X, Y)).batch(4)
     seen = [(x.shape.as_list(), y.dtype) for x, y in ds]

@@ -117,7 +117,7 @@ class Dataset:
                  for s, v in zip(row, leaves_in)]
         layout = None
         if len(specs) > 3:
-            layout = [(dtype, shape[1:]) for dtype, shape in _structure.layout_of(specs, leaves)]
+            layout = [(dtype, rank - 1) for dtype, rank in _structure.layout_of(specs, leaves)]
         structure = Structure(_structure.pack_as(tensors, specs), layout)
         return Dataset(_C.Dataset.from_tensor_slices(structure.slots_from_tensors(leaves)), structure)
 
@@ -380,8 +380,8 @@ class Dataset:
             raise TypeError(f"concatenate: incompatible dataset elements: {mine.tree} and {theirs.tree}; give both "
                             "datasets the same structure and dtypes")
         if mine.layout != theirs.layout:
-            raise ValueError("concatenate: the datasets' elements have more than 3 components of different shapes; "
-                             "lockstep carries such elements with fixed shapes only: give both the same shapes")
+            raise ValueError("concatenate: the datasets' elements have more than 3 components of different ranks; "
+                             "give both datasets' components the same ranks")
         specs = [s._with_shape(None if s.shape.rank != t.shape.rank else
                                [a if a == b else None for a, b in zip(s.shape, t.shape)])
                  for s, t in zip(mine.specs, theirs.specs)]

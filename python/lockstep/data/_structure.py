@@ -243,10 +243,10 @@ def spec_of(leaf_value, tensor):
 class Structure:
     """An element's nest of TensorSpecs and how its leaves sit in the C++ element's slots.
 
-    `layout` is None for one leaf per slot, else, for a packed structure, one (dtype, shape) per leaf: the shape of
-    one element's leaf (for strings, without the width), which batch dims do not change. A packed row is the byte
-    count of each leaf (uint64, little-endian) and then the leaves' bytes; rows of one batch are zero-padded to the
-    widest, so strings of any lengths batch.
+    `layout` is None for one leaf per slot, else, for a packed structure, one (dtype, rank) per leaf: the rank of
+    the tensor that carries one element's leaf (for strings, one more than the leaf's: the bytes' axis). A packed row
+    is the shape of each leaf's tensor (uint64s, little-endian) and then their bytes; rows of one batch are
+    zero-padded to the widest (so strings of any lengths batch) and must agree on the numbers' shapes.
     """
 
     def __init__(self, tree, layout=None):
@@ -305,16 +305,14 @@ class Structure:
         return [self._pack(leaves, self._names, where)]
 
     def _pack(self, leaves, names, where):
-        parts = []
-        for t, (dtype, shape), name in zip(leaves, self.layout, names):
-            actual = tuple(t.shape)[:-1] if dtype is string else tuple(t.shape)
-            if actual != shape:
-                raise ValueError(f"{where}: component {name} has shape {list(actual)} but {list(shape)} in the first "
-                                 "element; lockstep carries elements of more than 3 components with fixed shapes "
-                                 "only: give it one shape (or return at most 3 components)")
+        shapes, parts = [], []
+        for t, (dtype, rank), name in zip(leaves, self.layout, names):
+            if len(t.shape) != rank:
+                raise ValueError(f"{where}: component {name} has rank {len(t.shape)} but {rank} in the first element; "
+                                 "give every element's component one rank")
+            shapes.extend(t.shape)
             parts.append(_np.ascontiguousarray(t.numpy()).reshape(-1).view(_np.uint8))
-        counts = _np.array([len(p) for p in parts], dtype="<u8").view(_np.uint8)
-        return tensor_of(_np.concatenate([counts] + parts))
+        return tensor_of(_np.concatenate([_np.array(shapes, dtype="<u8").view(_np.uint8)] + parts))
 
     def decode(self, slots):
         """The Python element (a nest of Tensors and StringTensors) that `slots` carry."""
@@ -332,35 +330,45 @@ class Structure:
 
     def _unpack(self, slot):
         raw = slot.numpy()
-        batch, k = raw.shape[:-1], len(self.layout)
+        batch = raw.shape[:-1]
         rows = raw.reshape(-1, raw.shape[-1])
-        counts = _np.ascontiguousarray(rows[:, :8 * k]).view("<u8")
-        out = []
-        if len(rows) == 0 or (counts == counts[0]).all():  # one layout for all rows: slice columns
-            columns = self._unpack_row(rows, counts[0] if len(rows) else _np.zeros(k, "<u8"))
-            for (dtype, shape), column in zip(self.layout, columns):
+        width = 8 * sum(rank for _, rank in self.layout)
+        headers = _np.ascontiguousarray(rows[:, :width]).view("<u8")
+        if len(rows) == 0 or (headers == headers[0]).all():  # one shape per leaf in all rows: slice columns
+            out = []
+            for (dtype, _), shape, column in self._columns(rows, headers[0] if len(rows) else None):
                 if dtype is string:
-                    out.append(strings_of(column.reshape(batch + shape + (-1,))))
+                    out.append(strings_of(column.reshape(batch + shape)))
                 else:
-                    out.append(tensor_of(column.reshape(batch + shape)))
+                    out.append(tensor_of(column.view(dtype.as_numpy_dtype).reshape(batch + shape)))
             return out
-        per_row = [self._unpack_row(row, c) for row, c in zip(rows, counts)]  # strings of other lengths
-        for i, (dtype, shape) in enumerate(self.layout):
-            if dtype is string:
-                values = _np.stack([strings_of(r[i].reshape(shape + (-1,)))._values for r in per_row])
-                out.append(StringTensor(values.reshape(batch + shape)))
-            else:
-                out.append(tensor_of(_np.stack([r[i] for r in per_row]).reshape(batch + shape)))
+        per_row = [self._columns(row[None], header) for row, header in zip(rows, headers)]
+        out = []
+        for i, (dtype, _) in enumerate(self.layout):
+            if dtype is string:  # strings of other lengths in other rows
+                values = _np.stack([strings_of(r[i][2].reshape(r[i][1]))._values for r in per_row])
+                out.append(StringTensor(values.reshape(batch + values.shape[1:])))
+                continue
+            shapes = {r[i][1] for r in per_row}
+            if len(shapes) > 1:
+                raise ValueError(f"batch: the elements of a batch have component {i} of shapes {sorted(shapes)}; "
+                                 "elements of one batch must match: map them to one shape first")
+            column = _np.concatenate([r[i][2] for r in per_row])
+            out.append(tensor_of(column.view(dtype.as_numpy_dtype).reshape(batch + shapes.pop())))
         return out
 
-    def _unpack_row(self, rows, counts):
-        """The leaves of packed rows whose byte counts are `counts`: numbers as arrays [rows, elements], strings as
-        bytes [rows, bytes]."""
-        out, offset = [], 8 * len(self.layout)
-        for (dtype, shape), n in zip(self.layout, counts):
-            part = _np.ascontiguousarray(rows[..., offset:offset + int(n)])
-            offset += int(n)
-            out.append(part if dtype is string else part.view(dtype.as_numpy_dtype))
+    def _columns(self, rows, header):
+        """(layout entry, shape, bytes [rows, n]) of each leaf of packed rows that share `header`."""
+        if header is None:
+            return [(entry, (0,) * entry[1], _np.zeros((0, 0), _np.uint8)) for entry in self.layout]
+        out, at, offset = [], 0, 8 * len(header)
+        for dtype, rank in self.layout:
+            shape = tuple(int(d) for d in header[at:at + rank])
+            at += rank
+            item = 1 if dtype is string else _np.dtype(dtype.as_numpy_dtype).itemsize
+            n = int(_np.prod(shape, dtype=_np.int64)) * item
+            out.append(((dtype, rank), shape, _np.ascontiguousarray(rows[:, offset:offset + n])))
+            offset += n
         return out
 
     def slots_from_tensors(self, leaves):
@@ -369,13 +377,13 @@ class Structure:
             return leaves
         n = leaves[0].shape[0]
         rows = [_np.ascontiguousarray(t.numpy()).reshape(n, -1).view(_np.uint8) for t in leaves]
-        counts = _np.array([r.shape[1] for r in rows], dtype="<u8").view(_np.uint8)
-        return [tensor_of(_np.concatenate([_np.tile(counts, (n, 1))] + rows, axis=1))]
+        header = _np.array([d for t in leaves for d in list(t.shape)[1:]], dtype="<u8").view(_np.uint8)
+        return [tensor_of(_np.concatenate([_np.tile(header, (n, 1))] + rows, axis=1))]
 
 
 def layout_of(specs, leaves):
-    """The packed layout of one element's leaves described by specs (from_tensor_slices drops the leading axis)."""
-    return [(s.dtype, tuple(t.shape)[:-1] if s.dtype is string else tuple(t.shape)) for s, t in zip(specs, leaves)]
+    """The packed layout of one element's leaves (tensors or string bytes) described by specs."""
+    return [(s.dtype, len(t.shape)) for s, t in zip(specs, leaves)]
 
 
 def same_nest(a, b):
