@@ -4,8 +4,8 @@
 An element's structure is a nest of tuples, namedtuples and dicts (dicts in sorted key order, as tf.nest) whose
 leaves are TensorSpecs; lists are tensors, as in tf.data. With at most three leaves each leaf is one slot, so an
 (x, y) dataset reaches Keras as Element{x, y}. A larger structure is packed into one uint8 slot of shape
-[batch dims..., bytes of all leaves], which batch, shuffle, cache and the rest move like any tensor; packing needs
-every leaf's shape and, for strings, length fixed by the first element.
+[batch dims..., the leaves' shapes and bytes] (see Structure), which batch, shuffle, cache and the rest move like
+any tensor.
 
 lockstep has no string tensors: a tf.string leaf travels as uint8 [..., 8 + length] (each string's length, then its
 bytes, zero-padded to the longest: see string_bytes) and reaches Python as a StringTensor.
