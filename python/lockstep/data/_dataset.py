@@ -188,6 +188,14 @@ class Dataset:
         return ds.map(lambda x: _core.cast(x, dtype))
 
     @staticmethod
+    def counter(start=0, step=1, dtype=dtypes.int64, name=None):
+        """start, start + step, ... without end (tf.data.Dataset.counter)."""
+        start, step = _int(start, "counter's start"), _int(step, "counter's step")
+        if step == 0:
+            return Dataset.from_tensors(_np.array(start, dtypes.as_dtype(dtype).as_numpy_dtype)).repeat()
+        return Dataset.range(start, 2**63 - 1 if step > 0 else -2**63, step, output_type=dtype)
+
+    @staticmethod
     def zip(*args, datasets=None, name=None):
         if datasets is None:
             datasets = args[0] if len(args) == 1 else tuple(args)
@@ -527,7 +535,7 @@ class _NumpyIterator(_Iterator):
 _MISSING = ("window", "scan", "group_by_window", "bucket_by_sequence_length",
             "rejection_resample", "unique", "snapshot", "save", "load", "ragged_batch", "sparse_batch",
             "fingerprint", "random", "choose_from_datasets", "sample_from_datasets",
-            "counter", "ignore_errors", "take_while", "distributed_save", "shuffle_and_repeat", "batch_with_padding")
+            "ignore_errors", "take_while", "distributed_save", "shuffle_and_repeat", "batch_with_padding")
 
 
 def _missing(name):

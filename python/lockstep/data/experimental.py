@@ -137,6 +137,13 @@ def _csv_default(default):
     return float(default)
 
 
+def Counter(start=0, step=1, dtype=None):  # noqa: N802 (TensorFlow's name)
+    from ..dtypes import int64
+    from ._dataset import Dataset
+
+    return Dataset.counter(start, step, int64 if dtype is None else dtype)
+
+
 def cardinality(dataset):
     return dataset.cardinality()
 
