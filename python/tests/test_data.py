@@ -58,6 +58,7 @@ PIPELINES = {
         lambda n: {"v": m.fill([n], n), "s": m.fill([n - 1, 2], 2.0)}).padded_batch(
         2, padded_shapes={"v": [7], "s": [None, 3]}, padding_values={"v": m.constant(-1, m.int64), "s": 9.0},
         drop_remainder=True),
+    "counter": lambda m: m.data.Dataset.counter(5, 3).take(4),
     "cache_repeat": lambda m: m.data.Dataset.from_tensor_slices(Y).map(lambda y: y - 1).cache().repeat(3),
     "prefetch_autotune": lambda m: m.data.Dataset.from_tensor_slices((X, Y)).map(
         lambda x, y: (x + 1.0, y)).batch(4).prefetch(m.data.AUTOTUNE),
