@@ -14,7 +14,7 @@ from ._autodiff import GradientTape, UnconnectedGradients, function  # noqa: E40
 from . import math, nn, random  # noqa: E402
 from ._core import *  # noqa: E402,F401,F403
 from .dtypes import (DType, as_dtype, bfloat16, bool, double, float32, float64, int32, int64,  # noqa: E402,A004
-                     uint8)
+                     string, uint8)
 from . import _nest as nest  # noqa: E402
 
 _unimplemented.install(globals(), "tf")
@@ -34,6 +34,8 @@ def _optional(name):
 
 for _name in ("data", "distribute", "keras", "train", "summary", "io", "config"):
     globals()[_name] = _optional(_name)
+from .data._structure import TensorSpec  # noqa: E402 (the type that tf.data's element_spec is made of)
+
 for _name in ("lite", "signal", "sparse", "strings", "linalg", "image", "saved_model", "tpu", "audio", "lookup",
               "estimator", "feature_column", "queue", "raw_ops", "xla", "mlir", "profiler", "autograph", "compat"):
     globals()[_name] = _unimplemented.Missing(f"tf.{_name}")
