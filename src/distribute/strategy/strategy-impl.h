@@ -91,6 +91,7 @@ struct Strategy::Impl {
   bool synchronized = false;
   int uncaught_at_start = 0;  // std::uncaught_exceptions() when the strategy was made
   std::string last_error;     // the last error a step raised on this worker
+  bool aborted = false;       // abort() was called: the destructor leaves as on an error
   int64_t global_batch_size = 0;  // of the last distributed dataset, for the start-up check
   void hierarchical_all_reduce(int replica, void* data, size_t count, DType dtype, const CollectiveOptions& o);
 };

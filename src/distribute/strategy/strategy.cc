@@ -179,7 +179,7 @@ Strategy::Strategy(int num_local_replicas, std::unique_ptr<ClusterResolver> reso
 Strategy::~Strategy() {
   impl_->reducer.reset();
   if (!impl_->coordination) return;
-  if (std::uncaught_exceptions() > impl_->uncaught_at_start) {
+  if (std::uncaught_exceptions() > impl_->uncaught_at_start || impl_->aborted) {
     impl_->cross.reset();  // closes the connections: peers blocked in a collective with this one fail at once
     // Leaving on an error: tell the others now instead of waiting for them in the shutdown barrier. A
     // collective usually fails because a peer died; the service names that peer within ~50 ms, so give its
@@ -201,6 +201,11 @@ Strategy::~Strategy() {
 int Strategy::num_workers() const { return std::max(1, resolver_->world_size()); }
 int Strategy::worker_rank() const { return std::max(0, resolver_->rank()); }
 Communicator* Strategy::cross_worker() const { return impl_->cross.get(); }
+
+void Strategy::abort(const std::string& message) {
+  impl_->aborted = true;
+  impl_->last_error = message;
+}
 
 void Strategy::connect_workers() {
   const CommunicationImplementation backend = choose_collective(options_.implementation);
