@@ -199,11 +199,6 @@ void bind_strategy(nb::module_& m) {
       .def_prop_ro("task_id", [](const PyStrategy& s) { return s.get().cluster_resolver().task_id(); })
       .def_prop_ro("rpc_layer", [](const PyStrategy& s) { return s.get().cluster_resolver().rpc_layer(); })
       .def_prop_ro("cluster_spec", [](const PyStrategy& s) { return s.get().cluster_resolver().cluster_spec().jobs(); })
-      .def_prop_ro("devices", [](const PyStrategy& s) -> std::vector<std::string> {
-        if (auto* mirrored = dynamic_cast<const d::MirroredStrategy*>(&s.get())) return mirrored->devices();
-        return {"/job:" + s.get().cluster_resolver().task().type + "/replica:0/task:" +
-                std::to_string(s.get().cluster_resolver().task().index) + "/device:CPU:0"};
-      })
       .def("shutdown", &PyStrategy::shutdown)
       .def("abort", [](PyStrategy& s, const std::string& message) {
         if (s.strategy) s.strategy->abort(message);

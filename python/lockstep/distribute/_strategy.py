@@ -35,7 +35,7 @@ def _reduce_op(op):
         op = ReduceOp(op.upper())
     if not isinstance(op, ReduceOp):
         raise ValueError(f"reduce_op must be a tf.distribute.ReduceOp or 'SUM'/'MEAN', got {op!r}")
-    return getattr(_cpp._ReduceOp, op.name)
+    return op
 
 
 class CommunicationImplementation(_enum.Enum):
@@ -67,6 +67,10 @@ class CommunicationOptions:
         self.bytes_per_pack = bytes_per_pack
         self.timeout_seconds = timeout_seconds
         self.implementation = implementation
+
+    def __str__(self):
+        return (f"Options(bytes_per_pack={self.bytes_per_pack},timeout_seconds={self.timeout_seconds}, "
+                f"implementation={self.implementation})")
 
     def _to_cpp(self):
         o = _cpp._CommunicationOptions()
@@ -210,7 +214,12 @@ class StrategyExtended:
 
     @property
     def worker_devices(self):
-        return tuple(self._strategy._cpp.devices)
+        """TF's device names: /job:localhost/... in one process, /job:<task type>/.../task:<id> in a cluster."""
+        cpp = self._strategy._cpp
+        resolver = self._strategy.cluster_resolver
+        if resolver is not None and resolver.task_type is not None:
+            return (f"/job:{resolver.task_type}/replica:0/task:{resolver.task_id}/device:CPU:0",)
+        return tuple(f"/job:localhost/replica:0/task:0/device:CPU:{i}" for i in range(cpp.num_local_replicas))
 
     parameter_devices = worker_devices
 
@@ -312,11 +321,10 @@ class Strategy:
         def one(v):
             values = self._local_values(v)
             if values is None:  # the same value on every local replica
-                if op == _cpp._ReduceOp.MEAN:
+                if op is ReduceOp.MEAN:
                     return _ops.reduce_mean(v, axis) if axis is not None else _ops.convert_to_tensor(v)
-                raise ValueError(f"A non-DistributedValues value {v} cannot be reduced with the given reduce op "
-                                 f"{reduce_op}.")
-            return self._cpp.reduce(op, values, axis)
+                raise ValueError(f"A non-DistributedValues value {v} cannot be reduced with the given reduce op {op}.")
+            return self._cpp.reduce(getattr(_cpp._ReduceOp, op.name), values, axis)
 
         return _nest.map_structure(one, value)
 
@@ -326,13 +334,12 @@ class Strategy:
                                    value)
 
     def experimental_local_results(self, value):
-        def local(v):
-            return tuple(v.values) if isinstance(v, DistributedValues) else (v,)
-
-        if isinstance(value, DistributedValues) or not _nest.is_nested(value):
-            return local(value)
-        flats = [local(v) for v in _nest.flatten(value)]
-        return tuple(_nest.pack_sequence_as(value, [f[r] for f in flats]) for r in range(len(flats[0])))
+        """One value per local replica: a PerReplica's values, or a structure of them per replica."""
+        if isinstance(value, DistributedValues):
+            return value.values
+        if not _nest.is_nested(value):
+            return (value,)
+        return tuple(_select(value, r) for r in range(self._cpp.num_local_replicas))
 
     def experimental_distribute_dataset(self, dataset, options=None):
         """Splits each global batch of `dataset` (whose last step is batch(global_batch_size), optionally followed by

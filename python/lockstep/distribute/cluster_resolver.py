@@ -192,7 +192,8 @@ class SimpleClusterResolver(ClusterResolver):
     def master(self, task_type=None, task_id=None, rpc_layer=None):
         if task_type is not None and task_id is not None:
             return super().master(task_type, task_id, rpc_layer)
-        return self._master
+        layer = rpc_layer or self.rpc_layer
+        return f"{layer}://{self._master}" if layer else self._master
 
     def num_accelerators(self, task_type=None, task_id=None, config_proto=None):
         return dict(self._num_accelerators)
@@ -204,7 +205,7 @@ class _StrategyClusterResolver(ClusterResolver):
     def __init__(self, cpp, configured):
         self.task_type = cpp.task_type if configured else None
         self.task_id = cpp.task_id if configured else None
-        self.rpc_layer = cpp.rpc_layer
+        self.rpc_layer = cpp.rpc_layer if configured else None
         self._spec = ClusterSpec(cpp.cluster_spec)
 
     def cluster_spec(self):

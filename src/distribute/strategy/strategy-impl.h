@@ -27,8 +27,8 @@ class ReplicaPool {
  public:
   explicit ReplicaPool(int n);
   ~ReplicaPool();
-  // Runs fn(r) for every replica and waits; rethrows the first error. on_error runs on the caller's thread
-  // when replica 0 fails, to release replicas waiting for it.
+  // Runs fn(r) for every replica and waits; rethrows the first error. on_error runs on the failing replica's
+  // thread when a replica fails, to release the replicas waiting for it in a collective.
   void run(const std::function<void(int)>& fn, const std::function<void()>& on_error);
 
  private:
@@ -37,6 +37,7 @@ class ReplicaPool {
   std::mutex mutex_;
   std::condition_variable wake_, done_;
   const std::function<void(int)>* task_ = nullptr;
+  const std::function<void()>* on_error_ = nullptr;
   int caller_threads_ = 1;  // the caller's intra-op thread count, which each replica thread adopts
   uint64_t generation_ = 0;
   int pending_ = 0;

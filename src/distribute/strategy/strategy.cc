@@ -114,6 +114,7 @@ void ReplicaPool::loop(int replica) {
   uint64_t seen = 0;
   for (;;) {
     const std::function<void(int)>* task;
+    const std::function<void()>* on_error;
     int threads = 1;
     {
       std::unique_lock lock(mutex_);
@@ -121,6 +122,7 @@ void ReplicaPool::loop(int replica) {
       if (stopping_) return;
       seen = generation_;
       task = task_;
+      on_error = on_error_;
       threads = caller_threads_;
     }
     // OpenMP's thread count is per thread and a new thread starts from the process default (all cores), not
@@ -131,6 +133,7 @@ void ReplicaPool::loop(int replica) {
       (*task)(replica);
     } catch (...) {
       error = std::current_exception();
+      (*on_error)();  // the other replicas may be waiting for this one in a collective
     }
     std::lock_guard lock(mutex_);
     if (error && !error_) error_ = error;
@@ -142,6 +145,7 @@ void ReplicaPool::run(const std::function<void(int)>& fn, const std::function<vo
   {
     std::lock_guard lock(mutex_);
     task_ = &fn;
+    on_error_ = &on_error;
     caller_threads_ = num_threads();
     pending_ = static_cast<int>(threads_.size());
     error_ = nullptr;
