@@ -9,9 +9,12 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <mutex>
 
 #include "bindings.h"
+#include "lockstep/core/failure_report.h"
 #include "lockstep/distribute/strategy/strategy.h"
 #include "lockstep/tensor/ops.h"
 
@@ -107,6 +110,32 @@ struct PyIterator {
   PyIterator(const PyIterator&) = delete;
   d::DistributedDataset::Iterator it;
 };
+
+// The failure reports of the last errors that blamed another task (a peer lost in a collective), by message: once
+// such an error has become a Python exception that ends the program, only its text is left to find the culprit by,
+// which the launcher needs to name the worker whose loss started the failure.
+struct BlamedErrors {
+  std::mutex mutex;
+  std::deque<std::pair<std::string, FailureReport>> recent;
+} g_blamed;
+
+void remember_blame(const Error& e) {
+  if (e.culprit().empty()) return;
+  std::lock_guard lock(g_blamed.mutex);
+  g_blamed.recent.emplace_back(e.what(), failure_report_of(e));
+  if (g_blamed.recent.size() > 8) g_blamed.recent.pop_front();
+}
+
+// What the CLI's main does with the exception that ends it: the launcher learns the task it blames, if any.
+void report_exit(const std::string& message) {
+  FailureReport report;
+  {
+    std::lock_guard lock(g_blamed.mutex);
+    for (const auto& [what, blamed] : g_blamed.recent)
+      if (what == message) report = blamed;
+  }
+  report_failure(report);
+}
 
 // A tensor data::Dataset built from arrays, for tests of this module that run before tf.data's binding exists.
 data::Dataset dataset_from_arrays(nb::handle x, nb::handle y) {
@@ -269,6 +298,16 @@ void bind_strategy(nb::module_& m) {
 
 void bind_distribute(nb::module_& parent) {
   nb::module_ m = parent.def_submodule("distribute", "tf.distribute over lockstep's strategies");
+  // Tried before module.cc's translator, which then raises the Python exception.
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const Error& e) {
+      remember_blame(e);
+      throw;
+    }
+  });
+  m.def("_report_exit", &report_exit, nb::arg("message"));
   // tf.data's binding registers data::Dataset; until it exists, a minimal class lets this module's tests build one.
   if (!nb::type<data::Dataset>().is_valid())
     nb::class_<data::Dataset>(m, "_Dataset")

@@ -554,6 +554,7 @@ def _watch_exit(strategy):
 
         def excepthook(kind, value, traceback):
             previous(kind, value, traceback)
+            _cpp._report_exit(str(value))
             message = f"{kind.__name__}: {value}".splitlines()[0] if str(value) else kind.__name__
             for s in list(_watched):
                 s._cpp.abort(message)
