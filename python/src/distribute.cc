@@ -60,10 +60,12 @@ PyStrategy make_strategy(const std::function<std::shared_ptr<d::Strategy>()>& ma
 
 // The resolver a MultiWorkerMirroredStrategy gets: an explicit cluster when the program gave one, else the
 // TF_CONFIG text it gave, else what the environment says (TF_CONFIG, MPI, SLURM or one local worker).
-std::unique_ptr<d::ClusterResolver> make_resolver(const std::optional<std::string>& tf_config,
-                                                  const std::optional<std::map<std::string, std::vector<std::string>>>& spec,
-                                                  const std::optional<std::string>& task_type, int task_id) {
-  if (spec) return std::make_unique<d::SimpleClusterResolver>(d::ClusterSpec(*spec), task_type.value_or("worker"), task_id);
+std::unique_ptr<d::ClusterResolver> make_resolver(
+    const std::optional<std::string>& tf_config,
+    const std::optional<std::map<std::string, std::vector<std::string>>>& spec,
+    const std::optional<std::string>& task_type, int task_id) {
+  if (spec)
+    return std::make_unique<d::SimpleClusterResolver>(d::ClusterSpec(*spec), task_type.value_or("worker"), task_id);
   if (tf_config) return std::make_unique<d::TFConfigClusterResolver>(*tf_config);
   return d::resolve_cluster();
 }
@@ -96,7 +98,8 @@ std::vector<Tensor> all_reduce_sum(d::Strategy& s, const std::vector<nb::object>
   size_t at = 0;
   for (const Tensor& t : tensors) {
     const size_t n = static_cast<size_t>(t.numel());
-    std::vector<double> part(flat.begin() + static_cast<std::ptrdiff_t>(at), flat.begin() + static_cast<std::ptrdiff_t>(at + n));
+    std::vector<double> part(flat.begin() + static_cast<std::ptrdiff_t>(at),
+                             flat.begin() + static_cast<std::ptrdiff_t>(at + n));
     out.push_back(raw_ops::cast(from_vector(part, t.shape()), t.dtype()));
     at += n;
   }
@@ -165,23 +168,24 @@ void bind_input(nb::module_& m) {
       .def("get_per_replica_batch_size", &d::InputContext::get_per_replica_batch_size, nb::arg("global_batch_size"))
       .def("__repr__", [](const d::InputContext& c) {
         return make_message("tf.distribute.InputContext(num_input_pipelines=", c.num_input_pipelines,
-                            ", input_pipeline_id=", c.input_pipeline_id, ", num_replicas_in_sync=", c.num_replicas_in_sync,
-                            ")");
+                            ", input_pipeline_id=", c.input_pipeline_id,
+                            ", num_replicas_in_sync=", c.num_replicas_in_sync, ")");
       });
 
   nb::class_<PyIterator>(m, "_DistributedIterator")
       // The next per-replica elements, or None once any replica on any worker has run out.
-      .def("next", [](PyIterator& self) -> nb::object {
-        std::optional<d::PerReplica<data::Batch>> batch;
-        {
-          nb::gil_scoped_release unlocked;  // pipelines may run Python map functions; workers agree on the end
-          batch = self.it.next();
-        }
-        if (!batch) return nb::none();
-        nb::list out;
-        for (const data::Batch& b : batch->values) out.append(element_to_python(b));
-        return out;
-      })
+      .def("next",
+           [](PyIterator& self) -> nb::object {
+             std::optional<d::PerReplica<data::Batch>> batch;
+             {
+               nb::gil_scoped_release unlocked;  // pipelines may run Python map functions; workers agree on the end
+               batch = self.it.next();
+             }
+             if (!batch) return nb::none();
+             nb::list out;
+             for (const data::Batch& b : batch->values) out.append(element_to_python(b));
+             return out;
+           })
       .def("_save_state", [](const PyIterator& self) { return self.it.save_state().dump(); })
       .def("_restore_state", [](PyIterator& self, const std::string& state) {
         nlohmann::json j;
@@ -194,9 +198,12 @@ void bind_input(nb::module_& m) {
       });
 
   nb::class_<d::DistributedDataset>(m, "DistributedDataset")
-      .def("_iterator", [](const d::DistributedDataset& ds, std::optional<uint64_t> iteration) {
-        return new PyIterator(iteration ? ds.make_iterator(*iteration) : ds.begin());
-      }, nb::arg("iteration").none() = nb::none(), nb::keep_alive<0, 1>())
+      .def(
+          "_iterator",
+          [](const d::DistributedDataset& ds, std::optional<uint64_t> iteration) {
+            return new PyIterator(iteration ? ds.make_iterator(*iteration) : ds.begin());
+          },
+          nb::arg("iteration").none() = nb::none(), nb::keep_alive<0, 1>())
       .def_prop_ro("_num_replicas", [](const d::DistributedDataset& ds) { return ds.per_replica_datasets().size(); });
 
   m.def("_dataset_from_arrays", &dataset_from_arrays, nb::arg("x"), nb::arg("y").none() = nb::none());
@@ -229,60 +236,95 @@ void bind_strategy(nb::module_& m) {
       .def_prop_ro("rpc_layer", [](const PyStrategy& s) { return s.get().cluster_resolver().rpc_layer(); })
       .def_prop_ro("cluster_spec", [](const PyStrategy& s) { return s.get().cluster_resolver().cluster_spec().jobs(); })
       .def("shutdown", &PyStrategy::shutdown)
-      .def("abort", [](PyStrategy& s, const std::string& message) {
-        if (s.strategy) s.strategy->abort(message);
-      })
+      .def("abort",
+           [](PyStrategy& s, const std::string& message) {
+             if (s.strategy) s.strategy->abort(message);
+           })
       .def("enter_scope", [](PyStrategy& s) { return PyScope{std::make_unique<d::Strategy::Scope>(&s.get())}; })
       // fn(replica_id) on every local replica's thread; a Python exception stops the other replicas and the
       // caller sees a RuntimeError naming it (the Python side raises the original).
-      .def("run", [](PyStrategy& self, nb::callable fn) {
-        d::Strategy& s = self.get();
-        nb::gil_scoped_release unlocked;
-        s.run([&] {
-          const int replica = d::replica_id_in_sync_group();
-          nb::gil_scoped_acquire gil;
-          try {
-            fn(replica);
-          } catch (nb::python_error& e) {
-            const std::string type = nb::cast<std::string>(e.type().attr("__name__"));
-            const std::string what = nb::cast<std::string>(nb::str(e.value()));
-            throw RuntimeError(type + (what.empty() ? "" : ": " + what));
-          }
-        });
-      })
-      .def("reduce", [](PyStrategy& self, d::ReduceOp op, const std::vector<nb::object>& values, std::optional<int64_t> axis) {
-        d::PerReplica<Tensor> v = per_replica(values);
-        nb::gil_scoped_release unlocked;
-        return self.get().reduce(op, v, axis);
-      }, nb::arg("op"), nb::arg("values"), nb::arg("axis").none())
-      .def("gather", [](PyStrategy& self, const std::vector<nb::object>& values, int64_t axis) {
-        d::PerReplica<Tensor> v = per_replica(values);
-        nb::gil_scoped_release unlocked;
-        return self.get().gather(v, axis);
-      })
-      .def("all_reduce_sum", [](PyStrategy& self, const std::vector<nb::object>& values) {
-        return all_reduce_sum(self.get(), values);
-      })
-      .def("experimental_distribute_dataset", [](PyStrategy& self, const data::Dataset& dataset) {
-        return self.get().experimental_distribute_dataset(dataset);
-      }, nb::keep_alive<0, 1>())
+      .def("run",
+           [](PyStrategy& self, nb::callable fn) {
+             d::Strategy& s = self.get();
+             nb::gil_scoped_release unlocked;
+             s.run([&] {
+               const int replica = d::replica_id_in_sync_group();
+               nb::gil_scoped_acquire gil;
+               try {
+                 fn(replica);
+               } catch (nb::python_error& e) {
+                 const std::string type = nb::cast<std::string>(e.type().attr("__name__"));
+                 const std::string what = nb::cast<std::string>(nb::str(e.value()));
+                 throw RuntimeError(type + (what.empty() ? "" : ": " + what));
+               }
+             });
+           })
+      .def(
+          "reduce",
+          [](PyStrategy& self, d::ReduceOp op, const std::vector<nb::object>& values, std::optional<int64_t> axis) {
+            d::PerReplica<Tensor> v = per_replica(values);
+            nb::gil_scoped_release unlocked;
+            return self.get().reduce(op, v, axis);
+          },
+          nb::arg("op"), nb::arg("values"), nb::arg("axis").none())
+      .def("gather",
+           [](PyStrategy& self, const std::vector<nb::object>& values, int64_t axis) {
+             d::PerReplica<Tensor> v = per_replica(values);
+             nb::gil_scoped_release unlocked;
+             return self.get().gather(v, axis);
+           })
+      .def("all_reduce_sum",
+           [](PyStrategy& self, const std::vector<nb::object>& values) { return all_reduce_sum(self.get(), values); })
+      // From inside run: fn() once per worker, on replica 0 after every local replica has arrived; the others
+      // wait until it is done.
+      .def("merge_call",
+           [](PyStrategy& self, nb::callable fn) {
+             d::Strategy& s = self.get();
+             nb::gil_scoped_release unlocked;
+             s.merge_call([&] {
+               nb::gil_scoped_acquire gil;
+               fn();
+             });
+           })
+      // From inside run: the gradients of mirrored variables summed over every replica, through the buckets their
+      // gradient hooks filled during backward (what an optimizer's apply_gradients does first).
+      .def("all_reduce_gradients",
+           [](PyStrategy& self, const std::vector<nb::object>& gradients, const std::vector<Variable>& variables) {
+             std::vector<Tensor> grads;
+             for (nb::handle g : gradients) grads.push_back(g.is_none() ? Tensor() : to_tensor(g));
+             nb::gil_scoped_release unlocked;
+             return self.get().all_reduce_gradients(grads, variables);
+           })
+      .def(
+          "experimental_distribute_dataset",
+          [](PyStrategy& self, const data::Dataset& dataset) {
+            return self.get().experimental_distribute_dataset(dataset);
+          },
+          nb::keep_alive<0, 1>())
       // fn(InputContext) -> data::Dataset, called once on this thread with the GIL held.
-      .def("distribute_datasets_from_function", [](PyStrategy& self, nb::callable fn) {
-        return self.get().distribute_datasets_from_function(
-            [&](const d::InputContext& ctx) { return nb::cast<data::Dataset>(fn(ctx)); });
-      }, nb::keep_alive<0, 1>());
+      .def(
+          "distribute_datasets_from_function",
+          [](PyStrategy& self, nb::callable fn) {
+            return self.get().distribute_datasets_from_function(
+                [&](const d::InputContext& ctx) { return nb::cast<data::Dataset>(fn(ctx)); });
+          },
+          nb::keep_alive<0, 1>());
 
   m.def("_mirrored", [](std::vector<std::string> devices, const d::CommunicationOptions& options) {
     return make_strategy([&] { return std::make_shared<d::MirroredStrategy>(devices, options); });
   });
-  m.def("_multi_worker", [](const d::CommunicationOptions& options, std::optional<std::string> tf_config,
-                            std::optional<std::map<std::string, std::vector<std::string>>> spec,
-                            std::optional<std::string> task_type, int task_id) {
-    return make_strategy([&] {
-      return std::make_shared<d::MultiWorkerMirroredStrategy>(options, make_resolver(tf_config, spec, task_type, task_id));
-    });
-  }, nb::arg("options"), nb::arg("tf_config").none(), nb::arg("spec").none(), nb::arg("task_type").none(),
-     nb::arg("task_id"));
+  m.def(
+      "_multi_worker",
+      [](const d::CommunicationOptions& options, std::optional<std::string> tf_config,
+         std::optional<std::map<std::string, std::vector<std::string>>> spec, std::optional<std::string> task_type,
+         int task_id) {
+        return make_strategy([&] {
+          return std::make_shared<d::MultiWorkerMirroredStrategy>(options,
+                                                                  make_resolver(tf_config, spec, task_type, task_id));
+        });
+      },
+      nb::arg("options"), nb::arg("tf_config").none(), nb::arg("spec").none(), nb::arg("task_type").none(),
+      nb::arg("task_id"));
   // The default strategy (one replica, no communication), never destroyed.
   m.def("_default", [] {
     static d::Strategy* const s = &d::get_strategy();  // no scope is active when lockstep.distribute imports

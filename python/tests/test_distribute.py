@@ -108,6 +108,29 @@ def test_replica_context_all_reduce_sums_gradients_over_replicas(tf, mirrored):
         np.testing.assert_allclose(m.numpy(), [1.5, 3])
 
 
+def test_mirrored_variables_take_all_reduced_gradients_once_per_step(tf, mirrored):
+    with mirrored.scope():
+        w = tf.Variable([1.0, 1.0])
+
+    def step(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(w * x)
+        grads = tape.gradient(loss, [w])
+        # What an optimizer does: the gradients the variables' hooks all-reduced during backward, then one update.
+        (total,) = mirrored._cpp.all_reduce_gradients(grads, [w])
+        def update(strategy, g):
+            w.assign_sub(0.1 * strategy.experimental_local_results(g)[0])
+            return strategy.num_replicas_in_sync
+
+        return tf.distribute.get_replica_context().merge_call(update, args=(total,))
+
+    xs = mirrored.experimental_distribute_values_from_function(
+        lambda ctx: tf.constant([1.0, 2.0]) * float(ctx.replica_id_in_sync_group + 1))
+    for expected in ([0.7, 0.4], [0.4, -0.2]):
+        assert mirrored.run(step, args=(xs,)) == 2  # the merge result, the same on every replica
+        np.testing.assert_allclose(w.numpy(), expected, rtol=1e-6)
+
+
 @pytest.mark.parametrize("failing", [0, 1])
 def test_a_python_exception_in_one_replica_is_raised_at_once(tf, mirrored, failing):
     def fn():
@@ -271,8 +294,6 @@ def test_what_lockstep_lacks_says_so(tf):
             getattr(tf.distribute, name)
     with pytest.raises(NotImplementedError, match="tf.distribute.experimental.CentralStorageStrategy"):
         tf.distribute.experimental.CentralStorageStrategy
-    with pytest.raises(NotImplementedError, match="merge_call"):
-        tf.distribute.get_replica_context().merge_call(lambda s: None)
 
 
 def test_agrees_with_tensorflow(tf):

@@ -47,6 +47,15 @@ WORKER = textwrap.dedent("""
         return tf.distribute.get_replica_context().all_reduce("SUM", grad)
     out["grad"] = strategy.run(step, args=(tf.constant([1.0, 2.0]) * float(task_id + 1),)).numpy().tolist()
 
+    def mirrored_step(x):  # as an optimizer updates mirrored variables: reduced gradients, one update per worker
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(mirrored * x)
+        (total,) = strategy._cpp.all_reduce_gradients(tape.gradient(loss, [mirrored]), [mirrored])
+        tf.distribute.get_replica_context().merge_call(lambda s, g: mirrored.assign_sub(g), args=(total,))
+    for _ in range(2):
+        strategy.run(mirrored_step, args=(tf.constant([1.0, 2.0]) * float(task_id + 1),))
+    out["updated"] = mirrored.numpy().tolist()
+
     x = np.arange(16, dtype=np.float32)
     try:
         ds = tf.data.Dataset.from_tensor_slices((x, x)).batch(8)
@@ -135,6 +144,7 @@ def test_two_workers_reduce_across_processes(tmp_path, how):
         assert r["gather"] == [1.0, 2.0, 2.0, 4.0]
         assert r["mirrored"] == [0.0, 1.0]  # the chief's initial value
         assert r["grad"] == [3.0, 6.0]
+        assert r["updated"] == [-6.0, -11.0]  # [0, 1] - 2 * [3, 6]
         assert r["dataset"] == [120.0, 2]  # each worker read half of every global batch; together all of it
 
 

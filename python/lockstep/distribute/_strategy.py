@@ -197,8 +197,24 @@ class ReplicaContext:
         return _nest.pack_sequence_as(value, reduced)
 
     def merge_call(self, merge_fn, args=(), kwargs=None):
-        raise NotImplementedError("tf.distribute.ReplicaContext.merge_call is not implemented by lockstep (see "
-                                  "docs/python.md)")
+        """merge_fn(strategy, *args, **kwargs) once per worker, with each argument regrouped into PerReplica values
+        of the local replicas' arguments; every replica gets its result. Every replica must call it."""
+        strategy = self._strategy
+        n = strategy._cpp.num_local_replicas
+        local = self._replica_id % n
+        if local == 0:
+            strategy._merge_args = [None] * n
+        strategy._cpp.merge_call(lambda: None)  # every replica has a slot list before any writes to it
+        slots = strategy._merge_args
+        slots[local] = (tuple(args), dict(kwargs or {}))
+
+        def merge():
+            merged_args = _regroup([a for a, _ in slots])
+            merged_kwargs = _regroup([k for _, k in slots])
+            strategy._merge_result = merge_fn(strategy, *merged_args, **merged_kwargs)
+
+        strategy._cpp.merge_call(merge)
+        return strategy._merge_result
 
 
 # ---- strategies ----
