@@ -27,6 +27,8 @@ namespace d = lockstep::distribute;
 // barrier, so the Python package destroys it at exit (shutdown()) instead of leaving it to the interpreter's
 // teardown, which does not free what a program still holds; the default strategy is not ours to destroy.
 struct PyStrategy {
+  explicit PyStrategy(std::shared_ptr<d::Strategy> s) : strategy(std::move(s)) {}
+  PyStrategy(PyStrategy&&) = default;
   std::shared_ptr<d::Strategy> strategy;
 
   d::Strategy& get() const {
@@ -55,7 +57,7 @@ PyStrategy make_strategy(const std::function<std::shared_ptr<d::Strategy>()>& ma
     nb::gil_scoped_release unlocked;  // a multi-worker strategy waits here for every worker to join
     s = make();
   }
-  return PyStrategy{std::move(s)};
+  return PyStrategy(std::move(s));
 }
 
 // The resolver a MultiWorkerMirroredStrategy gets: an explicit cluster when the program gave one, else the
@@ -328,7 +330,7 @@ void bind_strategy(nb::module_& m) {
   // The default strategy (one replica, no communication), never destroyed.
   m.def("_default", [] {
     static d::Strategy* const s = &d::get_strategy();  // no scope is active when lockstep.distribute imports
-    return PyStrategy{std::shared_ptr<d::Strategy>(s, [](d::Strategy*) {})};
+    return PyStrategy(std::shared_ptr<d::Strategy>(s, [](d::Strategy*) {}));
   });
   m.def("_current_id", [] { return reinterpret_cast<uintptr_t>(&d::get_strategy()); });
   m.def("has_strategy", &d::has_strategy);

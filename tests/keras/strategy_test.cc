@@ -163,6 +163,21 @@ TEST(Strategy, RunReduceGatherAndReplicaContext) {
   EXPECT_THROW(s.run([] { throw ValueError("replica failure"); }), ValueError);
 }
 
+TEST(Strategy, AFailingReplicaReleasesTheOthersWaitingForItInACollective) {
+  CommunicationOptions options;
+  options.timeout_seconds = 60;
+  for (int failing : {0, 1}) {
+    MirroredStrategy s({"/cpu:0", "/cpu:1"}, options);
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_THROW(s.run([&] {
+      if (replica_id_in_sync_group() == failing) throw ValueError("replica failure");
+      std::vector<double> values{1};
+      s.all_reduce_sum(values);  // waits for the failed replica
+    }), Error);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10)) << "failing replica " << failing;
+  }
+}
+
 TEST(Strategy, DistributedDatasetSplitsEachGlobalBatch) {
   MirroredStrategy s({"/cpu:0", "/cpu:1"});
   auto dist = s.experimental_distribute_dataset(data::Dataset::range(0, 8).batch(4));

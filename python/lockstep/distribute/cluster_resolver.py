@@ -156,6 +156,7 @@ class TFConfigClusterResolver(ClusterResolver):
     def rpc_layer(self):
         if self._rpc_layer is not None:
             return self._rpc_layer
+        self._parsed()  # a malformed TF_CONFIG fails with the C++ side's message, not JSON's
         text = self._tf_config()
         return _json.loads(text).get("rpc_layer") if text.strip() else None
 
