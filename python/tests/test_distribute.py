@@ -3,6 +3,7 @@ context, distributed datasets, the options and cluster resolvers; agreement with
 import json
 import os
 import subprocess
+import sys
 import time
 
 import numpy as np
@@ -314,3 +315,55 @@ def test_agrees_with_tensorflow(tf):
         assert sorted(out) == ["a", "b"] and out["b"][1].numpy().tolist() == [2.0, 3.0]
         assert one.reduce("SUM", out["a"], axis=0).numpy() == 6.0
         assert one.extended.worker_devices == ("/job:localhost/replica:0/task:0/device:CPU:0",)
+
+
+CUSTOM_LOOP = """
+import json, sys
+import numpy as np
+
+def train(tf):
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(8, 3)).astype(np.float32)
+    y = rng.normal(size=(8, 1)).astype(np.float32)
+    with strategy.scope():
+        w = tf.Variable(np.array([[0.5], [-0.25], [0.125]], np.float32))
+    xs = strategy.experimental_distribute_values_from_function(
+        lambda ctx: tf.constant(x[4 * ctx.replica_id_in_sync_group:4 * ctx.replica_id_in_sync_group + 4]))
+    ys = strategy.experimental_distribute_values_from_function(
+        lambda ctx: tf.constant(y[4 * ctx.replica_id_in_sync_group:4 * ctx.replica_id_in_sync_group + 4]))
+
+    def step(xb, yb):
+        with tf.GradientTape() as tape:
+            per_example = tf.reduce_sum(tf.square(tf.matmul(xb, w) - yb), axis=1)
+            loss = tf.nn.compute_average_loss(per_example, global_batch_size=8)
+        return loss, tape.gradient(loss, w)
+
+    losses = []
+    for _ in range(3):
+        loss, grad = strategy.run(step, args=(xs, ys))
+        losses.append(float(strategy.reduce(tf.distribute.ReduceOp.SUM, loss, axis=None).numpy()))
+        w.assign_sub(0.1 * strategy.reduce("SUM", grad, axis=None))
+    return {"losses": losses, "w": w.numpy().ravel().tolist()}
+
+if __name__ == "__main__":
+    import tensorflow as tf
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    print("RESULT " + json.dumps(train(tf)))
+"""
+
+
+def test_a_custom_loop_on_two_replicas_agrees_with_tensorflow(tf, tmp_path):
+    tensorflow_or_skip()
+    script = tmp_path / "custom_loop.py"
+    script.write_text(CUSTOM_LOOP)
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert run.returncode == 0, run.stderr
+    expected = json.loads(run.stdout.split("RESULT ", 1)[1])
+    namespace = {}
+    exec(compile(CUSTOM_LOOP, str(script), "exec"), namespace)
+    got = namespace["train"](tf)
+    np.testing.assert_allclose(got["losses"], expected["losses"], rtol=1e-5)
+    np.testing.assert_allclose(got["w"], expected["w"], rtol=1e-5)
