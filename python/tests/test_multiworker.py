@@ -31,7 +31,11 @@ WORKER = textwrap.dedent("""
     with strategy.scope():
         mirrored = tf.Variable([float(task_id), 1.0])  # every worker starts from the chief's value
 
-    value = strategy.run(lambda: tf.constant([1.0, 2.0]) * float(task_id + 1))
+    def per_worker():
+        if os.environ.get("FAIL_IN_RUN") == str(task_id):
+            raise ValueError("worker failed on purpose")
+        return tf.constant([1.0, 2.0]) * float(task_id + 1)
+    value = strategy.run(per_worker)
     if os.environ.get("FAIL_TASK") == str(task_id):
         raise ValueError("worker failed on purpose")
     out["sum"] = strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None).numpy().tolist()
@@ -89,7 +93,7 @@ def tf_config(ports, index):
 
 
 def worker_env(**extra):
-    env = {k: v for k, v in os.environ.items() if k not in ("TF_CONFIG", "FAIL_TASK")}
+    env = {k: v for k, v in os.environ.items() if k not in ("TF_CONFIG", "FAIL_TASK", "FAIL_IN_RUN")}
     env.update(extra)
     return env
 
@@ -148,9 +152,9 @@ def test_two_workers_reduce_across_processes(tmp_path, how):
         assert r["dataset"] == [120.0, 2]  # each worker read half of every global batch; together all of it
 
 
-@pytest.mark.parametrize("failing", [0, 1])
-def test_a_python_exception_in_one_worker_ends_the_launched_job_naming_it(tmp_path, failing):
-    ((code, out),), seconds = start("launch", tmp_path, FAIL_TASK=str(failing))
+@pytest.mark.parametrize("failing,where", [(0, "FAIL_TASK"), (1, "FAIL_TASK"), (1, "FAIL_IN_RUN")])
+def test_a_python_exception_in_one_worker_ends_the_launched_job_naming_it(tmp_path, failing, where):
+    ((code, out),), seconds = start("launch", tmp_path, **{where: str(failing)})
     assert code != 0
     assert "ValueError: worker failed on purpose" in out
     assert f"lockstep launch: worker {failing} failed" in out, out
@@ -162,6 +166,15 @@ def test_a_python_exception_in_one_worker_started_by_hand_stops_the_other(tmp_pa
     assert w1[0] != 0 and "ValueError: worker failed on purpose" in w1[1]
     assert w0[0] != 0 and "worker:1" in w0[1], w0[1]
     assert seconds < 60
+
+
+def test_a_worker_whose_peer_never_starts_gives_up_in_bounded_time_naming_it(tmp_path):
+    script = tmp_path / "main.py"
+    script.write_text(WORKER)
+    env = worker_env(TF_CONFIG=tf_config(free_ports(2), 0), LOCKSTEP_STARTUP_TIMEOUT="3")
+    ((code, out),), seconds = run_group([([PYTHON, str(script)], env)], tmp_path)
+    assert code == 1 and seconds < 60
+    assert "DeadlineExceededError" in out and "worker:1" in out.strip().splitlines()[-1], out
 
 
 def test_a_malformed_tf_config_is_the_clis_one_line_error(tmp_path):
