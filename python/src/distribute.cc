@@ -154,6 +154,11 @@ void bind_cluster(nb::module_& m) {
     d::TFConfigClusterResolver r(text);
     return nb::make_tuple(r.cluster_spec().jobs(), r.task_type(), r.task_id(), r.rpc_layer(), r.environment());
   });
+  // The C++ side's reading of srun's environment: (cluster dict, task id).
+  m.def("_parse_slurm", [](int port_base) {
+    d::SlurmClusterResolver r(port_base);
+    return nb::make_tuple(r.cluster_spec().jobs(), r.task_id());
+  });
 }
 
 void bind_input(nb::module_& m) {

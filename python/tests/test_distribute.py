@@ -266,6 +266,19 @@ def test_tf_config_cluster_resolver(tf, monkeypatch):
     assert TFConfigClusterResolver(task_type="chief", task_id=0).master() == "grpc://127.0.0.1:1"
 
 
+def test_slurm_cluster_resolver(tf, monkeypatch):
+    for name, value in {"SLURM_PROCID": "2", "SLURM_STEP_NUM_TASKS": "3", "SLURM_STEP_NODELIST": "node[1-2]",
+                        "SLURM_STEP_TASKS_PER_NODE": "2,1"}.items():
+        monkeypatch.setenv(name, value)
+    r = tf.distribute.cluster_resolver.SlurmClusterResolver(port_base=9000)
+    assert (r.task_type, r.task_id) == ("worker", 2)
+    assert r.cluster_spec().as_dict() == {"worker": ["node1:9000", "node1:9001", "node2:9000"]}
+    assert r.master() == "grpc://node2:9000"
+    monkeypatch.setenv("SLURM_PROCID", "7")
+    with pytest.raises(ValueError, match="SLURM_PROCID 7 is out of range for 3 tasks"):
+        tf.distribute.cluster_resolver.SlurmClusterResolver()
+
+
 def cli_error(tf_config):
     """The one line `lockstep tf-config` prints for a TF_CONFIG."""
     run = subprocess.run([str(BIN_DIR / "lockstep"), "tf-config"], env={**os.environ, "TF_CONFIG": tf_config},

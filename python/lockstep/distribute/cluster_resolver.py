@@ -200,6 +200,25 @@ class SimpleClusterResolver(ClusterResolver):
         return dict(self._num_accelerators)
 
 
+class SlurmClusterResolver(ClusterResolver):
+    """The tasks of an srun job step, all "worker"s ranked by SLURM_PROCID (worker 0 is the chief); the k-th task on
+    a node listens on port_base + k. Read from the environment by the C++ side, as the CLI reads it."""
+
+    def __init__(self, jobs=None, port_base=8888, gpus_per_node=None, gpus_per_task=None, tasks_per_node=None,
+                 auto_set_gpu=True, rpc_layer="grpc"):
+        spec, task_id = _cpp._parse_slurm(int(port_base))
+        if jobs is not None and jobs != {"worker": len(spec["worker"])}:
+            raise ValueError(f"SlurmClusterResolver jobs={jobs!r}: lockstep makes every task of the step a worker "
+                             f"({len(spec['worker'])} here); leave jobs unset")
+        self._spec = ClusterSpec(spec)
+        self.task_type = "worker"
+        self.task_id = task_id
+        self.rpc_layer = rpc_layer
+
+    def cluster_spec(self):
+        return self._spec
+
+
 class _StrategyClusterResolver(ClusterResolver):
     """strategy.cluster_resolver: the cluster the C++ strategy resolved (TF_CONFIG, MPI, SLURM or one worker)."""
 
