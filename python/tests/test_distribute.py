@@ -173,6 +173,20 @@ def test_experimental_distribute_dataset_splits_each_global_batch(tf, mirrored):
     assert dist._cpp is not None  # what Keras' fit takes
 
 
+def test_a_distributed_iterator_position_can_be_saved_and_restored(tf, mirrored):
+    x = np.arange(12, dtype=np.float32)
+    dist = mirrored.experimental_distribute_dataset(dataset(tf, x, x.astype(np.int64), 4))
+    it = iter(dist)
+    next(it)
+    state = it._cpp._save_state()  # what tf.train.Checkpoint keeps for an iterator
+    expected = [t.numpy().tolist() for t in mirrored.experimental_local_results(next(it)[0])]
+    again = iter(dist)
+    again._cpp._restore_state(state)
+    assert [t.numpy().tolist() for t in mirrored.experimental_local_results(next(again)[0])] == expected
+    with pytest.raises(ValueError, match="not JSON"):
+        again._cpp._restore_state("{")
+
+
 def test_a_step_over_the_distributed_dataset_reduces_to_the_global_sum(tf, mirrored):
     x = np.arange(24, dtype=np.float32).reshape(12, 2)
     dist = mirrored.experimental_distribute_dataset(dataset(tf, x, np.zeros(12, np.int64), 6))
