@@ -56,6 +56,10 @@ class GradientReducer {
   void watch(const Variable& v);
   // The all-reduced gradients of `variables` for this replica; fills what hooks did not see.
   std::vector<Tensor> finalize(int replica, const std::vector<Tensor>& gradients, const std::vector<Variable>& variables);
+  // Drops what the hooks gathered in a step that never called finalize (a custom loop that reduced its gradients
+  // itself, or computed gradients it did not apply), after the buckets it launched are done, so that a later
+  // step's finalize cannot return them. Called by Strategy::run before the replicas start.
+  void discard_unfinalized();
 
  private:
   struct Slot {
@@ -68,6 +72,7 @@ class GradientReducer {
   void ensure_layout();
   void fill(Replica& r, int64_t variable_id, const Tensor& g);
   void launch(Replica& r, size_t bucket);
+  void start_step(Replica& r);  // no gradient filled, no bucket launched
   // One bucket across every replica, as float32 or, under GradientCompression::BFLOAT16, as bfloat16.
   void all_reduce_bucket(Replica& r, std::vector<float>& bucket, const CollectiveOptions& o);
 

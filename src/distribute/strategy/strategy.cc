@@ -263,6 +263,7 @@ void Strategy::run_replicas(const std::function<void(int)>& fn) {
   LS_CHECK(!in_replica_context(), RuntimeError, "strategy.run() called from inside a replica: call it from the "
            "training loop (cross-replica context)");
   synchronize_variables(impl_->global_batch_size);  // once: before the first step every worker is checked and equal
+  impl_->reducer->discard_unfinalized();
   auto body = [&](int r) {
     Strategy* saved = t_current;
     t_current = this;
