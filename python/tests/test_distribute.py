@@ -251,6 +251,21 @@ def test_communication_options(tf):
         assert strategy.reduce("SUM", strategy.run(lambda: tf.constant(3.0)), axis=None).numpy() == 3.0
 
 
+def test_multi_worker_strategy_takes_an_explicit_cluster_resolver(tf, monkeypatch):
+    resolvers = tf.distribute.cluster_resolver
+    spec = {"worker": ["127.0.0.1:1"]}
+    one_worker = json.dumps({"cluster": spec, "task": {"type": "worker", "index": 0}})
+    for tf_config, resolver in ((one_worker, resolvers.TFConfigClusterResolver()),
+                                ("{}", resolvers.SimpleClusterResolver(resolvers.ClusterSpec(spec), task_type="worker",
+                                                                       task_id=0))):
+        monkeypatch.setenv("TF_CONFIG", tf_config)
+        strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
+        r = strategy.cluster_resolver
+        assert (r.task_type, r.task_id, r.cluster_spec().as_dict()) == ("worker", 0, spec)
+        assert strategy.extended.worker_devices == ("/job:worker/replica:0/task:0/device:CPU:0",)
+        assert strategy.extended.should_checkpoint
+
+
 def test_cluster_spec(tf):
     from lockstep.distribute.cluster_resolver import ClusterSpec
 
