@@ -281,6 +281,16 @@ def test_cluster_spec(tf):
     assert not ClusterSpec({})
 
 
+def test_tf_train_cluster_spec_is_this_one(tf):
+    from lockstep.distribute.cluster_resolver import ClusterSpec
+
+    try:
+        train_spec = tf.train.ClusterSpec
+    except NotImplementedError:
+        pytest.skip("lockstep.train is not built yet: tf.train.ClusterSpec re-exports this module's ClusterSpec")
+    assert train_spec is ClusterSpec
+
+
 def test_tf_config_cluster_resolver(tf, monkeypatch):
     TFConfigClusterResolver = tf.distribute.cluster_resolver.TFConfigClusterResolver
     monkeypatch.delenv("TF_CONFIG", raising=False)
