@@ -441,22 +441,13 @@ class _DefaultDistributionStrategy(Strategy):
     """What get_strategy() returns outside every scope: one replica, no communication."""
 
 
-_default = None
-
-
-def _default_strategy():
-    global _default
-    if _default is None:
-        _default = _DefaultDistributionStrategy(_cpp._default())
-    return _default
-
-
-_default_strategy()  # before any scope is entered, so it is the C++ default strategy
+# Made at import, before any scope is entered: the C++ side's default strategy.
+_default = _DefaultDistributionStrategy(_cpp._default())
 
 
 def get_strategy():
     """The strategy whose scope is active on this thread (or whose replica this thread runs), else the default."""
-    return _live.get(_cpp._current_id()) or _default_strategy()
+    return _live.get(_cpp._current_id()) or _default
 
 
 def has_strategy():
@@ -475,7 +466,7 @@ def get_replica_context():
                               + _cpp.replica_id_in_sync_group())
     if _cpp.has_strategy():
         return None
-    return ReplicaContext(_default_strategy(), 0)
+    return ReplicaContext(_default, 0)
 
 
 _global_scope = []
