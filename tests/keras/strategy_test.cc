@@ -163,6 +163,41 @@ TEST(Strategy, RunReduceGatherAndReplicaContext) {
   EXPECT_THROW(s.run([] { throw ValueError("replica failure"); }), ValueError);
 }
 
+TEST(Strategy, AFailingReplicaReleasesTheOthersWaitingForItInACollective) {
+  CommunicationOptions options;
+  options.timeout_seconds = 60;
+  for (int failing : {0, 1}) {
+    MirroredStrategy s({"/cpu:0", "/cpu:1"}, options);
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_THROW(s.run([&] {
+      if (replica_id_in_sync_group() == failing) throw ValueError("replica failure");
+      std::vector<double> values{1};
+      s.all_reduce_sum(values);  // waits for the failed replica
+    }), Error);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10)) << "failing replica " << failing;
+  }
+}
+
+// A step that computes gradients of mirrored variables without all_reduce_gradients (a custom loop that reduces
+// them itself) leaves nothing behind for the next step's all_reduce_gradients.
+TEST(MirroredStrategy, GradientsAStepDidNotCollectDoNotReachTheNextStep) {
+  MirroredStrategy s({"/cpu:0", "/cpu:1"});
+  std::optional<Variable> w;
+  {
+    auto scope = s.scope();
+    w.emplace(full({2}, 1.0));
+  }
+  auto grad_of = [&](double scale) {  // each replica's gradient of scale * (replica + 1) * sum(w)
+    GradientTape tape;
+    Tensor loss = reduce_sum(multiply(w->read(), full({2}, scale * (replica_id_in_sync_group() + 1))), {0}, false);
+    return tape.gradient(loss, std::vector<Variable>{*w});
+  };
+  auto reduced = s.run([&] { return grad_of(100)[0]; });  // not collected
+  EXPECT_EQ(s.reduce(ReduceOp::SUM, reduced).to_vector<float>(), (std::vector<float>{300, 300}));
+  auto collected = s.run([&] { return s.all_reduce_gradients(grad_of(1), {*w})[0]; });
+  for (const Tensor& g : collected.values) EXPECT_EQ(g.to_vector<float>(), (std::vector<float>{3, 3}));
+}
+
 TEST(Strategy, DistributedDatasetSplitsEachGlobalBatch) {
   MirroredStrategy s({"/cpu:0", "/cpu:1"});
   auto dist = s.experimental_distribute_dataset(data::Dataset::range(0, 8).batch(4));

@@ -170,11 +170,26 @@ std::vector<Tensor> GradientReducer::finalize(int replica, const std::vector<Ten
     const Slot& s = slots_.at(v.unique_id());
     out.push_back(raw_ops::cast(from_data(r.buffers[s.bucket].data() + s.offset, s.shape, DType::float32), v.dtype()));
   }
+  start_step(r);
+  return out;
+}
+
+void GradientReducer::start_step(Replica& r) {
   r.done = 0;
   r.filled.clear();
   r.remaining = bucket_variables_;
   r.launched.assign(bucket_elements_.size(), false);
-  return out;
+}
+
+void GradientReducer::discard_unfinalized() {
+  for (auto& r : replicas_) {
+    if (r->filled.empty()) continue;  // finalize ran, or no gradient came
+    const auto launched = static_cast<size_t>(std::count(r->launched.begin(), r->launched.end(), true));
+    std::unique_lock l(r->mutex);
+    r->cv.wait(l, [&] { return r->done == launched; });  // each launched bucket ends, failed or not
+    r->error = nullptr;
+    start_step(*r);
+  }
 }
 
 }  // namespace lockstep::distribute

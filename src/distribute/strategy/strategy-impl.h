@@ -27,8 +27,8 @@ class ReplicaPool {
  public:
   explicit ReplicaPool(int n);
   ~ReplicaPool();
-  // Runs fn(r) for every replica and waits; rethrows the first error. on_error runs on the caller's thread
-  // when replica 0 fails, to release replicas waiting for it.
+  // Runs fn(r) for every replica and waits; rethrows the first error. on_error runs on the failing replica's
+  // thread when a replica fails, to release the replicas waiting for it in a collective.
   void run(const std::function<void(int)>& fn, const std::function<void()>& on_error);
 
  private:
@@ -37,6 +37,7 @@ class ReplicaPool {
   std::mutex mutex_;
   std::condition_variable wake_, done_;
   const std::function<void(int)>* task_ = nullptr;
+  const std::function<void()>* on_error_ = nullptr;
   int caller_threads_ = 1;  // the caller's intra-op thread count, which each replica thread adopts
   uint64_t generation_ = 0;
   int pending_ = 0;
@@ -55,6 +56,10 @@ class GradientReducer {
   void watch(const Variable& v);
   // The all-reduced gradients of `variables` for this replica; fills what hooks did not see.
   std::vector<Tensor> finalize(int replica, const std::vector<Tensor>& gradients, const std::vector<Variable>& variables);
+  // Drops what the hooks gathered in a step that never called finalize (a custom loop that reduced its gradients
+  // itself, or computed gradients it did not apply), after the buckets it launched are done, so that a later
+  // step's finalize cannot return them. Called by Strategy::run before the replicas start.
+  void discard_unfinalized();
 
  private:
   struct Slot {
@@ -67,6 +72,7 @@ class GradientReducer {
   void ensure_layout();
   void fill(Replica& r, int64_t variable_id, const Tensor& g);
   void launch(Replica& r, size_t bucket);
+  void start_step(Replica& r);  // no gradient filled, no bucket launched
   // One bucket across every replica, as float32 or, under GradientCompression::BFLOAT16, as bfloat16.
   void all_reduce_bucket(Replica& r, std::vector<float>& bucket, const CollectiveOptions& o);
 
@@ -91,6 +97,7 @@ struct Strategy::Impl {
   bool synchronized = false;
   int uncaught_at_start = 0;  // std::uncaught_exceptions() when the strategy was made
   std::string last_error;     // the last error a step raised on this worker
+  bool aborted = false;       // abort() was called: the destructor leaves as on an error
   int64_t global_batch_size = 0;  // of the last distributed dataset, for the start-up check
   void hierarchical_all_reduce(int replica, void* data, size_t count, DType dtype, const CollectiveOptions& o);
 };

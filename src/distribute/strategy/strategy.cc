@@ -114,6 +114,7 @@ void ReplicaPool::loop(int replica) {
   uint64_t seen = 0;
   for (;;) {
     const std::function<void(int)>* task;
+    const std::function<void()>* on_error;
     int threads = 1;
     {
       std::unique_lock lock(mutex_);
@@ -121,6 +122,7 @@ void ReplicaPool::loop(int replica) {
       if (stopping_) return;
       seen = generation_;
       task = task_;
+      on_error = on_error_;
       threads = caller_threads_;
     }
     // OpenMP's thread count is per thread and a new thread starts from the process default (all cores), not
@@ -131,6 +133,7 @@ void ReplicaPool::loop(int replica) {
       (*task)(replica);
     } catch (...) {
       error = std::current_exception();
+      (*on_error)();  // the other replicas may be waiting for this one in a collective
     }
     std::lock_guard lock(mutex_);
     if (error && !error_) error_ = error;
@@ -142,6 +145,7 @@ void ReplicaPool::run(const std::function<void(int)>& fn, const std::function<vo
   {
     std::lock_guard lock(mutex_);
     task_ = &fn;
+    on_error_ = &on_error;
     caller_threads_ = num_threads();
     pending_ = static_cast<int>(threads_.size());
     error_ = nullptr;
@@ -179,7 +183,7 @@ Strategy::Strategy(int num_local_replicas, std::unique_ptr<ClusterResolver> reso
 Strategy::~Strategy() {
   impl_->reducer.reset();
   if (!impl_->coordination) return;
-  if (std::uncaught_exceptions() > impl_->uncaught_at_start) {
+  if (std::uncaught_exceptions() > impl_->uncaught_at_start || impl_->aborted) {
     impl_->cross.reset();  // closes the connections: peers blocked in a collective with this one fail at once
     // Leaving on an error: tell the others now instead of waiting for them in the shutdown barrier. A
     // collective usually fails because a peer died; the service names that peer within ~50 ms, so give its
@@ -201,6 +205,11 @@ Strategy::~Strategy() {
 int Strategy::num_workers() const { return std::max(1, resolver_->world_size()); }
 int Strategy::worker_rank() const { return std::max(0, resolver_->rank()); }
 Communicator* Strategy::cross_worker() const { return impl_->cross.get(); }
+
+void Strategy::abort(const std::string& message) {
+  impl_->aborted = true;
+  impl_->last_error = message;
+}
 
 void Strategy::connect_workers() {
   const CommunicationImplementation backend = choose_collective(options_.implementation);
@@ -254,6 +263,7 @@ void Strategy::run_replicas(const std::function<void(int)>& fn) {
   LS_CHECK(!in_replica_context(), RuntimeError, "strategy.run() called from inside a replica: call it from the "
            "training loop (cross-replica context)");
   synchronize_variables(impl_->global_batch_size);  // once: before the first step every worker is checked and equal
+  impl_->reducer->discard_unfinalized();
   auto body = [&](int r) {
     Strategy* saved = t_current;
     t_current = this;

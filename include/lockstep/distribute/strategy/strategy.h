@@ -183,6 +183,11 @@ class Strategy {
   // For collectives outside the gradient path; the cross-worker communicator (null on a single worker).
   Communicator* cross_worker() const;
 
+  // Marks this worker as leaving on an error the library did not throw (a Python exception that ends the
+  // program): destroying the strategy then tells the other workers at once, naming this task and `message`,
+  // instead of waiting for them in the shutdown barrier while they wait for this one in a collective.
+  void abort(const std::string& message);
+
  protected:
   Strategy(int num_local_replicas, std::unique_ptr<ClusterResolver> resolver, CommunicationOptions options);
   // Connects workers (coordination service, gloo); called by MultiWorkerMirroredStrategy's constructor.
