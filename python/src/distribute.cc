@@ -9,7 +9,6 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 
@@ -110,42 +109,11 @@ std::vector<Tensor> all_reduce_sum(d::Strategy& s, const std::vector<nb::object>
 
 // An iterator of a distributed dataset; only ever moved (the class holds move-only data iterators, which
 // nanobind's copy check cannot see through).
-struct PyIterator {
-  explicit PyIterator(d::DistributedDataset::Iterator i) : it(std::move(i)) {}
-  PyIterator(const PyIterator&) = delete;
+struct PyDistributedIterator {
+  explicit PyDistributedIterator(d::DistributedDataset::Iterator i) : it(std::move(i)) {}
+  PyDistributedIterator(const PyDistributedIterator&) = delete;
   d::DistributedDataset::Iterator it;
 };
-
-// The failure reports of the last errors that blamed another task (a peer lost in a collective), by message: once
-// such an error has become a Python exception that ends the program, only its text is left to find the culprit by,
-// which the launcher needs to name the worker whose loss started the failure.
-struct BlamedErrors {
-  std::mutex mutex;
-  std::deque<std::pair<std::string, FailureReport>> recent;
-} g_blamed;
-
-void remember_blame(const Error& e) {
-  if (e.culprit().empty()) return;
-  std::lock_guard lock(g_blamed.mutex);
-  g_blamed.recent.emplace_back(e.what(), failure_report_of(e));
-  if (g_blamed.recent.size() > 8) g_blamed.recent.pop_front();
-}
-
-// What the CLI's main does with the exception that ends it: the launcher learns the task it blames, if any.
-void report_exit(const std::string& message) {
-  FailureReport report;
-  {
-    std::lock_guard lock(g_blamed.mutex);
-    for (const auto& [what, blamed] : g_blamed.recent)
-      if (what == message) report = blamed;
-  }
-  report_failure(report);
-}
-
-// A tensor data::Dataset built from arrays, for tests of this module that run before tf.data's binding exists.
-data::Dataset dataset_from_arrays(nb::handle x, nb::handle y) {
-  return data::Dataset::from_tensor_slices(to_tensor(x).clone(), y.is_none() ? Tensor() : to_tensor(y).clone());
-}
 
 void bind_cluster(nb::module_& m) {
   // The C++ side's reading of a TF_CONFIG text, with its checks and one-line errors:
@@ -179,10 +147,10 @@ void bind_input(nb::module_& m) {
                             ", num_replicas_in_sync=", c.num_replicas_in_sync, ")");
       });
 
-  nb::class_<PyIterator>(m, "_DistributedIterator")
+  nb::class_<PyDistributedIterator>(m, "_DistributedIterator")
       // The next per-replica elements, or None once any replica on any worker has run out.
       .def("next",
-           [](PyIterator& self) -> nb::object {
+           [](PyDistributedIterator& self) -> nb::object {
              std::optional<d::PerReplica<data::Batch>> batch;
              {
                nb::gil_scoped_release unlocked;  // pipelines may run Python map functions; workers agree on the end
@@ -193,8 +161,8 @@ void bind_input(nb::module_& m) {
              for (const data::Batch& b : batch->values) out.append(element_to_python(b));
              return out;
            })
-      .def("_save_state", [](const PyIterator& self) { return self.it.save_state().dump(); })
-      .def("_restore_state", [](PyIterator& self, const std::string& state) {
+      .def("_save_state", [](const PyDistributedIterator& self) { return self.it.save_state().dump(); })
+      .def("_restore_state", [](PyDistributedIterator& self, const std::string& state) {
         nlohmann::json j;
         try {
           j = nlohmann::json::parse(state);
@@ -208,12 +176,11 @@ void bind_input(nb::module_& m) {
       .def(
           "_iterator",
           [](const d::DistributedDataset& ds, std::optional<uint64_t> iteration) {
-            return new PyIterator(iteration ? ds.make_iterator(*iteration) : ds.begin());
+            return new PyDistributedIterator(iteration ? ds.make_iterator(*iteration) : ds.begin());
           },
           nb::arg("iteration").none() = nb::none(), nb::keep_alive<0, 1>())
       .def_prop_ro("_num_replicas", [](const d::DistributedDataset& ds) { return ds.per_replica_datasets().size(); });
 
-  m.def("_dataset_from_arrays", &dataset_from_arrays, nb::arg("x"), nb::arg("y").none() = nb::none());
 }
 
 void bind_strategy(nb::module_& m) {
@@ -348,21 +315,6 @@ void bind_strategy(nb::module_& m) {
 void bind_distribute(nb::module_& parent) {
   nb::module_ m = parent.def_submodule("distribute", "tf.distribute over lockstep's strategies");
   // Tried before module.cc's translator, which then raises the Python exception.
-  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
-    try {
-      std::rethrow_exception(p);
-    } catch (const Error& e) {
-      remember_blame(e);
-      throw;
-    }
-  });
-  m.def("_report_exit", &report_exit, nb::arg("message"));
-  // tf.data's binding registers data::Dataset; until it exists, a minimal class lets this module's tests build one.
-  if (!nb::type<data::Dataset>().is_valid())
-    nb::class_<data::Dataset>(m, "_Dataset")
-        .def("batch", &data::Dataset::batch, nb::arg("batch_size"), nb::arg("drop_remainder") = false)
-        .def("repeat", &data::Dataset::repeat, nb::arg("count") = -1)
-        .def("shard", &data::Dataset::shard);
   bind_cluster(m);
   bind_input(m);
   bind_strategy(m);

@@ -18,13 +18,7 @@ def mirrored(tf):
 
 
 def dataset(tf, x, y, batch_size):
-    """A batched dataset of (x, y): tf.data's when lockstep has it, else the C++ dataset the binding builds."""
-    try:
-        return tf.data.Dataset.from_tensor_slices((x, y)).batch(batch_size)
-    except NotImplementedError:
-        from lockstep import _lockstep
-
-        return _lockstep.distribute._dataset_from_arrays(x, y).batch(batch_size)
+    return tf.data.Dataset.from_tensor_slices((x, y)).batch(batch_size)
 
 
 def test_run_gives_per_replica_values_that_reduce_and_gather(tf, mirrored):

@@ -61,10 +61,7 @@ WORKER = textwrap.dedent("""
     out["updated"] = mirrored.numpy().tolist()
 
     x = np.arange(16, dtype=np.float32)
-    try:
-        ds = tf.data.Dataset.from_tensor_slices((x, x)).batch(8)
-    except NotImplementedError:  # before tf.data's binding: the C++ dataset the distribute binding builds
-        ds = tf.distribute._strategy._cpp._dataset_from_arrays(x, x).batch(8)
+    ds = tf.data.Dataset.from_tensor_slices((x, x)).batch(8)
     total, steps = 0.0, 0
     for batch in strategy.experimental_distribute_dataset(ds):
         local = strategy.run(lambda b: tf.reduce_sum(b[0]), args=(batch,))

@@ -560,8 +560,7 @@ def _watch_exit(strategy):
         previous = _sys.excepthook
 
         def excepthook(kind, value, traceback):
-            previous(kind, value, traceback)
-            _cpp._report_exit(str(value))
+            previous(kind, value, traceback)  # lockstep/_failure.py's: the launcher learns the failure
             message = f"{kind.__name__}: {value}".splitlines()[0] if str(value) else kind.__name__
             for s in list(_watched):
                 s._cpp.abort(message)
