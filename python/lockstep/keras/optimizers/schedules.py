@@ -1,0 +1,32 @@
+"""tf.keras.optimizers.schedules: the learning-rate schedules of lockstep's C++ schedule registry with Keras'
+arguments; an optimizer given one evaluates it at its own step."""
+from ... import _lockstep, _unimplemented
+from .. import _config, _serial
+
+_o = _lockstep.keras.optimizers
+
+
+class LearningRateSchedule(_config.ConfigObject):
+    """A learning rate as a function of the optimizer's step."""
+
+    def __call__(self, step):
+        if not hasattr(self, "_cpp"):
+            self._cpp = _o.schedule_from_config(self._class_name, _serial.dumps(self._config))
+        return _lockstep.ops.convert_to_tensor(float(self._cpp(int(step))), "float32", None)
+
+
+_config.define(globals(), LearningRateSchedule, {
+    "ExponentialDecay": "initial_learning_rate, decay_steps, decay_rate, staircase=False, name='ExponentialDecay'",
+    "PiecewiseConstantDecay": "boundaries, values, name='PiecewiseConstant'",
+})
+
+
+def serialize(schedule):
+    return schedule._keras_serialized()
+
+
+def deserialize(config, custom_objects=None):
+    return _config.get("schedule", globals(), config, {})
+
+
+_unimplemented.install(globals(), "tf.keras.optimizers.schedules")
