@@ -339,6 +339,7 @@ void write_weights(const Model& model, const std::string& path) {
 void Model::save_weights(const std::string& path) const {
   detail::write_on_chief(*this, path, [&] {
     make_parent_directories(path);
+    if (detail::is_keras_weights_file(path)) return detail::save_keras_weights(*this, path);
     write_weights(*this, path);
   });
 }
@@ -445,6 +446,7 @@ void detail::write_on_chief(const Model& model, const std::string& path, const s
 }
 
 void Model::load_weights(const std::string& path) {
+  if (detail::is_keras_weights_file(path)) return detail::load_keras_weights(*this, path);
   assign_weights(train::load_safetensors(path), path, variables(), s_->name);
 }
 

@@ -99,8 +99,9 @@ class Layer:
             raise NotImplementedError(
                 f"subclassing tf.keras.layers.Layer in Python ({type(self).__name__}) is not implemented by lockstep "
                 "(see docs/python.md): build the model from lockstep's layers")
-        given, _ = _serial.bind(self._class_name, self._signature, args, kwargs, extra=_BASE + _LEGACY)
-        config = {k: _config_value(k, v) for k, v in given.items()}
+        # Keras' defaults included: the registry reads a complete config, as Keras writes one.
+        _, config = _serial.bind(self._class_name, self._signature, args, kwargs, extra=_BASE + _LEGACY)
+        config = {k: _config_value(k, v) for k, v in config.items() if v is not None}
         self._input_shape = self._batch_size = None
         for key in _BASE + _LEGACY:
             if key not in kwargs or key in self._signature.parameters:
@@ -116,7 +117,7 @@ class Layer:
             elif key == "weights" and value is not None:
                 raise ValueError(f"{self._class_name}: weights= is not supported by lockstep; call set_weights "
                                  "once the layer is built")
-            elif key in ("trainable", "dtype", "name"):
+            elif key in ("trainable", "dtype", "name") and value is not None:
                 config[key] = _config_value(key, value)
         self._cpp = _k.layers.from_config(self._class_name, json.dumps(config))
         _serial.remember(self, self._cpp)

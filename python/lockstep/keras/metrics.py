@@ -4,7 +4,6 @@ Python function. A metric made in a strategy's scope sums over the replicas (and
 import json
 
 from .. import _lockstep, _unimplemented
-from .._core import constant as _constant
 from . import _serial
 
 _m = _lockstep.keras.metrics
@@ -51,7 +50,7 @@ class Metric:
             self._cpp.update_state(y_true, y_pred, sample_weight)
 
     def result(self):
-        return _constant(self._cpp.result(), dtype="float32")
+        return _lockstep.ops.convert_to_tensor(float(self._cpp.result()), _lockstep.DType.float32, None)
 
     def reset_state(self):
         self._cpp.reset_state()
