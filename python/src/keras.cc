@@ -591,13 +591,15 @@ void bind_model(nb::module_& k) {
              Tensor tx = to_tensor(x), ty = to_tensor(y), w = optional_tensor(sample_weight);
              nb::gil_scoped_release unlocked;
              return m.train_on_batch(tx, ty, w);
-           })
+           },
+           nb::arg("x"), nb::arg("y"), nb::arg("sample_weight").none())
       .def("test_on_batch",
            [](keras::Model& m, nb::handle x, nb::handle y, nb::handle sample_weight) {
              Tensor tx = to_tensor(x), ty = to_tensor(y), w = optional_tensor(sample_weight);
              nb::gil_scoped_release unlocked;
              return m.test_on_batch(tx, ty, w);
-           })
+           },
+           nb::arg("x"), nb::arg("y"), nb::arg("sample_weight").none())
       .def("call",
            [](keras::Model& m, nb::handle x, bool training) {
              Tensor t = to_tensor(x);
