@@ -12,6 +12,7 @@
 
 #include <array>
 #include <bitset>
+#include <mutex>
 
 #include "bindings.h"
 #include "lockstep/autograd/tape.h"
@@ -212,6 +213,63 @@ void bind_callbacks(nb::module_& k) {
 
 // ---- layers ----
 
+// A Python model with its own call() (a tf.keras.Model subclass) as the one layer of a C++ Sequential model, so
+// that compile/fit/evaluate/predict and the callbacks run it in the C++ loop. It holds the Python object weakly
+// (the object owns this layer's model); its weights and regularization losses are the Python model's.
+class PyLayer : public keras::Layer {
+ public:
+  PyLayer(nb::handle model, const std::string& name)
+      : Layer("PythonModel", name), ref_(nb::steal(PyWeakref_NewRef(model.ptr(), nullptr))) {}
+  keras::LayerPtr clone() const override { return std::make_shared<PyLayer>(*this); }
+
+  const std::vector<Variable>& weights() const override {
+    nb::gil_scoped_acquire gil;
+    std::lock_guard lock(*mutex_);
+    *weights_ = nb::cast<std::vector<Variable>>(model().attr("weights"));
+    return *weights_;
+  }
+  std::vector<Tensor> losses() const override {
+    nb::gil_scoped_acquire gil;
+    std::vector<Tensor> out;
+    for (nb::handle t : model().attr("losses")) out.push_back(to_tensor(t));
+    return out;
+  }
+  Shape compute_output_shape(const Shape& input_shape) const override {
+    std::vector<int64_t> dims{1};
+    dims.insert(dims.end(), input_shape.dims().begin(), input_shape.dims().end());
+    nb::gil_scoped_acquire gil;
+    Tensor out = to_tensor(model()(zeros(Shape(dims), DType::float32)));
+    return Shape(std::vector<int64_t>(out.shape().dims().begin() + 1, out.shape().dims().end()));
+  }
+  nlohmann::json get_config() const override {
+    throw ValueError(make_message("model \"", name(), "\" is a Python subclass of tf.keras.Model: its config cannot "
+                                  "be saved; use save_weights"));
+  }
+
+ protected:
+  void build(const Shape& input_shape) override {
+    nb::gil_scoped_acquire gil;
+    nb::list shape;
+    shape.append(nb::none());
+    for (int64_t d : input_shape.dims()) shape.append(d);
+    model().attr("build")(nb::tuple(shape));
+  }
+  Tensor call(const Tensor& x, bool training) override {
+    nb::gil_scoped_acquire gil;
+    return to_tensor(model()(x, nb::arg("training") = training));
+  }
+
+ private:
+  nb::object model() const {
+    nb::handle obj(PyWeakref_GetObject(ref_.get().ptr()));
+    LS_CHECK(!obj.is_none(), RuntimeError, "the Python model of layer '", name(), "' no longer exists");
+    return nb::borrow(obj);
+  }
+  PyRef ref_;
+  std::shared_ptr<std::vector<Variable>> weights_ = std::make_shared<std::vector<Variable>>();
+  std::shared_ptr<std::mutex> mutex_ = std::make_shared<std::mutex>();
+};
+
 void bind_layers(nb::module_& k) {
   nb::class_<keras::KerasTensor>(k, "KerasTensor")
       .def_prop_ro("shape", [](const keras::KerasTensor& t) { return t.shape().dims(); })
@@ -253,6 +311,9 @@ void bind_layers(nb::module_& k) {
 
   nb::module_ layers = k.def_submodule("layers");
   layers.def("names", [] { return kl::registry().names(); });
+  layers.def("python_model", [](nb::handle model, const std::string& name) -> keras::LayerPtr {
+    return std::make_shared<PyLayer>(model, name);
+  });
   layers.def("from_config", [](const std::string& class_name, const std::string& config) {
     return kl::from_config({{"class_name", class_name}, {"config", json::parse(config)}});
   });

@@ -8,7 +8,10 @@ _EPSILON = 1e-7  # keras.backend.epsilon(), which lockstep's losses use (lockste
 
 def clear_session(free_memory=True):
     """Forgets the layer-name counters, so the next Dense is "dense" again."""
+    from . import layers
+
     _lockstep.keras.clear_session()
+    layers._name_counts.clear()
 
 
 def epsilon():

@@ -1,7 +1,10 @@
 """tf.keras.layers: a class for every layer of lockstep's C++ layer registry, taking Keras' arguments. A layer is
 made by turning its arguments into the Keras config the C++ registry reads (so one place, the registry, knows each
 layer), and is called eagerly on tensors or symbolically on KerasTensors to build a functional Model."""
+import inspect
 import json
+
+import numpy as _np
 
 from .. import _lockstep, _unimplemented, dtypes as _dtypes
 from .._tensor import TensorShape
@@ -89,36 +92,171 @@ class KerasTensor:
 
 
 class Layer:
-    """tf.keras.layers.Layer: the Python face of a C++ layer. Subclasses are the registry's classes."""
+    """tf.keras.layers.Layer. lockstep's own layers (Dense, Conv2D...) are C++ ones (_RegistryLayer); a subclass
+    written in Python defines build(input_shape) with add_weight and call(inputs[, training]), made of lockstep's ops
+    and layers, and runs eagerly (in models called directly and in custom training loops)."""
+
+    def __init__(self, trainable=True, name=None, dtype=None, autocast=True, **kwargs):
+        unknown = {k: v for k, v in kwargs.items() if k not in _LEGACY}
+        if unknown:
+            raise _serial.UnrecognizedArgumentsError(f"Unrecognized keyword arguments passed to "
+                                                     f"{type(self).__name__}: {unknown}")
+        if not trainable:
+            raise NotImplementedError("trainable=False layers are not implemented by lockstep (see docs/python.md)")
+        object.__setattr__(self, "_sublayers", [])
+        self._cpp = None
+        self._name = name or _unique_name(type(self).__name__)
+        self._own_weights, self._regularized, self.built = [], [], False
+        self._input_shape, self._batch_size = _legacy_input_shape(kwargs), kwargs.get("batch_size")
+
+    def __setattr__(self, name, value):
+        # Layers assigned to attributes (alone or in lists) are this layer's sublayers, as Keras tracks them.
+        if "_sublayers" in self.__dict__ and not name.startswith("_"):
+            for item in value if isinstance(value, (list, tuple)) else [value]:
+                if isinstance(item, Layer) and item is not self and all(item is not l for l in self._sublayers):
+                    self._sublayers.append(item)
+        object.__setattr__(self, name, value)
+
+    def build(self, input_shape):
+        pass
+
+    def call(self, inputs, *args, **kwargs):
+        raise NotImplementedError(f"Layer {type(self).__name__} does not have a `call()` method implemented.")
+
+    def __call__(self, inputs, *args, training=None, mask=None, **kwargs):
+        if _symbolic(inputs):
+            raise NotImplementedError(f"calling the Python layer {type(self).__name__} on symbolic tensors (in a "
+                                      "functional model) is not implemented by lockstep; call it on tensors")
+        if not self.built:
+            shape = getattr(inputs, "shape", None)
+            self.build(TensorShape(shape) if shape is not None else None)
+            self.built = True
+        if training is not None and "training" in inspect.signature(self.call).parameters:
+            kwargs["training"] = training
+        return self.call(inputs, *args, **kwargs)
+
+    def add_weight(self, name=None, shape=None, dtype=None, initializer=None, regularizer=None, trainable=True,
+                   constraint=None, **kwargs):
+        """A Variable named "<layer>/<name>" with values from `initializer` (glorot_uniform for floats, as Keras)."""
+        from .. import Variable
+        from . import initializers, regularizers
+
+        if constraint is not None:
+            raise NotImplementedError("add_weight(constraint=...) is not implemented by lockstep")
+        init = initializers.get(initializer or "glorot_uniform")
+        shape = () if shape is None else tuple(int(d) for d in shape)
+        value = init(shape, dtype=dtype or "float32") if callable(init) else init
+        variable = Variable(value, trainable=trainable, name=f"{self.name}/{name or 'variable'}")
+        self._own_weights.append(variable)
+        if regularizer is not None:
+            self._regularized.append((variable, regularizers.get(regularizer)))
+        return variable
+
+    def _layers_below(self):
+        return [l for l in self._sublayers]
+
+    @property
+    def name(self):
+        return self._name
+
+    @property
+    def weights(self):
+        out, seen = [], set()
+        for v in self._own_weights + [w for l in self._layers_below() for w in l.weights]:
+            if id(v) not in seen:
+                seen.add(id(v))
+                out.append(v)
+        return out
+
+    variables = weights
+    trainable_weights = trainable_variables = property(lambda self: [v for v in self.weights if v.trainable])
+    non_trainable_weights = non_trainable_variables = property(lambda self: [v for v in self.weights
+                                                                             if not v.trainable])
+
+    @property
+    def losses(self):
+        return [r(v) for v, r in self._regularized] + [t for l in self._layers_below() for t in l.losses]
+
+    dtype = variable_dtype = property(lambda self: "float32")
+    compute_dtype = property(lambda self: "float32")
+    input_shape = property(lambda self: None if self._input_shape is None else (None,) + tuple(self._input_shape))
+    trainable = property(lambda self: True)
+
+    def get_config(self):
+        return {"name": self.name, "trainable": True, "dtype": "float32"}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+    def count_params(self):
+        return int(sum(int(_np.prod(v.shape)) for v in self.weights))
+
+    def get_weights(self):
+        return [v.numpy() for v in self.weights]
+
+    def set_weights(self, weights):
+        variables = self.weights
+        if len(weights) != len(variables):
+            raise ValueError(f"Layer {self.name} expects {len(variables)} weights, but the given list has "
+                             f"{len(weights)}: pass one array per weight, as get_weights() gives them")
+        for v, w in zip(variables, weights):
+            v.assign(w)
+
+    def __repr__(self):
+        return f"<{type(self).__name__} name={self.name}, built={self.built}>"
+
+
+_name_counts = {}
+
+
+def _unique_name(class_name):
+    """Keras' default name for a Python layer or model: its class in snake_case, numbered from the second."""
+    base = "".join("_" + c.lower() if c.isupper() and i and not class_name[i - 1].isupper() else c.lower()
+                   for i, c in enumerate(class_name))
+    n = _name_counts.get(base, 0)
+    _name_counts[base] = n + 1
+    return base if n == 0 else f"{base}_{n}"
+
+
+def _legacy_input_shape(kwargs):
+    if "input_shape" in kwargs:
+        return tuple(kwargs["input_shape"])
+    if "batch_input_shape" in kwargs:
+        return tuple(kwargs["batch_input_shape"])[1:]
+    if "input_dim" in kwargs:
+        return (kwargs["input_dim"],)
+    return None
+
+
+def _symbolic(inputs):
+    return isinstance(inputs, KerasTensor) or (isinstance(inputs, (list, tuple)) and bool(inputs) and
+                                               all(isinstance(i, KerasTensor) for i in inputs))
+
+
+class _RegistryLayer(Layer):
+    """A layer of lockstep's C++ layer registry: the class's Keras arguments become the Keras config the registry
+    reads, and calls run the C++ layer."""
 
     _class_name = None
     _signature = None
 
     def __init__(self, *args, **kwargs):
-        if self._class_name is None:
-            raise NotImplementedError(
-                f"subclassing tf.keras.layers.Layer in Python ({type(self).__name__}) is not implemented by lockstep "
-                "(see docs/python.md): build the model from lockstep's layers")
         # Keras' defaults included: the registry reads a complete config, as Keras writes one.
         _, config = _serial.bind(self._class_name, self._signature, args, kwargs, extra=_BASE + _LEGACY)
         config = {k: _config_value(k, v) for k, v in config.items() if v is not None}
-        self._input_shape = self._batch_size = None
-        for key in _BASE + _LEGACY:
+        for key in _BASE + ("weights",):
             if key not in kwargs or key in self._signature.parameters:
                 continue
             value = kwargs[key]
-            if key in ("input_shape", "batch_input_shape", "input_dim"):
-                shape = [value] if key == "input_dim" else list(value)
-                self._input_shape = tuple(shape[1:] if key == "batch_input_shape" else shape)
-            elif key == "batch_size":
-                self._batch_size = value
-            elif key == "activity_regularizer" and value is not None:
+            if key == "activity_regularizer" and value is not None:
                 raise ValueError(f"{self._class_name}: activity_regularizer is not supported by lockstep; remove it")
             elif key == "weights" and value is not None:
                 raise ValueError(f"{self._class_name}: weights= is not supported by lockstep; call set_weights "
                                  "once the layer is built")
             elif key in ("trainable", "dtype", "name") and value is not None:
                 config[key] = _config_value(key, value)
+        self._input_shape, self._batch_size = _legacy_input_shape(kwargs), kwargs.get("batch_size")
         self._cpp = _k.layers.from_config(self._class_name, json.dumps(config))
         _serial.remember(self, self._cpp)
 
@@ -128,16 +266,19 @@ class Layer:
         obj = _serial.known(cpp)
         if obj is None:
             klass = globals().get(cpp.class_name)
-            klass = klass if isinstance(klass, type) and issubclass(klass, Layer) else Layer
+            klass = klass if isinstance(klass, type) and issubclass(klass, _RegistryLayer) else _RegistryLayer
             obj = klass.__new__(klass)
             obj._cpp, obj._input_shape, obj._batch_size = cpp, None, None
             _serial.remember(obj, cpp)
         return obj
 
+    def __setattr__(self, name, value):
+        object.__setattr__(self, name, value)
+
     def __call__(self, inputs, *args, training=None, mask=None, **kwargs):
         if isinstance(inputs, KerasTensor):
             return KerasTensor(self._cpp.call_symbolic(inputs._cpp))
-        if isinstance(inputs, (list, tuple)) and inputs and all(isinstance(i, KerasTensor) for i in inputs):
+        if _symbolic(inputs):
             return KerasTensor(self._cpp.call_symbolic_list([i._cpp for i in inputs]))
         if self._cpp.class_name in _MERGING and isinstance(inputs, (list, tuple)):
             return self._cpp.call_list(list(inputs), bool(training))
@@ -156,9 +297,7 @@ class Layer:
     trainable_weights = trainable_variables = property(lambda self: self._cpp.trainable_weights())
     non_trainable_weights = non_trainable_variables = property(lambda self: self._cpp.non_trainable_weights())
     losses = property(lambda self: self._cpp.losses())
-    dtype = variable_dtype = property(lambda self: "float32")
     compute_dtype = property(lambda self: "bfloat16" if self._cpp.dtype_policy == "mixed_bfloat16" else "float32")
-    input_shape = property(lambda self: None if self._input_shape is None else (None,) + tuple(self._input_shape))
 
     @property
     def dtype_policy(self):
@@ -181,22 +320,10 @@ class Layer:
 
     @classmethod
     def from_config(cls, config):
-        cpp = _k.layers.from_config(cls._class_name or config["class_name"], json.dumps(config))
-        return cls._wrap(cpp)
+        return cls._wrap(_k.layers.from_config(cls._class_name or config["class_name"], json.dumps(config)))
 
     def count_params(self):
         return self._cpp.count_params()
-
-    def get_weights(self):
-        return [v.numpy() for v in self.weights]
-
-    def set_weights(self, weights):
-        variables = self.weights
-        if len(weights) != len(variables):
-            raise ValueError(f"Layer {self.name} expects {len(variables)} weights, but the given list has "
-                             f"{len(weights)}: pass one array per weight, as get_weights() gives them")
-        for v, w in zip(variables, weights):
-            v.assign(w)
 
     def __getattr__(self, name):
         # A weight by its Keras attribute name: dense.kernel, dense.bias, norm.gamma.
@@ -206,11 +333,8 @@ class Layer:
                     return v
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
-    def __repr__(self):
-        return f"<{type(self).__name__} name={self.name}, built={self.built}>"
 
-
-class InputLayer(Layer):
+class InputLayer(_RegistryLayer):
     """tf.keras.layers.InputLayer: a model's input of `shape` (without the batch axis)."""
 
     _class_name = "InputLayer"
@@ -257,7 +381,7 @@ def Input(shape=None, batch_size=None, dtype=None, sparse=None, batch_shape=None
 # One class per C++ layer: Keras' signature where the table has one, else keyword arguments only.
 for _name in _k.layers.names():
     if _name != "InputLayer":
-        globals()[_name] = type(_name, (Layer,), {
+        globals()[_name] = type(_name, (_RegistryLayer,), {
             "_class_name": _name, "_signature": _serial.signature(_SIGNATURES.get(_name, "**config")),
             "__module__": __name__, "__doc__": f"tf.keras.layers.{_name}, as lockstep's C++ layer registry makes it."})
 del _name

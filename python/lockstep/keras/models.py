@@ -40,14 +40,25 @@ def _class_weights(y, class_weight):
     return table[labels.astype(_np.int64)]
 
 
+def _either(cpp, python):
+    """A property that reads the C++ model, or runs `python` (a function or a Layer property) for a subclass with
+    its own call()."""
+    python = python.fget if isinstance(python, property) else python
+    return property(lambda self: cpp(self) if self._cpp is not None else python(self))
+
+
 class Model(_layers.Layer):
     """tf.keras.Model: the functional API (Model(inputs, outputs)); Sequential is a Model too."""
 
     def __init__(self, *args, **kwargs):
         if type(self) not in (Model, Sequential) and not args and "inputs" not in kwargs:
-            raise NotImplementedError(
-                f"subclassing tf.keras.Model ({type(self).__name__} with its own call()) is not implemented by "
-                "lockstep (see docs/python.md): build the model with the functional API or Sequential")
+            # A subclass with its own call(): its layers are the ones its attributes hold, and it runs eagerly.
+            _layers.Layer.__init__(self, **kwargs)
+            self._optimizer = self._loss = None
+            self._compiled_metrics = []
+            self._list_inputs = self._list_outputs = False
+            self.inputs = self.outputs = self.history = None
+            return
         inputs = kwargs.pop("inputs", args[0] if args else None)
         outputs = kwargs.pop("outputs", args[1] if len(args) > 1 else None)
         name = kwargs.pop("name", args[2] if len(args) > 2 else None)
@@ -89,6 +100,8 @@ class Model(_layers.Layer):
     # ---- calling ----
 
     def __call__(self, inputs, training=None, mask=None, **kwargs):
+        if self._cpp is None:
+            return _layers.Layer.__call__(self, inputs, training=training, **kwargs)
         if isinstance(inputs, _layers.KerasTensor) or (isinstance(inputs, (list, tuple)) and inputs and
                                                         isinstance(inputs[0], _layers.KerasTensor)):
             raise NotImplementedError("calling a model on symbolic tensors (a model used as a layer) is not "
@@ -98,17 +111,33 @@ class Model(_layers.Layer):
             return out if self._list_outputs else out[0]
         return self._cpp.call(inputs, bool(training))
 
-    call = __call__
+    def call(self, inputs, training=None, mask=None):
+        if self._cpp is None:
+            return _layers.Layer.call(self, inputs)
+        return self(inputs, training=training)
 
     # ---- structure ----
 
-    name = property(lambda self: self._cpp.name)
-    built = property(lambda self: self._cpp.built)
-    layers = property(lambda self: [_layers.Layer._wrap(layer) for layer in self._cpp.layers])
-    weights = variables = property(lambda self: self._cpp.variables())
-    trainable_weights = trainable_variables = property(lambda self: self._cpp.trainable_variables())
-    non_trainable_weights = non_trainable_variables = property(lambda self: self._cpp.non_trainable_variables())
-    losses = property(lambda self: self._cpp.losses())
+    # Each property reads the C++ model, or for a subclass with its own call() what Layer tracks in Python.
+    name = _either(lambda self: self._cpp.name, _layers.Layer.name)
+    layers = _either(lambda self: [_layers._RegistryLayer._wrap(layer) for layer in self._cpp.layers],
+                     lambda self: list(self._sublayers))
+    weights = variables = _either(lambda self: self._cpp.variables(), _layers.Layer.weights)
+    trainable_weights = trainable_variables = _either(lambda self: self._cpp.trainable_variables(),
+                                                      _layers.Layer.trainable_weights)
+    non_trainable_weights = non_trainable_variables = _either(lambda self: self._cpp.non_trainable_variables(),
+                                                              _layers.Layer.non_trainable_weights)
+    losses = _either(lambda self: self._cpp.losses(), _layers.Layer.losses)
+
+    @property
+    def built(self):
+        return self._cpp.built if self._cpp is not None else self.__dict__.get("_built", False)
+
+    @built.setter
+    def built(self, value):
+        if self._cpp is not None:
+            raise AttributeError("built is read-only for this model")
+        self.__dict__["_built"] = value
 
     @property
     def input_shape(self):
@@ -125,26 +154,50 @@ class Model(_layers.Layer):
     def get_layer(self, name=None, index=None):
         if index is not None:
             return self.layers[index]
-        return _layers.Layer._wrap(self._cpp.get_layer(name))
+        if self._cpp is None:
+            for layer in self._sublayers:
+                if layer.name == name:
+                    return layer
+            raise ValueError(f"No such layer: {name}. Existing layers are: {[l.name for l in self._sublayers]}.")
+        return _layers._RegistryLayer._wrap(self._cpp.get_layer(name))
 
     def build(self, input_shape):
-        self._cpp.build(list(input_shape)[1:])
+        if self._cpp is not None:
+            return self._cpp.build(list(input_shape)[1:])
+        # A subclass builds its layers by running call() on a batch of one, as Keras builds it symbolically.
+        if not self.built and input_shape is not None:
+            self.built = True
+            self(_np.zeros([1 if d is None else int(d) for d in input_shape], _np.float32))
 
     def summary(self, line_length=None, positions=None, print_fn=None, expand_nested=False, show_trainable=False,
                 layer_range=None):
-        text = self._cpp.summary_string()
+        text = self._cpp.summary_string() if self._cpp is not None else self._python_summary()
         (print_fn or print)(text.rstrip("\n"))
 
+    def _python_summary(self):
+        if not self.built:
+            raise ValueError("This model has not yet been built. Build the model first by calling it on a batch of "
+                             "data.")
+        rows = [f" {l.name} ({type(l).__name__})".ljust(45) + f"{l.count_params()}" for l in self._sublayers]
+        total = self.count_params()
+        rule = "_" * 65
+        return "\n".join([f'Model: "{self.name}"', rule, " Layer (type)".ljust(45) + "Param #", "=" * 65] + rows +
+                         ["=" * 65, f"Total params: {total}", f"Trainable params: {total}",
+                          "Non-trainable params: 0", rule])
+
     def count_params(self):
-        return self._cpp.count_params()
+        return self._cpp.count_params() if self._cpp is not None else _layers.Layer.count_params(self)
 
     def get_weights(self):
-        return self._cpp.get_weights()
+        return self._cpp.get_weights() if self._cpp is not None else _layers.Layer.get_weights(self)
 
     def set_weights(self, weights):
+        if self._cpp is None:
+            return _layers.Layer.set_weights(self, weights)
         self._cpp.set_weights(list(weights))
 
     def get_config(self):
+        self._needs_graph("get_config()")
         return json.loads(self._cpp.get_config())
 
     @classmethod
@@ -154,9 +207,28 @@ class Model(_layers.Layer):
         return model_from_json(json.dumps({"class_name": kind, "config": config}))
 
     def to_json(self, **kwargs):
+        self._needs_graph("to_json()")
         return self._cpp.to_json()
 
     # ---- compile and the training loop ----
+
+    def _needs_graph(self, what):
+        if self._cpp is None:
+            raise NotImplementedError(
+                f"{what} of a subclassed model ({type(self).__name__} with its own call()) is not implemented by "
+                "lockstep (see docs/python.md): use save_weights, or build the model with the functional API or "
+                "Sequential")
+
+    @property
+    def _engine(self):
+        """The C++ model that compiles, trains, evaluates and saves weights: this model's own, or for a subclass
+        with its own call() a Sequential model whose one layer calls it (made at compile(), so in the strategy
+        scope the model was made in)."""
+        if self._cpp is not None:
+            return self._cpp
+        if self.__dict__.get("_wrapper") is None:
+            self.__dict__["_wrapper"] = _k.Sequential([_k.layers.python_model(self, self.name)], self.name)
+        return self._wrapper
 
     def compile(self, optimizer="rmsprop", loss=None, loss_weights=None, metrics=None, weighted_metrics=None,
                 run_eagerly=False, steps_per_execution=1, jit_compile="auto", auto_scale_loss=True, **kwargs):
@@ -172,36 +244,36 @@ class Model(_layers.Layer):
         self._loss = _losses.get(loss)
         metrics = [] if metrics is None else list(metrics) if isinstance(metrics, (list, tuple)) else [metrics]
         self._compiled_metrics = metrics
-        self._cpp.compile(self._optimizer._cpp, None if self._loss is None else self._loss._cpp,
+        self._engine.compile(self._optimizer._cpp, None if self._loss is None else self._loss._cpp,
                           [_metrics._compile_argument(m) for m in metrics])
 
     @property
     def optimizer(self):
-        cpp = self._cpp.optimizer
+        cpp = self._engine.optimizer
         return None if cpp is None else _optimizers.Optimizer._wrap(cpp)
 
     @property
     def loss(self):
-        cpp = self._cpp.loss
+        cpp = self._engine.loss
         if self._loss is not None and cpp is self._loss._cpp:
             return self._loss
         return None if cpp is None else _losses.Loss._wrap(cpp)
 
     @property
     def metrics(self):
-        return [_metrics.Metric._wrap(m) for m in self._cpp.metrics]
+        return [_metrics.Metric._wrap(m) for m in self._engine.metrics]
 
     @property
     def metrics_names(self):
-        return ["loss"] + [m.name for m in self._cpp.metrics]
+        return ["loss"] + [m.name for m in self._engine.metrics]
 
     @property
     def stop_training(self):
-        return self._cpp.stop_training
+        return self._engine.stop_training
 
     @stop_training.setter
     def stop_training(self, value):
-        self._cpp.stop_training = bool(value)
+        self._engine.stop_training = bool(value)
 
     def _prepare_callbacks(self, callbacks, verbose):
         """The C++ callbacks for a run, every Python one given this model."""
@@ -266,7 +338,7 @@ class Model(_layers.Layer):
                 validation = _k._RunArgs(_array(parts[0]), _array(parts[1]), parts[2] if len(parts) == 3 else None,
                                          vbatch)
         cpp_callbacks, histories = self._prepare_callbacks(callbacks, verbose)
-        epochs_done, history = self._cpp.fit(
+        epochs_done, history = self._engine.fit(
             train, int(epochs), -1 if steps_per_epoch is None else int(steps_per_epoch), bool(shuffle), validation,
             -1 if validation_steps is None else int(validation_steps), cpp_callbacks, int(initial_epoch), verbose)
         result = _callbacks.History()
@@ -294,14 +366,14 @@ class Model(_layers.Layer):
         else:
             data = _k._RunArgs(_array(x), _array(y), sample_weight, batch_size)
         cpp_callbacks, _ = self._prepare_callbacks(callbacks, verbose)
-        logs = self._cpp.evaluate(data, -1 if steps is None else int(steps), cpp_callbacks, verbose)
+        logs = self._engine.evaluate(data, -1 if steps is None else int(steps), cpp_callbacks, verbose)
         return self._results(logs, return_dict)
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None, **kwargs):
         verbose = _verbose(verbose)
         cpp_callbacks, _ = self._prepare_callbacks(callbacks, verbose)
         data = x._cpp if _is_dataset(x) else _array(x)
-        return self._cpp.predict(data, 32 if batch_size is None else int(batch_size),
+        return self._engine.predict(data, 32 if batch_size is None else int(batch_size),
                                  -1 if steps is None else int(steps), cpp_callbacks, verbose)
 
     def predict_on_batch(self, x):
@@ -311,10 +383,10 @@ class Model(_layers.Layer):
         if class_weight is not None:
             weights = _class_weights(y, class_weight)
             sample_weight = weights if sample_weight is None else _np.asarray(sample_weight) * weights
-        return self._results(self._cpp.train_on_batch(x, y, sample_weight), return_dict)
+        return self._results(self._engine.train_on_batch(x, y, sample_weight), return_dict)
 
     def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
-        return self._results(self._cpp.test_on_batch(x, y, sample_weight), return_dict)
+        return self._results(self._engine.test_on_batch(x, y, sample_weight), return_dict)
 
     def reset_metrics(self):
         for m in self.metrics:
@@ -323,6 +395,7 @@ class Model(_layers.Layer):
     # ---- saving ----
 
     def save(self, filepath, overwrite=True, zipped=None, include_optimizer=True, save_format=None, **kwargs):
+        self._needs_graph("save()")
         path = os.fspath(filepath)
         if path.endswith(".h5") or save_format == "h5":
             raise ValueError(f"model.save('{path}'): lockstep does not write the legacy HDF5 model format; save to a "
@@ -335,15 +408,15 @@ class Model(_layers.Layer):
         path = os.fspath(filepath)
         if not overwrite and os.path.exists(path):
             raise FileExistsError(f"{path} exists and overwrite=False")
-        self._cpp.save_weights(path)
+        self._engine.save_weights(path)
 
     def load_weights(self, filepath, skip_mismatch=False, **kwargs):
         if skip_mismatch:
             raise NotImplementedError("load_weights(skip_mismatch=True) is not implemented by lockstep")
-        self._cpp.load_weights(os.fspath(filepath))
+        self._engine.load_weights(os.fspath(filepath))
 
     def _lockstep_trackable(self):
-        return self._cpp._lockstep_trackable()
+        return self._engine._lockstep_trackable()
 
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name}, built={self.built}>"
@@ -372,6 +445,10 @@ class Sequential(Model):
         if not isinstance(layer, _layers.Layer):
             raise TypeError(f"The added layer must be an instance of class Layer. Received: layer={layer!r} of type "
                             f"{type(layer)}.")
+        if layer._cpp is None:
+            raise NotImplementedError(f"a Python layer ({type(layer).__name__}) in a Sequential model is not "
+                                      "implemented by lockstep (see docs/python.md): call it from a subclassed "
+                                      "model's call() instead")
         if not self._cpp.layers and layer._input_shape is not None and not isinstance(layer, _layers.InputLayer):
             self._cpp.add(_layers.InputLayer(shape=layer._input_shape, batch_size=layer._batch_size)._cpp)
         self._cpp.add(layer._cpp)

@@ -1,0 +1,107 @@
+"""Python subclasses of tf.keras.layers.Layer and tf.keras.Model: eager calls, tracked weights and losses, custom
+training loops, and compile/fit/evaluate/predict through the C++ loop (the model wrapped as one layer)."""
+import numpy as np
+import pytest
+
+from conftest import tensorflow_or_skip
+
+
+def make_classes(tf):
+    class Linear(tf.keras.layers.Layer):
+        def __init__(self, units, **kwargs):
+            super().__init__(**kwargs)
+            self.units = units
+
+        def build(self, input_shape):
+            self.w = self.add_weight(name="w", shape=(input_shape[-1], self.units), initializer="glorot_uniform",
+                                     regularizer=tf.keras.regularizers.L2(1e-3))
+            self.b = self.add_weight(name="b", shape=(self.units,), initializer="zeros")
+
+        def call(self, inputs):
+            return tf.matmul(inputs, self.w) + self.b
+
+    class Classifier(tf.keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.flatten = tf.keras.layers.Flatten()
+            self.hidden = tf.keras.layers.Dense(16, activation="relu")
+            self.dropout = tf.keras.layers.Dropout(0.1)
+            self.out = Linear(3)
+
+        def call(self, x, training=False):
+            return self.out(self.dropout(self.hidden(self.flatten(x)), training=training))
+
+    return Linear, Classifier
+
+
+def data(n=24):
+    rng = np.random.default_rng(0)
+    return rng.random((n, 4, 4), dtype=np.float32), rng.integers(0, 3, n)
+
+
+def test_subclassed_layer_and_model_track_weights_and_losses(tf):
+    tf.keras.backend.clear_session()
+    tf.keras.utils.set_random_seed(0)
+    Linear, Classifier = make_classes(tf)
+    model = Classifier()
+    x, _ = data()
+    assert model(x).shape == (24, 3)
+    assert [l.name for l in model.layers] == ["flatten", "dense", "dropout", "linear"]
+    assert [v.name for v in model.trainable_variables] == ["dense/kernel:0", "dense/bias:0", "linear/w:0",
+                                                           "linear/b:0"]
+    assert len(model.losses) == 1 and float(model.losses[0]) > 0
+    assert model.count_params() == 16 * 16 + 16 + 16 * 3 + 3
+    assert model.get_layer("linear") is model.out
+
+
+def test_custom_training_loop_on_a_subclassed_model(tf):
+    tf.keras.utils.set_random_seed(1)
+    _, Classifier = make_classes(tf)
+    model, optimizer = Classifier(), tf.keras.optimizers.SGD(learning_rate=0.5)
+    loss_object = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    x, y = data()
+    losses = []
+    for _ in range(10):
+        with tf.GradientTape() as tape:
+            loss = loss_object(y, model(x, training=True)) + tf.add_n(model.losses)
+        optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+        losses.append(float(loss))
+    assert losses[-1] < losses[0]
+
+
+def test_fit_evaluate_predict_and_weights_of_a_subclassed_model(tf, tmp_path):
+    tf.keras.utils.set_random_seed(2)
+    _, Classifier = make_classes(tf)
+    model = Classifier()
+    model.compile(optimizer="adam", loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"])
+    x, y = data()
+    seen = []
+
+    class Epochs(tf.keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            seen.append((epoch, self.model is model))
+
+    history = model.fit(x, y, batch_size=8, epochs=3, verbose=0, callbacks=[Epochs()])
+    assert history.history["loss"][-1] < history.history["loss"][0]
+    assert seen == [(0, True), (1, True), (2, True)]
+    loss, accuracy = model.evaluate(x, y, verbose=0)
+    assert 0 <= accuracy <= 1 and model.predict(x, verbose=0).shape == (24, 3)
+    model.save_weights(str(tmp_path / "classifier.weights.h5"))
+    other = Classifier()
+    other(x)
+    other.load_weights(str(tmp_path / "classifier.weights.h5"))
+    np.testing.assert_array_equal(other.predict(x, verbose=0), model.predict(x, verbose=0))
+    with pytest.raises(NotImplementedError, match="save_weights"):
+        model.save(str(tmp_path / "classifier.keras"))
+
+
+def test_subclassed_model_agrees_with_tensorflow(tf):
+    real = tensorflow_or_skip()
+    ours_cls, theirs_cls = make_classes(tf)[1], make_classes(real)[1]
+    ours, theirs = ours_cls(), theirs_cls()
+    x, _ = data(5)
+    ours(x)
+    theirs(x)
+    theirs.set_weights(ours.get_weights())
+    np.testing.assert_allclose(ours(x).numpy(), np.asarray(theirs(x)), atol=1e-5)
