@@ -141,8 +141,12 @@ class Model(_layers.Layer):
 
     @property
     def input_shape(self):
-        shape = (None,) + tuple(self._cpp.input_shape())
-        return [shape] if self._list_inputs else shape
+        if self.inputs:
+            shapes = [tuple(t.shape) for t in self.inputs]
+            return shapes if self._list_inputs else shapes[0]
+        if self._cpp is None:
+            return _layers.Layer.input_shape.fget(self)
+        return (None,) + tuple(self._cpp.input_shape())
 
     @property
     def output_shape(self):
