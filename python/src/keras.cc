@@ -12,6 +12,7 @@
 
 #include <array>
 #include <bitset>
+#include <cstdio>
 #include <mutex>
 
 #include "bindings.h"
@@ -46,6 +47,23 @@ class PyRef {
  private:
   std::shared_ptr<PyObject> obj_;
 };
+
+// Python's sys.stdout and C's stdout buffer separately: flushing one before the other writes keeps the progress bar
+// (printed by C++) and a program's print() output in the order they happened, also when piped to a file.
+void flush_python_stdout() {
+  nb::object out = nb::module_::import_("sys").attr("stdout");
+  if (!out.is_none()) out.attr("flush")();
+}
+
+// Runs `run` (a C++ training, evaluation or prediction) with the GIL released, between flushes of both streams.
+template <typename F> auto run_released(F&& run) {
+  flush_python_stdout();
+  struct FlushC {
+    ~FlushC() { std::fflush(stdout); }
+  } flush_c;
+  nb::gil_scoped_release unlocked;
+  return run();
+}
 
 // A Python function of (y_true, y_pred) as the per-example function of a loss or metric; it may run on any
 // replica's thread.
@@ -128,12 +146,14 @@ class PyCallback : public keras::Callback {
   }
   void call(Hook hook, std::optional<int64_t> index, const keras::Logs& logs) {
     if (!overridden_.test(hook)) return;
+    std::fflush(stdout);
     nb::gil_scoped_acquire gil;
     nb::object method = self_.get().attr(kHooks[hook]);
     if (index)
       method(*index, to_dict(logs));
     else
       method(to_dict(logs));
+    flush_python_stdout();
   }
 
   PyRef self_;
@@ -605,11 +625,9 @@ void bind_model(nb::module_& k) {
                  ds = &*weighted;
                }
              }
-             keras::callbacks::History history;
-             {
-               nb::gil_scoped_release unlocked;
-               history = ds ? m.fit(*ds, std::move(o)) : dist ? m.fit(*dist, std::move(o)) : m.fit(x, y, std::move(o));
-             }
+             keras::callbacks::History history = run_released([&] {
+               return ds ? m.fit(*ds, std::move(o)) : dist ? m.fit(*dist, std::move(o)) : m.fit(x, y, std::move(o));
+             });
              return history_of(history);
            },
            nb::arg("train"), nb::arg("epochs"), nb::arg("steps_per_epoch"), nb::arg("shuffle"),
@@ -629,8 +647,7 @@ void bind_model(nb::module_& k) {
                arrays = dataset_of(data.x, data.y, data.sample_weight, data.batch_size);
                ds = &*arrays;
              }
-             nb::gil_scoped_release unlocked;
-             return m.evaluate(*ds, std::move(o));
+             return run_released([&] { return m.evaluate(*ds, std::move(o)); });
            })
       .def("predict",
            [](keras::Model& m, nb::handle x, int64_t batch_size, int64_t steps,
@@ -640,11 +657,7 @@ void bind_model(nb::module_& k) {
              const distribute::DistributedDataset* dist = as_distributed(x);
              const data::Dataset* ds = dist && dist->source() ? &*dist->source() : as_dataset(x);
              Tensor t = ds ? Tensor() : to_tensor(x);
-             Tensor out;
-             {
-               nb::gil_scoped_release unlocked;
-               out = ds ? m.predict(*ds, std::move(o)) : m.predict(t, std::move(o));
-             }
+             Tensor out = run_released([&] { return ds ? m.predict(*ds, std::move(o)) : m.predict(t, std::move(o)); });
              return to_numpy(out);
            })
       .def("train_on_batch",

@@ -128,3 +128,33 @@ def test_adam_training_agrees_with_tensorflow(tf):
     np.testing.assert_allclose(a, b, rtol=1e-4)
     for u, v in zip(ours.get_weights(), theirs.get_weights()):
         np.testing.assert_allclose(u, v, atol=1e-5)
+
+
+def test_one_dimensional_float64_data_fits_a_one_feature_model(tf):
+    # TensorFlow's first tutorial: xs of shape (6,) in float64 for Dense(units=1, input_shape=[1]).
+    xs = np.array([-1.0, 0.0, 1.0, 2.0, 3.0, 4.0])
+    ys = 2 * xs - 1
+    model = tf.keras.Sequential([tf.keras.layers.Dense(units=1, input_shape=[1])])
+    model.compile(optimizer="sgd", loss="mean_squared_error")
+    model.fit(xs, ys, epochs=200, verbose=0)
+    assert model.predict(np.array([10.0]), verbose=0)[0, 0] == pytest.approx(19.0, abs=0.5)
+
+
+def test_progress_bar_and_prints_keep_their_order(tf, tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "order.py"
+    script.write_text(
+        "import numpy as np\nimport lockstep as tf\n"
+        "model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(2,))])\n"
+        "model.compile(optimizer='sgd', loss='mse')\n"
+        "class Say(tf.keras.callbacks.Callback):\n"
+        "    def on_epoch_end(self, epoch, logs=None):\n        print('callback', epoch)\n"
+        "print('before')\n"
+        "model.fit(np.ones((4, 2)), np.ones(4), epochs=2, verbose=1, callbacks=[Say()])\n"
+        "print('after')\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True).stdout
+    lines = [l.split()[0] for l in out.splitlines() if l.strip()]
+    assert lines[0] == "before" and lines[-1] == "after"
+    assert lines.index("Epoch") < lines.index("callback") < len(lines) - 1

@@ -22,12 +22,17 @@ def _is_dataset(x):
 
 
 def _array(x):
-    """NumPy data as NumPy (kept as is), a tensor as it is."""
-    if isinstance(x, (list, tuple)):
-        raise NotImplementedError("models with several inputs or outputs take one array each in lockstep's "
-                                  "fit/evaluate/predict; call the model on a list instead (see docs/python.md)")
+    """Data for fit/evaluate/predict: a tensor as it is; NumPy data (and lists of numbers) as NumPy, floating
+    point as float32, as Keras' data adapters convert it to floatx."""
     if isinstance(x, dict):
         raise NotImplementedError("dict inputs to fit/evaluate/predict are not implemented by lockstep")
+    if isinstance(x, (list, tuple)):
+        if any(hasattr(item, "shape") and getattr(item, "ndim", 0) > 0 for item in x):
+            raise NotImplementedError("models with several inputs or outputs take one array each in lockstep's "
+                                      "fit/evaluate/predict; call the model on a list instead (see docs/python.md)")
+        x = _np.asarray(x)
+    if isinstance(x, _np.ndarray) and x.dtype.kind == "f" and x.dtype != _np.float32:
+        return x.astype(_np.float32)
     return x
 
 
@@ -109,12 +114,29 @@ class Model(_layers.Layer):
         if isinstance(inputs, (list, tuple)) and self._list_inputs:
             out = self._cpp.call_list(list(inputs), bool(training))
             return out if self._list_outputs else out[0]
-        return self._cpp.call(inputs, bool(training))
+        return self._cpp.call(self._adjust_rank(inputs), bool(training))
 
     def call(self, inputs, training=None, mask=None):
         if self._cpp is None:
             return _layers.Layer.call(self, inputs)
         return self(inputs, training=training)
+
+    def _adjust_rank(self, x):
+        """Keras' rank adjustment of a single-input model's data: a rank one short of an input whose last axis is 1
+        gains that axis (fit(xs, ys) on a 1-D xs for Dense(1, input_shape=[1])), one long of it loses it."""
+        if self._cpp is None or self._list_inputs or not self._cpp.built or isinstance(x, (list, tuple)):
+            return x
+        ndim = getattr(x, "ndim", None)
+        if ndim is None:
+            return x
+        ref = self.__dict__.get("_feature_shape")
+        if ref is None:
+            ref = self.__dict__["_feature_shape"] = tuple(self._cpp.input_shape())
+        if ndim == len(ref) and ref and ref[-1] == 1:
+            return _np.expand_dims(_np.asarray(x), -1)
+        if ndim == len(ref) + 2 and x.shape[-1] == 1:
+            return _np.squeeze(_np.asarray(x), -1)
+        return x
 
     # ---- structure ----
 
@@ -312,7 +334,7 @@ class Model(_layers.Layer):
                 raise ValueError("`validation_split` is only supported for Tensors or NumPy arrays")
             train = _k._RunArgs(x._cpp, None, None, batch_size)
         else:
-            x, y = _array(x), _array(y)
+            x, y = self._adjust_rank(_array(x)), _array(y)
             if y is None:
                 raise ValueError("fit() needs targets: pass y (or a dataset of (x, y))")
             if class_weight is not None:
@@ -339,8 +361,8 @@ class Model(_layers.Layer):
                 if len(parts) not in (2, 3):
                     raise ValueError("validation_data must be (x_val, y_val), (x_val, y_val, val_sample_weight) or "
                                      "a dataset")
-                validation = _k._RunArgs(_array(parts[0]), _array(parts[1]), parts[2] if len(parts) == 3 else None,
-                                         vbatch)
+                validation = _k._RunArgs(self._adjust_rank(_array(parts[0])), _array(parts[1]),
+                                         parts[2] if len(parts) == 3 else None, vbatch)
         cpp_callbacks, histories = self._prepare_callbacks(callbacks, verbose)
         epochs_done, history = self._engine.fit(
             train, int(epochs), -1 if steps_per_epoch is None else int(steps_per_epoch), bool(shuffle), validation,
@@ -368,7 +390,7 @@ class Model(_layers.Layer):
         if _is_dataset(x):
             data = _k._RunArgs(x._cpp, None, None, batch_size)
         else:
-            data = _k._RunArgs(_array(x), _array(y), sample_weight, batch_size)
+            data = _k._RunArgs(self._adjust_rank(_array(x)), _array(y), sample_weight, batch_size)
         cpp_callbacks, _ = self._prepare_callbacks(callbacks, verbose)
         logs = self._engine.evaluate(data, -1 if steps is None else int(steps), cpp_callbacks, verbose)
         return self._results(logs, return_dict)
@@ -376,7 +398,7 @@ class Model(_layers.Layer):
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None, **kwargs):
         verbose = _verbose(verbose)
         cpp_callbacks, _ = self._prepare_callbacks(callbacks, verbose)
-        data = x._cpp if _is_dataset(x) else _array(x)
+        data = x._cpp if _is_dataset(x) else self._adjust_rank(_array(x))
         return self._engine.predict(data, 32 if batch_size is None else int(batch_size),
                                  -1 if steps is None else int(steps), cpp_callbacks, verbose)
 
@@ -387,10 +409,10 @@ class Model(_layers.Layer):
         if class_weight is not None:
             weights = _class_weights(y, class_weight)
             sample_weight = weights if sample_weight is None else _np.asarray(sample_weight) * weights
-        return self._results(self._engine.train_on_batch(x, y, sample_weight), return_dict)
+        return self._results(self._engine.train_on_batch(self._adjust_rank(x), y, sample_weight), return_dict)
 
     def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
-        return self._results(self._engine.test_on_batch(x, y, sample_weight), return_dict)
+        return self._results(self._engine.test_on_batch(self._adjust_rank(x), y, sample_weight), return_dict)
 
     def reset_metrics(self):
         for m in self.metrics:
