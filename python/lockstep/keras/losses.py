@@ -43,12 +43,12 @@ class Loss:
 
     def __init__(self, *args, **kwargs):
         if self._class_name is None:  # a subclass written in Python
-            given, config = _serial.bind(type(self).__name__, _serial.signature(
+            _, config = _serial.bind(type(self).__name__, _serial.signature(
                 "name=None, reduction='sum_over_batch_size', dtype=None"), args, kwargs)
             name = config["name"] or _snake(type(self).__name__)
             self._cpp = _l.from_function(self.call, _reduction(config["reduction"]), name)
             return
-        given, config = _serial.bind(self._class_name, self._signature, args, kwargs)
+        _, config = _serial.bind(self._class_name, self._signature, args, kwargs)
         config["reduction"] = _reduction(config["reduction"])
         for key, supported in (("ignore_class", None), ("axis", -1), ("dtype", None)):
             if key in config and config[key] != supported and not (key == "dtype" and config[key] == "float32"):
@@ -59,9 +59,10 @@ class Loss:
 
     @classmethod
     def _wrap(cls, cpp):
+        """The Python object of a C++ loss (compile's from a name, or a loaded model's)."""
         klass = globals().get(cpp.class_name)
-        obj = (klass if isinstance(klass, type) and issubclass(klass, Loss) else Loss).__new__(
-            klass if isinstance(klass, type) and issubclass(klass, Loss) else Loss)
+        obj = (klass if isinstance(klass, type) and issubclass(klass, Loss) else Loss).__new__(Loss)
+        obj.__class__ = klass if isinstance(klass, type) and issubclass(klass, Loss) else Loss
         obj._cpp = cpp
         return obj
 

@@ -20,7 +20,7 @@ class Metric:
             raise NotImplementedError(
                 f"subclassing tf.keras.metrics.Metric in Python ({type(self).__name__}) is not implemented by "
                 "lockstep (see docs/python.md): use tf.keras.metrics.Mean or MeanMetricWrapper over a function")
-        given, config = _serial.bind(self._class_name, self._signature, args, kwargs)
+        _, config = _serial.bind(self._class_name, self._signature, args, kwargs)
         for key, supported in (("ignore_class", None), ("axis", -1)):
             if config.pop(key, supported) != supported:
                 raise ValueError(f"{self._class_name}: {key} is not supported by lockstep; remove it")
