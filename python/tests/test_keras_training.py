@@ -158,3 +158,13 @@ def test_progress_bar_and_prints_keep_their_order(tf, tmp_path):
     lines = [l.split()[0] for l in out.splitlines() if l.strip()]
     assert lines[0] == "before" and lines[-1] == "after"
     assert lines.index("Epoch") < lines.index("callback") < len(lines) - 1
+
+
+def test_float64_inputs_are_cast_to_the_models_dtype(tf):
+    x, _ = data(4)
+    sequential = small(tf)
+    inputs = tf.keras.Input(shape=(4,))
+    functional = tf.keras.Model(inputs, tf.keras.layers.Dense(2)(inputs))
+    for model in (sequential, functional):
+        wide = tf.constant(x.astype(np.float64))  # as a float64 tensor, which the C++ model itself casts
+        np.testing.assert_array_equal(model(wide).numpy(), model(x).numpy())

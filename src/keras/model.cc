@@ -69,8 +69,8 @@ Tensor Model::operator()(const Tensor& x_in, CallOptions options) {
   }
   LS_CHECK(x_in.rank() >= 1, ValueError, "model \"", s_->name, "\" needs a batch of inputs, got a scalar");
   Tensor x = x_in;
-  // Keras casts inputs to the model's dtype (images arrive as uint8).
-  if (x.dtype() != DType::float32 && x.dtype() != DType::float64) x = cast(x, DType::float32);
+  // Keras casts inputs to the model's dtype (images arrive as uint8, NumPy's arithmetic makes float64).
+  if (x.dtype() != DType::float32) x = cast(x, DType::float32);
   if (s_->input) {
     x = (*s_->input)(x, options);
   } else {
