@@ -1,6 +1,6 @@
 // tf.keras for lockstep._lockstep.keras: layers, losses, metrics, optimizers and schedules made from Keras configs
 // through the C++ registries, functional and Sequential models with compile/fit/evaluate/predict and saving,
-// callbacks (Python subclasses of Callback through PyCallback) and the built-in data sets. Configs cross the
+// callbacks (Python subclasses of Callback through a trampoline) and the built-in data sets. Configs cross the
 // boundary as JSON text; python/lockstep/keras turns Keras' keyword arguments into them. Training, evaluation and
 // every computation run with the GIL released: replica threads and callbacks take it back to call Python.
 #include <nanobind/stl/map.h>
@@ -25,6 +25,8 @@
 
 namespace lockstep::python {
 namespace {
+// The classes here that nanobind sees have names no other binding file uses: nanobind tells C++ types apart by their
+// type_info names, which two anonymous-namespace classes of one name in different files share.
 
 using nlohmann::json;
 namespace kl = keras::layers;
@@ -98,7 +100,7 @@ Tensor optional_tensor(nb::handle v) { return v.is_none() ? Tensor() : to_tensor
 
 // ---- callbacks ----
 
-// The hooks of keras.callbacks.Callback, in the order PyCallback numbers them.
+// The hooks of keras.callbacks.Callback, in the order KerasPyCallback numbers them.
 constexpr std::array<const char*, 14> kHooks = {
     "on_train_begin",       "on_train_end",          "on_epoch_begin",       "on_epoch_end",
     "on_train_batch_begin", "on_train_batch_end",    "on_test_begin",        "on_test_end",
@@ -110,9 +112,9 @@ enum Hook { kTrainBegin, kTrainEnd, kEpochBegin, kEpochEnd, kTrainBatchBegin, kT
 // A Python keras.callbacks.Callback as a C++ callback. Only the hooks the Python class overrides are called
 // (`hooks`), so a callback with on_epoch_end alone costs nothing per batch; the *_begin hooks of a run first
 // give it the run's params (Keras' callback.params).
-class PyCallback : public keras::Callback {
+class KerasPyCallback : public keras::Callback {
  public:
-  PyCallback(nb::handle callback, const std::vector<std::string>& hooks) : self_(callback) {
+  KerasPyCallback(nb::handle callback, const std::vector<std::string>& hooks) : self_(callback) {
     for (const std::string& h : hooks)
       for (size_t i = 0; i < kHooks.size(); ++i)
         if (h == kHooks[i]) overridden_.set(i);
@@ -173,7 +175,7 @@ void bind_callbacks(nb::module_& k) {
   nb::class_<keras::Callback>(k, "Callback");
   nb::module_ c = k.def_submodule("callbacks");
   c.def("PyCallback", [](nb::handle callback, const std::vector<std::string>& hooks) -> keras::CallbackPtr {
-    return std::make_shared<PyCallback>(callback, hooks);
+    return std::make_shared<KerasPyCallback>(callback, hooks);
   });
   c.def("ProgbarLogger", []() -> keras::CallbackPtr { return std::make_shared<kc::ProgbarLogger>(); });
   c.def("CSVLogger", [](const std::string& filename, const std::string& separator, bool append) {
@@ -236,11 +238,11 @@ void bind_callbacks(nb::module_& k) {
 // A Python model with its own call() (a tf.keras.Model subclass) as the one layer of a C++ Sequential model, so
 // that compile/fit/evaluate/predict and the callbacks run it in the C++ loop. It holds the Python object weakly
 // (the object owns this layer's model); its weights and regularization losses are the Python model's.
-class PyLayer : public keras::Layer {
+class KerasPyModelLayer : public keras::Layer {
  public:
-  PyLayer(nb::handle model, const std::string& name)
+  KerasPyModelLayer(nb::handle model, const std::string& name)
       : Layer("PythonModel", name), ref_(nb::steal(PyWeakref_NewRef(model.ptr(), nullptr))) {}
-  keras::LayerPtr clone() const override { return std::make_shared<PyLayer>(*this); }
+  keras::LayerPtr clone() const override { return std::make_shared<KerasPyModelLayer>(*this); }
 
   const std::vector<Variable>& weights() const override {
     nb::gil_scoped_acquire gil;
@@ -332,7 +334,7 @@ void bind_layers(nb::module_& k) {
   nb::module_ layers = k.def_submodule("layers");
   layers.def("names", [] { return kl::registry().names(); });
   layers.def("python_model", [](nb::handle model, const std::string& name) -> keras::LayerPtr {
-    return std::make_shared<PyLayer>(model, name);
+    return std::make_shared<KerasPyModelLayer>(model, name);
   });
   layers.def("from_config", [](const std::string& class_name, const std::string& config) {
     return kl::from_config({{"class_name", class_name}, {"config", json::parse(config)}});
@@ -529,7 +531,7 @@ data::Dataset dataset_of(nb::handle x, nb::handle y, nb::handle sample_weight, i
       .batch(batch_size);
 }
 
-struct RunArgs {
+struct KerasRunArgs {
   nb::object x, y, sample_weight;
   int64_t batch_size;
 };
@@ -595,8 +597,8 @@ void bind_model(nb::module_& k) {
            },
            nb::arg("optimizer"), nb::arg("loss").none(), nb::arg("metrics"))
       .def("fit",
-           [](keras::Model& m, const RunArgs& train, int64_t epochs, int64_t steps_per_epoch, bool shuffle,
-              const RunArgs* validation, int64_t validation_steps, std::vector<keras::CallbackPtr> callbacks,
+           [](keras::Model& m, const KerasRunArgs& train, int64_t epochs, int64_t steps_per_epoch, bool shuffle,
+              const KerasRunArgs* validation, int64_t validation_steps, std::vector<keras::CallbackPtr> callbacks,
               int64_t initial_epoch, int verbose) {
              keras::FitOptions o{.epochs = epochs,
                                  .steps_per_epoch = steps_per_epoch,
@@ -634,7 +636,7 @@ void bind_model(nb::module_& k) {
            nb::arg("validation").none(), nb::arg("validation_steps"), nb::arg("callbacks"), nb::arg("initial_epoch"),
            nb::arg("verbose"))
       .def("evaluate",
-           [](keras::Model& m, const RunArgs& data, int64_t steps, std::vector<keras::CallbackPtr> callbacks, int verbose) {
+           [](keras::Model& m, const KerasRunArgs& data, int64_t steps, std::vector<keras::CallbackPtr> callbacks, int verbose) {
              keras::EvaluateOptions o{.steps = steps, .batch_size = data.batch_size, .callbacks = callbacks,
                                       .verbose = verbose};
              const distribute::DistributedDataset* dist = as_distributed(data.x);
@@ -693,7 +695,7 @@ void bind_model(nb::module_& k) {
       .def_prop_ro("metrics", &keras::Model::metrics)
       .def("_lockstep_trackable", [](const keras::Model& m) { return keras::make_trackable(m); });
 
-  nb::class_<RunArgs>(k, "_RunArgs")
+  nb::class_<KerasRunArgs>(k, "_RunArgs")
       .def(nb::init<nb::object, nb::object, nb::object, int64_t>(), nb::arg("x").none(), nb::arg("y").none(),
            nb::arg("sample_weight").none(), nb::arg("batch_size"));
 
