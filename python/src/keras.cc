@@ -10,6 +10,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <array>
 #include <bitset>
 #include <cstdio>
@@ -244,10 +245,17 @@ class KerasPyModelLayer : public keras::Layer {
       : Layer("PythonModel", name), ref_(nb::steal(PyWeakref_NewRef(model.ptr(), nullptr))) {}
   keras::LayerPtr clone() const override { return std::make_shared<KerasPyModelLayer>(*this); }
 
+  // The Python model's variables. Replica threads read the list while others ask again, so it is replaced only
+  // when the Python model's list has changed (its layers are built once; then never).
   const std::vector<Variable>& weights() const override {
     nb::gil_scoped_acquire gil;
+    std::vector<Variable> now = nb::cast<std::vector<Variable>>(model().attr("weights"));
     std::lock_guard lock(*mutex_);
-    *weights_ = nb::cast<std::vector<Variable>>(model().attr("weights"));
+    const bool same = now.size() == weights_->size() &&
+                      std::equal(now.begin(), now.end(), weights_->begin(), [](const Variable& a, const Variable& b) {
+                        return a.unique_id() == b.unique_id();
+                      });
+    if (!same) *weights_ = std::move(now);
     return *weights_;
   }
   std::vector<Tensor> losses() const override {
@@ -275,6 +283,7 @@ class KerasPyModelLayer : public keras::Layer {
     shape.append(nb::none());
     for (int64_t d : input_shape.dims()) shape.append(d);
     model().attr("build")(nb::tuple(shape));
+    weights();  // filled while the build holds the other replicas back
   }
   Tensor call(const Tensor& x, bool training) override {
     nb::gil_scoped_acquire gil;

@@ -108,3 +108,23 @@ def test_models_and_optimizers_in_a_checkpoint(tf, tmp_path):
     tf.train.Checkpoint(model=fresh, optimizer=fresh.optimizer).restore(path)
     np.testing.assert_array_equal(fresh.predict(x, verbose=0), model.predict(x, verbose=0))
     assert fresh.optimizer.iterations.numpy() == model.optimizer.iterations.numpy()
+
+
+def test_a_subclassed_model_fits_under_mirrored_strategy(tf):
+    needs(tf, "data", "distribute")
+
+    class Net(tf.keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.flatten = tf.keras.layers.Flatten()
+            self.dense = tf.keras.layers.Dense(3, kernel_regularizer="l2")
+
+        def call(self, x, training=False):
+            return self.dense(self.flatten(x))
+
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    x, y = arrays()
+    with strategy.scope():
+        model = compiled(tf, Net())
+    history = model.fit(tf.data.Dataset.from_tensor_slices((x, y)).batch(16), epochs=2, verbose=0)
+    assert history.history["loss"][1] < history.history["loss"][0]
