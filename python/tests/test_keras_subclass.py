@@ -105,3 +105,21 @@ def test_subclassed_model_agrees_with_tensorflow(tf):
     theirs(x)
     theirs.set_weights(ours.get_weights())
     np.testing.assert_allclose(ours(x).numpy(), np.asarray(theirs(x)), atol=1e-5)
+
+
+def test_sequential_with_python_layers_runs_and_trains(tf):
+    class Double(tf.keras.layers.Layer):
+        def call(self, x):
+            return x * 2.0
+
+    model = tf.keras.Sequential([tf.keras.Input(shape=(4, 4)), tf.keras.layers.Flatten(), Double(),
+                                 tf.keras.layers.Lambda(lambda x, scale: x * scale, arguments={"scale": 0.5}),
+                                 tf.keras.layers.Dense(3)])
+    assert model.built and [type(l).__name__ for l in model.layers] == ["Flatten", "Double", "Lambda", "Dense"]
+    x, y = data()
+    plain = tf.keras.Sequential([tf.keras.Input(shape=(4, 4)), tf.keras.layers.Flatten(), tf.keras.layers.Dense(3)])
+    plain.set_weights(model.get_weights())
+    np.testing.assert_allclose(model(x).numpy(), plain(x).numpy(), rtol=1e-6)
+    model.compile(optimizer="adam", loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    history = model.fit(x, y, epochs=3, verbose=0)
+    assert history.history["loss"][-1] < history.history["loss"][0]

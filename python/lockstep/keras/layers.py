@@ -371,6 +371,23 @@ class InputLayer(_RegistryLayer):
         return self._keras_tensor
 
 
+class Lambda(Layer):
+    """tf.keras.layers.Lambda: a Python function of the inputs as a layer; it runs from Python (in Sequential
+    models and subclassed models, not in functional ones)."""
+
+    def __init__(self, function, output_shape=None, mask=None, arguments=None, **kwargs):
+        super().__init__(**kwargs)
+        if mask is not None:
+            raise NotImplementedError("Lambda(mask=...) is not implemented by lockstep")
+        self.function, self.arguments = function, dict(arguments or {})
+        self._takes_training = "training" in inspect.signature(function).parameters
+
+    def call(self, inputs, training=None):
+        if self._takes_training:
+            return self.function(inputs, training=training, **self.arguments)
+        return self.function(inputs, **self.arguments)
+
+
 def Input(shape=None, batch_size=None, dtype=None, sparse=None, batch_shape=None, name=None, tensor=None,
           optional=False):
     """tf.keras.Input: the symbolic tensor of a model input of `shape` (without the batch axis)."""

@@ -100,6 +100,8 @@ class Model(_layers.Layer):
         obj._init(cpp)
         obj._list_inputs = obj._list_outputs = False
         obj.inputs = obj.outputs = None
+        if klass is Sequential:
+            obj._entries = [_layers._RegistryLayer._wrap(layer) for layer in cpp.layers]
         return obj
 
     # ---- calling ----
@@ -241,9 +243,9 @@ class Model(_layers.Layer):
     def _needs_graph(self, what):
         if self._cpp is None:
             raise NotImplementedError(
-                f"{what} of a subclassed model ({type(self).__name__} with its own call()) is not implemented by "
-                "lockstep (see docs/python.md): use save_weights, or build the model with the functional API or "
-                "Sequential")
+                f"{what} of a model that runs Python code ({type(self).__name__}: a subclass with its own call(), or "
+                "holding Python layers) is not implemented by lockstep (see docs/python.md): use save_weights, or "
+                "build the model from lockstep's layers")
 
     @property
     def _engine(self):
@@ -450,7 +452,9 @@ class Model(_layers.Layer):
 
 class Sequential(Model):
     """tf.keras.Sequential: layers run one after the other. The first layer's input_shape= (or an Input/InputLayer
-    first) builds the model at once; otherwise it is built by its first call or fit."""
+    first) builds the model at once; otherwise it is built by its first call or fit. A Sequential of lockstep's
+    layers is a C++ model; one holding a Python layer (a Layer subclass, Lambda) or a model runs its layers from
+    Python, and trains through the C++ loop as a subclassed model does."""
 
     def __init__(self, layers=None, trainable=True, name=None):
         if not trainable:
@@ -458,6 +462,7 @@ class Sequential(Model):
         self._init(_k.Sequential([], name or ""))
         self._list_inputs = self._list_outputs = False
         self.inputs = self.outputs = None
+        self._entries = []
         for layer in layers or []:
             self.add(layer)
 
@@ -466,18 +471,42 @@ class Sequential(Model):
             layer = layer._input_layer
             if layer is None:
                 raise TypeError("Sequential takes layers, and tf.keras.Input only as its first entry")
-        if isinstance(layer, Model):
-            raise NotImplementedError("a model as a layer of a Sequential model is not implemented by lockstep")
         if not isinstance(layer, _layers.Layer):
             raise TypeError(f"The added layer must be an instance of class Layer. Received: layer={layer!r} of type "
                             f"{type(layer)}.")
-        if layer._cpp is None:
-            raise NotImplementedError(f"a Python layer ({type(layer).__name__}) in a Sequential model is not "
-                                      "implemented by lockstep (see docs/python.md): call it from a subclassed "
-                                      "model's call() instead")
-        if not self._cpp.layers and layer._input_shape is not None and not isinstance(layer, _layers.InputLayer):
-            self._cpp.add(_layers.InputLayer(shape=layer._input_shape, batch_size=layer._batch_size)._cpp)
-        self._cpp.add(layer._cpp)
+        if isinstance(layer, _layers.InputLayer) and self._entries:
+            raise ValueError("an Input can only be the first layer of a Sequential model")
+        if self._cpp is not None and (layer._cpp is None or isinstance(layer, Model)):
+            self._run_in_python()
+        if not self._entries and layer._input_shape is not None and not isinstance(layer, _layers.InputLayer):
+            self.__dict__["_entries"].append(_layers.InputLayer(shape=layer._input_shape,
+                                                                batch_size=layer._batch_size))
+            if self._cpp is not None:
+                self._cpp.add(self._entries[0]._cpp)
+        self.__dict__["_entries"].append(layer)
+        if self._cpp is not None:
+            self._cpp.add(layer._cpp)
+            return
+        if not isinstance(layer, _layers.InputLayer):
+            self._sublayers.append(layer)
+        first = self._entries[0]
+        if isinstance(first, _layers.InputLayer):
+            self.__dict__["_built"] = False
+            self.build((None,) + tuple(first._input_shape))
+
+    def _run_in_python(self):
+        """From a C++ Sequential to one whose layers run from Python (a Python layer or a model was added)."""
+        name = self._cpp.name
+        _layers.Layer.__init__(self, name=name)
+        self._sublayers.extend(e for e in self._entries if not isinstance(e, _layers.InputLayer))
+
+    def call(self, inputs, training=None, mask=None):
+        if self._cpp is not None:
+            return Model.call(self, inputs, training=training)
+        x = inputs
+        for layer in self._sublayers:
+            x = layer(x, training=training)
+        return x
 
     def pop(self):
         raise NotImplementedError("Sequential.pop is not implemented by lockstep")
