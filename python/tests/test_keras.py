@@ -448,3 +448,24 @@ def test_keras_files_move_between_lockstep_and_tensorflow(tf, tmp_path):
     mine = cnn(tf)
     mine.load_weights(str(tmp_path / "theirs.weights.h5"))
     np.testing.assert_allclose(mine.predict(x, verbose=0), theirs.predict(x, verbose=0), atol=1e-5)
+
+
+def test_clone_model_input_output_and_symbolic_operators(tf):
+    inputs = tf.keras.Input(shape=(3,))
+    model = tf.keras.Model(inputs, tf.keras.layers.Dense(2)(inputs))
+    assert model.input is inputs and model.output.shape == (None, 2)
+    clone = tf.keras.models.clone_model(model)
+    assert clone.count_params() == model.count_params()
+    assert not np.array_equal(clone.get_weights()[0], model.get_weights()[0])
+    with pytest.raises(NotImplementedError, match="symbolic tensors"):
+        inputs / 255.0
+    with pytest.raises(NotImplementedError, match="symbolic tensors"):
+        tf.reduce_sum(inputs)
+
+
+def test_a_damaged_weights_file_is_named(tf, tmp_path):
+    path = tmp_path / "junk.weights.h5"
+    path.write_text("not hdf5")
+    with pytest.raises(tf.errors.DataLossError, match="junk.weights.h5 is not a readable HDF5 file") as e:
+        compile_cnn(tf, cnn(tf)).load_weights(str(path))
+    assert one_line(e)

@@ -90,6 +90,17 @@ class KerasTensor:
     def __repr__(self):
         return f"<KerasTensor shape={tuple(self.shape)}, dtype={self.dtype.name}>"
 
+    def _operator(self, *args):
+        raise NotImplementedError("operators and tf.* functions on symbolic tensors (Keras' automatic op layers) "
+                                  "are not implemented by lockstep (see docs/python.md): use layers such as "
+                                  "Rescaling, Add or Concatenate, or a subclassed model")
+
+
+for _op in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
+            "__pow__", "__matmul__", "__neg__", "__getitem__", "__array__", "_lockstep_tensor_"):
+    setattr(KerasTensor, _op, KerasTensor._operator)
+del _op
+
 
 class Layer:
     """tf.keras.layers.Layer. lockstep's own layers (Dense, Conv2D...) are C++ ones (_RegistryLayer); a subclass

@@ -173,6 +173,18 @@ class Model(_layers.Layer):
         return (None,) + tuple(self._cpp.input_shape())
 
     @property
+    def input(self):
+        if not self.inputs:
+            raise AttributeError(f"model {self.name} has no symbolic inputs (it was not made from tf.keras.Input)")
+        return self.inputs if self._list_inputs else self.inputs[0]
+
+    @property
+    def output(self):
+        if not self.outputs:
+            raise AttributeError(f"model {self.name} has no symbolic outputs (it was not made from tf.keras.Input)")
+        return self.outputs if self._list_outputs else self.outputs[0]
+
+    @property
     def output_shape(self):
         shapes = [tuple(t.shape) for t in self.outputs] if self.outputs and self.outputs[0] is not None else None
         if shapes is None:
@@ -519,6 +531,14 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):  # 
 
 def save_model(model, filepath, overwrite=True, zipped=None, **kwargs):
     model.save(filepath, overwrite=overwrite, zipped=zipped, **kwargs)
+
+
+def clone_model(model, input_tensors=None, clone_function=None, **kwargs):
+    """A model of the same layers and configuration with fresh weights (Keras' clone_model)."""
+    if input_tensors is not None or clone_function is not None or kwargs:
+        raise NotImplementedError("clone_model's input_tensors, clone_function and other arguments are not "
+                                  "implemented by lockstep")
+    return model_from_json(model.to_json())
 
 
 def model_from_json(json_string, custom_objects=None):
