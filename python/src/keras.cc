@@ -3,6 +3,7 @@
 // callbacks (Python subclasses of Callback through a trampoline) and the built-in data sets. Configs cross the
 // boundary as JSON text; python/lockstep/keras turns Keras' keyword arguments into them. Training, evaluation and
 // every computation run with the GIL released: replica threads and callbacks take it back to call Python.
+#include <nanobind/stl/array.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
@@ -736,6 +737,37 @@ void bind_utilities(nb::module_& k) {
   d.def("mnist", [] { return splits(datasets::mnist::load_data()); });
   d.def("fashion_mnist", [] { return splits(datasets::fashion_mnist::load_data()); });
   d.def("load_idx_directory", [](const std::string& dir) { return splits(datasets::load_idx_directory(dir)); });
+
+  // Keras' utils.image_dataset_from_directory: [(dataset, class_names, file_paths)], two for subset="both".
+  k.def("image_dataset_from_directory",
+        [](const std::string& directory, std::optional<std::string> labels, std::optional<std::string> label_mode,
+           std::vector<std::string> class_names, std::string color_mode, std::optional<int64_t> batch_size,
+           std::array<int64_t, 2> image_size, bool shuffle, std::optional<uint32_t> seed, double validation_split,
+           std::optional<std::string> subset, std::string interpolation, bool follow_links, bool crop_to_aspect_ratio,
+           bool verbose) {
+          keras::utils::ImageDatasetOptions o{labels,         label_mode, std::move(class_names), std::move(color_mode),
+                                              batch_size,     image_size, shuffle,                seed,
+                                              validation_split, subset,   std::move(interpolation), follow_links,
+                                              crop_to_aspect_ratio, verbose};
+          std::vector<keras::utils::ImageDataset> out;
+          {
+            nb::gil_scoped_release unlocked;
+            if (subset == "both") {
+              auto [train, validation] = keras::utils::image_dataset_from_directory_both(directory, o);
+              out = {std::move(train), std::move(validation)};
+            } else {
+              out = {keras::utils::image_dataset_from_directory(directory, o)};
+            }
+          }
+          nb::list result;
+          for (const keras::utils::ImageDataset& d : out)
+            result.append(nb::make_tuple(nb::cast(d.dataset), nb::cast(d.class_names), nb::cast(d.file_paths)));
+          return result;
+        },
+        nb::arg("directory"), nb::arg("labels").none(), nb::arg("label_mode").none(), nb::arg("class_names"),
+        nb::arg("color_mode"), nb::arg("batch_size").none(), nb::arg("image_size"), nb::arg("shuffle"),
+        nb::arg("seed").none(), nb::arg("validation_split"), nb::arg("subset").none(), nb::arg("interpolation"),
+        nb::arg("follow_links"), nb::arg("crop_to_aspect_ratio"), nb::arg("verbose"));
 
   k.def("set_global_policy", [](const std::string& name) { keras::mixed_precision::set_global_policy(name); });
   k.def("global_policy", [] { return keras::mixed_precision::global_policy().name(); });

@@ -128,3 +128,39 @@ def test_a_subclassed_model_fits_under_mirrored_strategy(tf):
         model = compiled(tf, Net())
     history = model.fit(tf.data.Dataset.from_tensor_slices((x, y)).batch(16), epochs=2, verbose=0)
     assert history.history["loss"][1] < history.history["loss"][0]
+
+
+def write_png(path, pixels):
+    """A grayscale 8-bit PNG of `pixels` (uint8 [h, w])."""
+    import struct
+    import zlib
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    raw = b"".join(b"\0" + row.tobytes() for row in pixels)
+    h, w = pixels.shape
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0)) +
+                     chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def test_image_dataset_from_directory_feeds_fit(tf, tmp_path, capsys):
+    needs(tf, "data")
+    rng = np.random.default_rng(0)
+    for label, value in (("dark", 30), ("light", 220)):
+        (tmp_path / label).mkdir()
+        for i in range(6):
+            write_png(tmp_path / label / f"{i}.png", np.clip(rng.normal(value, 10, (8, 8)), 0, 255).astype(np.uint8))
+    train, val = tf.keras.utils.image_dataset_from_directory(
+        str(tmp_path), color_mode="grayscale", image_size=(8, 8), batch_size=4, seed=1, validation_split=0.25,
+        subset="both")
+    assert "Found 12 files belonging to 2 classes." in capsys.readouterr().out
+    assert train.class_names == ["dark", "light"] and len(train.file_paths) == 9
+    images, labels = next(iter(train))
+    assert images.shape == (4, 8, 8, 1) and images.dtype == tf.float32 and labels.dtype == tf.int32
+    model = tf.keras.Sequential([tf.keras.Input(shape=(8, 8, 1)), tf.keras.layers.Rescaling(1 / 255),
+                                 tf.keras.layers.Flatten(), tf.keras.layers.Dense(2)])
+    model.compile(optimizer=tf.keras.optimizers.Adam(0.05),
+                  loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    history = model.fit(train, validation_data=val, epochs=5, verbose=0)
+    assert history.history["val_accuracy"][-1] == 1.0

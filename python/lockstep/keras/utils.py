@@ -1,9 +1,10 @@
 """tf.keras.utils: seeding and the array helpers TF programs call."""
+import os
 import random as _random
 
 import numpy as _np
 
-from .. import _lockstep, _unimplemented, random as _tf_random
+from .. import _lockstep, _unimplemented, dtypes as _dtypes, random as _tf_random
 from .backend import clear_session  # noqa: F401
 
 
@@ -29,6 +30,50 @@ def to_categorical(x, num_classes=None):
     out = _np.zeros((x.shape[0], num_classes), dtype="float32")
     out[_np.arange(x.shape[0]), x] = 1
     return out.reshape(shape + (num_classes,))
+
+
+def image_dataset_from_directory(directory, labels="inferred", label_mode="int", class_names=None, color_mode="rgb",
+                                 batch_size=32, image_size=(256, 256), shuffle=True, seed=None, validation_split=None,
+                                 subset=None, interpolation="bilinear", follow_links=False, crop_to_aspect_ratio=False,
+                                 pad_to_aspect_ratio=False, data_format=None, verbose=True):
+    """A tf.data.Dataset of (images, labels) batches from a folder of class subfolders, read lazily by lockstep's
+    C++ reader with Keras' file order, labels, split and printed lines; it has class_names and file_paths."""
+    if not isinstance(labels, str) and labels is not None:
+        raise NotImplementedError("image_dataset_from_directory(labels=<a list>) is not implemented by lockstep: use "
+                                  "labels='inferred' (one class per subfolder) or None")
+    if pad_to_aspect_ratio or data_format not in (None, "channels_last"):
+        raise NotImplementedError("image_dataset_from_directory's pad_to_aspect_ratio and channels_first are not "
+                                  "implemented by lockstep")
+    from .. import data
+
+    if isinstance(data, _unimplemented.Missing):
+        raise NotImplementedError("image_dataset_from_directory needs tf.data, which this build of lockstep lacks")
+    from ..data._dataset import Dataset
+    from ..data._structure import Structure, TensorSpec
+
+    results = _lockstep.keras.image_dataset_from_directory(
+        os.fspath(directory), labels, label_mode if labels is not None else None, list(class_names or []),
+        color_mode, None if batch_size is None else int(batch_size), [int(d) for d in image_size], bool(shuffle),
+        None if seed is None else int(seed), float(validation_split or 0), subset, interpolation, bool(follow_links),
+        bool(crop_to_aspect_ratio), bool(verbose))
+    channels = {"rgb": 3, "grayscale": 1, "rgba": 4}[color_mode]
+    batch = [] if batch_size is None else [None]
+    out = []
+    for cpp, names, paths in results:
+        image = TensorSpec(batch + [int(image_size[0]), int(image_size[1]), channels],
+                           _dtypes.uint8 if interpolation == "nearest" else _dtypes.float32)
+        if labels is None or label_mode is None:
+            tree = image
+        else:
+            label = {"int": TensorSpec(batch, _dtypes.int32),
+                     "categorical": TensorSpec(batch + [len(names)], _dtypes.float32),
+                     "binary": TensorSpec(batch + [1], _dtypes.float32)}[label_mode]
+            tree = (image, label)
+        dataset = Dataset(cpp, Structure(tree))
+        dataset.class_names = names if names else None
+        dataset.file_paths = paths
+        out.append(dataset)
+    return out if subset == "both" else out[0]
 
 
 def normalize(x, axis=-1, order=2):
