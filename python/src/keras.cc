@@ -749,16 +749,11 @@ void bind_utilities(nb::module_& k) {
                                               batch_size,     image_size, shuffle,                seed,
                                               validation_split, subset,   std::move(interpolation), follow_links,
                                               crop_to_aspect_ratio, verbose};
-          std::vector<keras::utils::ImageDataset> out;
-          {
-            nb::gil_scoped_release unlocked;
-            if (subset == "both") {
-              auto [train, validation] = keras::utils::image_dataset_from_directory_both(directory, o);
-              out = {std::move(train), std::move(validation)};
-            } else {
-              out = {keras::utils::image_dataset_from_directory(directory, o)};
-            }
-          }
+          std::vector<keras::utils::ImageDataset> out = run_released([&] {
+            if (subset != "both") return std::vector{keras::utils::image_dataset_from_directory(directory, o)};
+            auto [train, validation] = keras::utils::image_dataset_from_directory_both(directory, o);
+            return std::vector{std::move(train), std::move(validation)};
+          });
           nb::list result;
           for (const keras::utils::ImageDataset& d : out)
             result.append(nb::make_tuple(nb::cast(d.dataset), nb::cast(d.class_names), nb::cast(d.file_paths)));

@@ -144,7 +144,7 @@ def write_png(path, pixels):
                      chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
 
 
-def test_image_dataset_from_directory_feeds_fit(tf, tmp_path, capsys):
+def test_image_dataset_from_directory_feeds_fit(tf, tmp_path, capfd):
     needs(tf, "data")
     rng = np.random.default_rng(0)
     for label, value in (("dark", 30), ("light", 220)):
@@ -154,7 +154,7 @@ def test_image_dataset_from_directory_feeds_fit(tf, tmp_path, capsys):
     train, val = tf.keras.utils.image_dataset_from_directory(
         str(tmp_path), color_mode="grayscale", image_size=(8, 8), batch_size=4, seed=1, validation_split=0.25,
         subset="both")
-    assert "Found 12 files belonging to 2 classes." in capsys.readouterr().out
+    assert "Found 12 files belonging to 2 classes." in capfd.readouterr().out
     assert train.class_names == ["dark", "light"] and len(train.file_paths) == 9
     images, labels = next(iter(train))
     assert images.shape == (4, 8, 8, 1) and images.dtype == tf.float32 and labels.dtype == tf.int32
