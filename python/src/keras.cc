@@ -60,7 +60,8 @@ void flush_python_stdout() {
 }
 
 // Runs `run` (a C++ training, evaluation or prediction) with the GIL released, between flushes of both streams.
-template <typename F> auto run_released(F&& run) {
+template <typename F>
+auto run_released(F&& run) {
   flush_python_stdout();
   struct FlushC {
     ~FlushC() { std::fflush(stdout); }
@@ -98,18 +99,34 @@ std::vector<nb::object> numpy_list(const std::vector<Tensor>& ts) {
 }
 
 // A Tensor from Python, or an undefined one for None.
-Tensor optional_tensor(nb::handle v) { return v.is_none() ? Tensor() : to_tensor(v); }
+Tensor optional_tensor(nb::handle v) {
+  return v.is_none() ? Tensor() : to_tensor(v);
+}
 
 // ---- callbacks ----
 
 // The hooks of keras.callbacks.Callback, in the order KerasPyCallback numbers them.
-constexpr std::array<const char*, 14> kHooks = {
-    "on_train_begin",       "on_train_end",          "on_epoch_begin",       "on_epoch_end",
-    "on_train_batch_begin", "on_train_batch_end",    "on_test_begin",        "on_test_end",
-    "on_test_batch_begin",  "on_test_batch_end",     "on_predict_begin",     "on_predict_end",
-    "on_predict_batch_begin", "on_predict_batch_end"};
-enum Hook { kTrainBegin, kTrainEnd, kEpochBegin, kEpochEnd, kTrainBatchBegin, kTrainBatchEnd, kTestBegin, kTestEnd,
-            kTestBatchBegin, kTestBatchEnd, kPredictBegin, kPredictEnd, kPredictBatchBegin, kPredictBatchEnd };
+constexpr std::array<const char*, 14> kHooks = {"on_train_begin",         "on_train_end",         "on_epoch_begin",
+                                                "on_epoch_end",           "on_train_batch_begin", "on_train_batch_end",
+                                                "on_test_begin",          "on_test_end",          "on_test_batch_begin",
+                                                "on_test_batch_end",      "on_predict_begin",     "on_predict_end",
+                                                "on_predict_batch_begin", "on_predict_batch_end"};
+enum Hook {
+  kTrainBegin,
+  kTrainEnd,
+  kEpochBegin,
+  kEpochEnd,
+  kTrainBatchBegin,
+  kTrainBatchEnd,
+  kTestBegin,
+  kTestEnd,
+  kTestBatchBegin,
+  kTestBatchEnd,
+  kPredictBegin,
+  kPredictEnd,
+  kPredictBatchBegin,
+  kPredictBatchEnd
+};
 
 // A Python keras.callbacks.Callback as a C++ callback. Only the hooks the Python class overrides are called
 // (`hooks`), so a callback with on_epoch_end alone costs nothing per batch; the *_begin hooks of a run first
@@ -184,12 +201,12 @@ void bind_callbacks(nb::module_& k) {
     LS_CHECK(separator.size() == 1, ValueError, "CSVLogger: separator must be one character, got '", separator, "'");
     return kc::CSVLogger(filename, {.separator = separator[0], .append = append});
   });
-  c.def("EarlyStopping", [](const std::string& monitor, double min_delta, int64_t patience, int verbose,
-                            const std::string& mode, std::optional<double> baseline, bool restore_best_weights,
-                            int64_t start_from_epoch) {
-    return kc::EarlyStopping({monitor, min_delta, patience, verbose, mode, baseline, restore_best_weights,
-                              start_from_epoch});
-  });
+  c.def("EarlyStopping",
+        [](const std::string& monitor, double min_delta, int64_t patience, int verbose, const std::string& mode,
+           std::optional<double> baseline, bool restore_best_weights, int64_t start_from_epoch) {
+          return kc::EarlyStopping(
+              {monitor, min_delta, patience, verbose, mode, baseline, restore_best_weights, start_from_epoch});
+        });
   c.def("LearningRateScheduler", [](nb::handle schedule, int verbose) {
     PyRef fn(schedule);
     return kc::LearningRateScheduler(
@@ -200,8 +217,8 @@ void bind_callbacks(nb::module_& k) {
         verbose);
   });
   c.def("TerminateOnNaN", &kc::TerminateOnNaN);
-  c.def("ModelCheckpoint", [](const std::string& filepath, const std::string& monitor, int verbose,
-                              bool save_best_only, bool save_weights_only, const std::string& mode, nb::handle freq) {
+  c.def("ModelCheckpoint", [](const std::string& filepath, const std::string& monitor, int verbose, bool save_best_only,
+                              bool save_weights_only, const std::string& mode, nb::handle freq) {
     return kc::ModelCheckpoint(filepath, {.monitor = monitor,
                                           .verbose = verbose,
                                           .save_best_only = save_best_only,
@@ -209,13 +226,13 @@ void bind_callbacks(nb::module_& k) {
                                           .mode = mode,
                                           .save_freq = save_freq(freq)});
   });
-  c.def("BackupAndRestore", [](const std::string& backup_dir, nb::handle freq, bool delete_checkpoint,
-                               bool save_before_preemption) {
-    return kc::BackupAndRestore({.backup_dir = backup_dir,
-                                 .save_freq = save_freq(freq),
-                                 .delete_checkpoint = delete_checkpoint,
-                                 .save_before_preemption = save_before_preemption});
-  });
+  c.def("BackupAndRestore",
+        [](const std::string& backup_dir, nb::handle freq, bool delete_checkpoint, bool save_before_preemption) {
+          return kc::BackupAndRestore({.backup_dir = backup_dir,
+                                       .save_freq = save_freq(freq),
+                                       .delete_checkpoint = delete_checkpoint,
+                                       .save_before_preemption = save_before_preemption});
+        });
   c.def("TensorBoard", [](const std::string& log_dir, int64_t histogram_freq, bool write_graph,
                           bool write_steps_per_second, nb::handle update_freq) {
     keras::callbacks::UpdateFreq freq("epoch");
@@ -253,9 +270,8 @@ class KerasPyModelLayer : public keras::Layer {
     std::vector<Variable> now = nb::cast<std::vector<Variable>>(model().attr("weights"));
     std::lock_guard lock(*mutex_);
     const bool same = now.size() == weights_->size() &&
-                      std::equal(now.begin(), now.end(), weights_->begin(), [](const Variable& a, const Variable& b) {
-                        return a.unique_id() == b.unique_id();
-                      });
+                      std::equal(now.begin(), now.end(), weights_->begin(),
+                                 [](const Variable& a, const Variable& b) { return a.unique_id() == b.unique_id(); });
     if (!same) *weights_ = std::move(now);
     return *weights_;
   }
@@ -273,7 +289,8 @@ class KerasPyModelLayer : public keras::Layer {
     return Shape(std::vector<int64_t>(out.shape().dims().begin() + 1, out.shape().dims().end()));
   }
   nlohmann::json get_config() const override {
-    throw ValueError(make_message("model \"", name(), "\" is a Python subclass of tf.keras.Model: its config cannot "
+    throw ValueError(make_message("model \"", name(),
+                                  "\" is a Python subclass of tf.keras.Model: its config cannot "
                                   "be saved; use save_weights"));
   }
 
@@ -319,25 +336,29 @@ void bind_layers(nb::module_& k) {
       .def("non_trainable_weights", &keras::Layer::non_trainable_weights)
       .def("losses", &keras::Layer::losses)
       .def("count_params", &keras::Layer::count_params)
-      .def("build", [](keras::Layer& l, const std::vector<std::optional<int64_t>>& shape) {
-        Shape s = to_shape(shape);
-        nb::gil_scoped_release unlocked;
-        l.ensure_built(s);
-      })
-      .def("compute_output_shape", [](const keras::Layer& l, const std::vector<std::optional<int64_t>>& shape) {
-        return l.compute_output_shape(to_shape(shape)).dims();
-      })
-      .def("call", [](keras::Layer& l, nb::handle x, bool training) {
-        Tensor t = to_tensor(x);
-        nb::gil_scoped_release unlocked;
-        return l(t, {.training = training});
-      })
-      .def("call_list", [](keras::Layer& l, const std::vector<nb::object>& xs, bool training) {
-        std::vector<Tensor> ts;
-        for (nb::handle x : xs) ts.push_back(to_tensor(x));
-        nb::gil_scoped_release unlocked;
-        return l(ts, {.training = training});
-      })
+      .def("build",
+           [](keras::Layer& l, const std::vector<std::optional<int64_t>>& shape) {
+             Shape s = to_shape(shape);
+             nb::gil_scoped_release unlocked;
+             l.ensure_built(s);
+           })
+      .def("compute_output_shape",
+           [](const keras::Layer& l, const std::vector<std::optional<int64_t>>& shape) {
+             return l.compute_output_shape(to_shape(shape)).dims();
+           })
+      .def("call",
+           [](keras::Layer& l, nb::handle x, bool training) {
+             Tensor t = to_tensor(x);
+             nb::gil_scoped_release unlocked;
+             return l(t, {.training = training});
+           })
+      .def("call_list",
+           [](keras::Layer& l, const std::vector<nb::object>& xs, bool training) {
+             std::vector<Tensor> ts;
+             for (nb::handle x : xs) ts.push_back(to_tensor(x));
+             nb::gil_scoped_release unlocked;
+             return l(ts, {.training = training});
+           })
       .def("call_symbolic", [](keras::Layer& l, const keras::KerasTensor& x) { return l(x); })
       .def("call_symbolic_list", [](keras::Layer& l, const std::vector<keras::KerasTensor>& xs) { return l(xs); });
 
@@ -364,8 +385,8 @@ void bind_layers(nb::module_& k) {
 // ---- losses, metrics, optimizers ----
 
 kls::Reduction reduction_from_name(const std::string& name) {
-  for (kls::Reduction r : {kls::Reduction::AUTO, kls::Reduction::NONE, kls::Reduction::SUM,
-                           kls::Reduction::SUM_OVER_BATCH_SIZE})
+  for (kls::Reduction r :
+       {kls::Reduction::AUTO, kls::Reduction::NONE, kls::Reduction::SUM, kls::Reduction::SUM_OVER_BATCH_SIZE})
     if (kls::reduction_name(r) == name) return r;
   throw ValueError(make_message("Invalid value for argument `reduction`: '", name,
                                 "'. Use 'sum_over_batch_size', 'sum', 'none' or None"));
@@ -374,18 +395,20 @@ kls::Reduction reduction_from_name(const std::string& name) {
 void bind_losses(nb::module_& k) {
   nb::module_ l = k.def_submodule("losses");
   nb::class_<kls::Loss>(l, "Loss")
-      .def("__call__",
-           [](const kls::Loss& loss, nb::handle y_true, nb::handle y_pred, nb::handle sample_weight) {
-             Tensor p = to_tensor(y_pred), t = to_tensor(y_true), w = optional_tensor(sample_weight);
+      .def(
+          "__call__",
+          [](const kls::Loss& loss, nb::handle y_true, nb::handle y_pred, nb::handle sample_weight) {
+            Tensor p = to_tensor(y_pred), t = to_tensor(y_true), w = optional_tensor(sample_weight);
+            nb::gil_scoped_release unlocked;
+            return loss(t, p, w);
+          },
+          nb::arg("y_true"), nb::arg("y_pred"), nb::arg("sample_weight").none() = nb::none())
+      .def("call",
+           [](const kls::Loss& loss, nb::handle y_true, nb::handle y_pred) {
+             Tensor p = to_tensor(y_pred), t = to_tensor(y_true);
              nb::gil_scoped_release unlocked;
-             return loss(t, p, w);
-           },
-           nb::arg("y_true"), nb::arg("y_pred"), nb::arg("sample_weight").none() = nb::none())
-      .def("call", [](const kls::Loss& loss, nb::handle y_true, nb::handle y_pred) {
-        Tensor p = to_tensor(y_pred), t = to_tensor(y_true);
-        nb::gil_scoped_release unlocked;
-        return loss.call(t, p);
-      })
+             return loss.call(t, p);
+           })
       .def_prop_ro("name", &kls::Loss::name)
       .def_prop_ro("reduction", [](const kls::Loss& loss) { return kls::reduction_name(loss.reduction()); })
       .def_prop_ro("class_name", &kls::Loss::class_name)
@@ -422,34 +445,38 @@ void bind_losses(nb::module_& k) {
 void bind_metrics(nb::module_& k) {
   nb::module_ m = k.def_submodule("metrics");
   nb::class_<km::Metric>(m, "Metric")
-      .def("update_state",
-           [](km::Metric& metric, nb::handle y_true, nb::handle y_pred, nb::handle sample_weight) {
-             Tensor p = to_tensor(y_pred), t = to_tensor(y_true), w = optional_tensor(sample_weight);
-             nb::gil_scoped_release unlocked;
-             metric.update_state(t, p, w);
-           },
-           nb::arg("y_true"), nb::arg("y_pred"), nb::arg("sample_weight").none() = nb::none())
+      .def(
+          "update_state",
+          [](km::Metric& metric, nb::handle y_true, nb::handle y_pred, nb::handle sample_weight) {
+            Tensor p = to_tensor(y_pred), t = to_tensor(y_true), w = optional_tensor(sample_weight);
+            nb::gil_scoped_release unlocked;
+            metric.update_state(t, p, w);
+          },
+          nb::arg("y_true"), nb::arg("y_pred"), nb::arg("sample_weight").none() = nb::none())
       // Mean's and Sum's update_state(values, sample_weight).
-      .def("update_values",
-           [](km::Metric& metric, nb::handle values, nb::handle sample_weight) {
-             Tensor v = to_tensor(values), w = optional_tensor(sample_weight);
-             nb::gil_scoped_release unlocked;
-             if (auto* mean = dynamic_cast<km::MeanMetric*>(&metric))
-               mean->update_state(v, w);
-             else if (auto* sum = dynamic_cast<km::SumMetric*>(&metric))
-               sum->update_state(v, w);
-             else
-               throw ValueError(make_message("metric '", metric.name(), "' (", metric.class_name(),
-                                             ") takes (y_true, y_pred), not values"));
-           },
-           nb::arg("values"), nb::arg("sample_weight").none() = nb::none())
-      .def("takes_values", [](km::Metric& metric) {
-        return dynamic_cast<km::MeanMetric*>(&metric) || dynamic_cast<km::SumMetric*>(&metric);
-      })
-      .def("result", [](const km::Metric& metric) {
-        nb::gil_scoped_release unlocked;  // a collective under MultiWorkerMirroredStrategy
-        return metric.result();
-      })
+      .def(
+          "update_values",
+          [](km::Metric& metric, nb::handle values, nb::handle sample_weight) {
+            Tensor v = to_tensor(values), w = optional_tensor(sample_weight);
+            nb::gil_scoped_release unlocked;
+            if (auto* mean = dynamic_cast<km::MeanMetric*>(&metric))
+              mean->update_state(v, w);
+            else if (auto* sum = dynamic_cast<km::SumMetric*>(&metric))
+              sum->update_state(v, w);
+            else
+              throw ValueError(make_message("metric '", metric.name(), "' (", metric.class_name(),
+                                            ") takes (y_true, y_pred), not values"));
+          },
+          nb::arg("values"), nb::arg("sample_weight").none() = nb::none())
+      .def("takes_values",
+           [](km::Metric& metric) {
+             return dynamic_cast<km::MeanMetric*>(&metric) || dynamic_cast<km::SumMetric*>(&metric);
+           })
+      .def("result",
+           [](const km::Metric& metric) {
+             nb::gil_scoped_release unlocked;  // a collective under MultiWorkerMirroredStrategy
+             return metric.result();
+           })
       .def("reset_state", &km::Metric::reset_state)
       .def_prop_ro("name", &km::Metric::name)
       .def_prop_ro("class_name", &km::Metric::class_name)
@@ -498,8 +525,7 @@ void bind_optimizers(nb::module_& k) {
       .def_prop_ro("class_name", &ko::Optimizer::class_name)
       .def("get_config", [](const ko::Optimizer& opt) { return opt.get_config().dump(); })
       .def("_id", [](const ko::Optimizer& opt) { return reinterpret_cast<uintptr_t>(&opt); })
-      .def("_lockstep_trackable",
-           [](const std::shared_ptr<ko::Optimizer>& opt) { return ko::make_trackable(opt); });
+      .def("_lockstep_trackable", [](const std::shared_ptr<ko::Optimizer>& opt) { return ko::make_trackable(opt); });
   o.def("names", [] { return ko::registry().names(); });
   o.def("from_config", [](const std::string& class_name, const std::string& config) {
     return ko::from_config({{"class_name", class_name}, {"config", json::parse(config)}});
@@ -548,107 +574,114 @@ struct KerasRunArgs {
 
 void bind_model(nb::module_& k) {
   nb::class_<keras::Model>(k, "Model")
-      .def("__init__",
-           [](keras::Model* self, const std::vector<keras::KerasTensor>& inputs,
-              const std::vector<keras::KerasTensor>& outputs, const std::string& name) {
-             new (self) keras::Model(inputs, outputs, name);
-           })
+      .def("__init__", [](keras::Model* self, const std::vector<keras::KerasTensor>& inputs,
+                          const std::vector<keras::KerasTensor>& outputs,
+                          const std::string& name) { new (self) keras::Model(inputs, outputs, name); })
       .def_prop_ro("name", &keras::Model::name)
       .def_prop_ro("layers", &keras::Model::layers)
       .def("get_layer", &keras::Model::get_layer)
       .def_prop_ro("built", &keras::Model::built)
       .def("input_shape", [](const keras::Model& m) { return m.input_shape().dims(); })
       .def("input_dtype", &keras::Model::input_dtype)
-      .def("build", [](keras::Model& m, const std::vector<std::optional<int64_t>>& shape) {
-        Shape s = to_shape(shape);
-        nb::gil_scoped_release unlocked;
-        m.build(s);
-      })
+      .def("build",
+           [](keras::Model& m, const std::vector<std::optional<int64_t>>& shape) {
+             Shape s = to_shape(shape);
+             nb::gil_scoped_release unlocked;
+             m.build(s);
+           })
       .def("summary_string", &keras::Model::summary_string)
       .def("count_params", &keras::Model::count_params)
       .def("variables", &keras::Model::variables)
       .def("trainable_variables", &keras::Model::trainable_variables)
       .def("non_trainable_variables", &keras::Model::non_trainable_variables)
-      .def("losses", [](const keras::Model& m) {
-        nb::gil_scoped_release unlocked;
-        return m.losses();
-      })
+      .def("losses",
+           [](const keras::Model& m) {
+             nb::gil_scoped_release unlocked;
+             return m.losses();
+           })
       .def("get_weights", [](const keras::Model& m) { return numpy_list(m.get_weights()); })
-      .def("set_weights", [](keras::Model& m, const std::vector<nb::object>& weights) {
-        std::vector<Tensor> ts;
-        for (nb::handle w : weights) ts.push_back(to_tensor(w));
-        m.set_weights(ts);
-      })
+      .def("set_weights",
+           [](keras::Model& m, const std::vector<nb::object>& weights) {
+             std::vector<Tensor> ts;
+             for (nb::handle w : weights) ts.push_back(to_tensor(w));
+             m.set_weights(ts);
+           })
       .def("get_config", [](const keras::Model& m) { return m.get_config().dump(); })
       .def("to_json", &keras::Model::to_json)
-      .def("save_weights", [](const keras::Model& m, const std::string& path) {
-        nb::gil_scoped_release unlocked;  // a collective under a multi-worker strategy
-        m.save_weights(path);
-      })
-      .def("load_weights", [](keras::Model& m, const std::string& path) {
-        nb::gil_scoped_release unlocked;
-        m.load_weights(path);
-      })
-      .def("save", [](const keras::Model& m, const std::string& path, bool include_optimizer) {
-        nb::gil_scoped_release unlocked;
-        m.save(path, {.include_optimizer = include_optimizer});
-      })
-      .def("compile",
-           [](keras::Model& m, const std::shared_ptr<ko::Optimizer>& optimizer, const std::shared_ptr<kls::Loss>& loss,
-              const std::vector<nb::object>& metrics) {
-             keras::CompileOptions o{.optimizer = optimizer, .loss = loss};
-             for (nb::handle metric : metrics) {
-               if (nb::isinstance<nb::str>(metric))
-                 o.metrics.emplace_back(nb::cast<std::string>(metric));
-               else
-                 o.metrics.emplace_back(nb::cast<std::shared_ptr<km::Metric>>(metric));
-             }
-             m.compile(std::move(o));
-           },
-           nb::arg("optimizer"), nb::arg("loss").none(), nb::arg("metrics"))
-      .def("fit",
-           [](keras::Model& m, const KerasRunArgs& train, int64_t epochs, int64_t steps_per_epoch, bool shuffle,
-              const KerasRunArgs* validation, int64_t validation_steps, std::vector<keras::CallbackPtr> callbacks,
-              int64_t initial_epoch, int verbose) {
-             keras::FitOptions o{.epochs = epochs,
-                                 .steps_per_epoch = steps_per_epoch,
-                                 .batch_size = train.batch_size,
-                                 .shuffle = shuffle,
-                                 .validation_steps = validation_steps,
-                                 .callbacks = callbacks,
-                                 .initial_epoch = initial_epoch,
-                                 .verbose = verbose};
-             if (validation)
-               o.validation_data =
-                   dataset_of(validation->x, validation->y, validation->sample_weight, validation->batch_size);
-             const data::Dataset* ds = as_dataset(train.x);
-             const distribute::DistributedDataset* dist = as_distributed(train.x);
-             std::optional<data::Dataset> weighted;
-             Tensor x, y;
-             if (!ds && !dist) {
-               x = to_tensor(train.x);
-               y = to_tensor(train.y);
-               if (!train.sample_weight.is_none()) {
-                 // fit(x, y)'s pipeline with a third component.
-                 LS_CHECK(train.batch_size >= 1, ValueError, "batch_size must be >= 1, got ", train.batch_size);
-                 data::Dataset d = data::Dataset::from_tensor_slices(x, y, to_tensor(train.sample_weight));
-                 if (shuffle) d = d.shuffle(x.dim(0), keras::utils::next_generator().next_u32());
-                 weighted = d.batch(train.batch_size);
-                 ds = &*weighted;
-               }
-             }
-             keras::callbacks::History history = run_released([&] {
-               return ds ? m.fit(*ds, std::move(o)) : dist ? m.fit(*dist, std::move(o)) : m.fit(x, y, std::move(o));
-             });
-             return history_of(history);
-           },
-           nb::arg("train"), nb::arg("epochs"), nb::arg("steps_per_epoch"), nb::arg("shuffle"),
-           nb::arg("validation").none(), nb::arg("validation_steps"), nb::arg("callbacks"), nb::arg("initial_epoch"),
-           nb::arg("verbose"))
+      .def("save_weights",
+           [](const keras::Model& m, const std::string& path) {
+             nb::gil_scoped_release unlocked;  // a collective under a multi-worker strategy
+             m.save_weights(path);
+           })
+      .def("load_weights",
+           [](keras::Model& m, const std::string& path) {
+             nb::gil_scoped_release unlocked;
+             m.load_weights(path);
+           })
+      .def("save",
+           [](const keras::Model& m, const std::string& path, bool include_optimizer) {
+             nb::gil_scoped_release unlocked;
+             m.save(path, {.include_optimizer = include_optimizer});
+           })
+      .def(
+          "compile",
+          [](keras::Model& m, const std::shared_ptr<ko::Optimizer>& optimizer, const std::shared_ptr<kls::Loss>& loss,
+             const std::vector<nb::object>& metrics) {
+            keras::CompileOptions o{.optimizer = optimizer, .loss = loss};
+            for (nb::handle metric : metrics) {
+              if (nb::isinstance<nb::str>(metric))
+                o.metrics.emplace_back(nb::cast<std::string>(metric));
+              else
+                o.metrics.emplace_back(nb::cast<std::shared_ptr<km::Metric>>(metric));
+            }
+            m.compile(std::move(o));
+          },
+          nb::arg("optimizer"), nb::arg("loss").none(), nb::arg("metrics"))
+      .def(
+          "fit",
+          [](keras::Model& m, const KerasRunArgs& train, int64_t epochs, int64_t steps_per_epoch, bool shuffle,
+             const KerasRunArgs* validation, int64_t validation_steps, std::vector<keras::CallbackPtr> callbacks,
+             int64_t initial_epoch, int verbose) {
+            keras::FitOptions o{.epochs = epochs,
+                                .steps_per_epoch = steps_per_epoch,
+                                .batch_size = train.batch_size,
+                                .shuffle = shuffle,
+                                .validation_steps = validation_steps,
+                                .callbacks = callbacks,
+                                .initial_epoch = initial_epoch,
+                                .verbose = verbose};
+            if (validation)
+              o.validation_data =
+                  dataset_of(validation->x, validation->y, validation->sample_weight, validation->batch_size);
+            const data::Dataset* ds = as_dataset(train.x);
+            const distribute::DistributedDataset* dist = as_distributed(train.x);
+            std::optional<data::Dataset> weighted;
+            Tensor x, y;
+            if (!ds && !dist) {
+              x = to_tensor(train.x);
+              y = to_tensor(train.y);
+              if (!train.sample_weight.is_none()) {
+                // fit(x, y)'s pipeline with a third component.
+                LS_CHECK(train.batch_size >= 1, ValueError, "batch_size must be >= 1, got ", train.batch_size);
+                data::Dataset d = data::Dataset::from_tensor_slices(x, y, to_tensor(train.sample_weight));
+                if (shuffle) d = d.shuffle(x.dim(0), keras::utils::next_generator().next_u32());
+                weighted = d.batch(train.batch_size);
+                ds = &*weighted;
+              }
+            }
+            keras::callbacks::History history = run_released([&] {
+              return ds ? m.fit(*ds, std::move(o)) : dist ? m.fit(*dist, std::move(o)) : m.fit(x, y, std::move(o));
+            });
+            return history_of(history);
+          },
+          nb::arg("train"), nb::arg("epochs"), nb::arg("steps_per_epoch"), nb::arg("shuffle"),
+          nb::arg("validation").none(), nb::arg("validation_steps"), nb::arg("callbacks"), nb::arg("initial_epoch"),
+          nb::arg("verbose"))
       .def("evaluate",
-           [](keras::Model& m, const KerasRunArgs& data, int64_t steps, std::vector<keras::CallbackPtr> callbacks, int verbose) {
-             keras::EvaluateOptions o{.steps = steps, .batch_size = data.batch_size, .callbacks = callbacks,
-                                      .verbose = verbose};
+           [](keras::Model& m, const KerasRunArgs& data, int64_t steps, std::vector<keras::CallbackPtr> callbacks,
+              int verbose) {
+             keras::EvaluateOptions o{
+                 .steps = steps, .batch_size = data.batch_size, .callbacks = callbacks, .verbose = verbose};
              const distribute::DistributedDataset* dist = as_distributed(data.x);
              LS_CHECK(!dist || dist->source(), ValueError,
                       "evaluate() takes experimental_distribute_dataset's result or the dataset itself");
@@ -664,28 +697,30 @@ void bind_model(nb::module_& k) {
       .def("predict",
            [](keras::Model& m, nb::handle x, int64_t batch_size, int64_t steps,
               std::vector<keras::CallbackPtr> callbacks, int verbose) {
-             keras::PredictOptions o{.steps = steps, .batch_size = batch_size, .callbacks = callbacks,
-                                     .verbose = verbose};
+             keras::PredictOptions o{
+                 .steps = steps, .batch_size = batch_size, .callbacks = callbacks, .verbose = verbose};
              const distribute::DistributedDataset* dist = as_distributed(x);
              const data::Dataset* ds = dist && dist->source() ? &*dist->source() : as_dataset(x);
              Tensor t = ds ? Tensor() : to_tensor(x);
              Tensor out = run_released([&] { return ds ? m.predict(*ds, std::move(o)) : m.predict(t, std::move(o)); });
              return to_numpy(out);
            })
-      .def("train_on_batch",
-           [](keras::Model& m, nb::handle x, nb::handle y, nb::handle sample_weight) {
-             Tensor tx = to_tensor(x), ty = to_tensor(y), w = optional_tensor(sample_weight);
-             nb::gil_scoped_release unlocked;
-             return m.train_on_batch(tx, ty, w);
-           },
-           nb::arg("x"), nb::arg("y"), nb::arg("sample_weight").none())
-      .def("test_on_batch",
-           [](keras::Model& m, nb::handle x, nb::handle y, nb::handle sample_weight) {
-             Tensor tx = to_tensor(x), ty = to_tensor(y), w = optional_tensor(sample_weight);
-             nb::gil_scoped_release unlocked;
-             return m.test_on_batch(tx, ty, w);
-           },
-           nb::arg("x"), nb::arg("y"), nb::arg("sample_weight").none())
+      .def(
+          "train_on_batch",
+          [](keras::Model& m, nb::handle x, nb::handle y, nb::handle sample_weight) {
+            Tensor tx = to_tensor(x), ty = to_tensor(y), w = optional_tensor(sample_weight);
+            nb::gil_scoped_release unlocked;
+            return m.train_on_batch(tx, ty, w);
+          },
+          nb::arg("x"), nb::arg("y"), nb::arg("sample_weight").none())
+      .def(
+          "test_on_batch",
+          [](keras::Model& m, nb::handle x, nb::handle y, nb::handle sample_weight) {
+            Tensor tx = to_tensor(x), ty = to_tensor(y), w = optional_tensor(sample_weight);
+            nb::gil_scoped_release unlocked;
+            return m.test_on_batch(tx, ty, w);
+          },
+          nb::arg("x"), nb::arg("y"), nb::arg("sample_weight").none())
       .def("call",
            [](keras::Model& m, nb::handle x, bool training) {
              Tensor t = to_tensor(x);
@@ -739,30 +774,41 @@ void bind_utilities(nb::module_& k) {
   d.def("load_idx_directory", [](const std::string& dir) { return splits(datasets::load_idx_directory(dir)); });
 
   // Keras' utils.image_dataset_from_directory: [(dataset, class_names, file_paths)], two for subset="both".
-  k.def("image_dataset_from_directory",
-        [](const std::string& directory, std::optional<std::string> labels, std::optional<std::string> label_mode,
-           std::vector<std::string> class_names, std::string color_mode, std::optional<int64_t> batch_size,
-           std::array<int64_t, 2> image_size, bool shuffle, std::optional<uint32_t> seed, double validation_split,
-           std::optional<std::string> subset, std::string interpolation, bool follow_links, bool crop_to_aspect_ratio,
-           bool verbose) {
-          keras::utils::ImageDatasetOptions o{labels,         label_mode, std::move(class_names), std::move(color_mode),
-                                              batch_size,     image_size, shuffle,                seed,
-                                              validation_split, subset,   std::move(interpolation), follow_links,
-                                              crop_to_aspect_ratio, verbose};
-          std::vector<keras::utils::ImageDataset> out = run_released([&] {
-            if (subset != "both") return std::vector{keras::utils::image_dataset_from_directory(directory, o)};
-            auto [train, validation] = keras::utils::image_dataset_from_directory_both(directory, o);
-            return std::vector{std::move(train), std::move(validation)};
-          });
-          nb::list result;
-          for (const keras::utils::ImageDataset& d : out)
-            result.append(nb::make_tuple(nb::cast(d.dataset), nb::cast(d.class_names), nb::cast(d.file_paths)));
-          return result;
-        },
-        nb::arg("directory"), nb::arg("labels").none(), nb::arg("label_mode").none(), nb::arg("class_names"),
-        nb::arg("color_mode"), nb::arg("batch_size").none(), nb::arg("image_size"), nb::arg("shuffle"),
-        nb::arg("seed").none(), nb::arg("validation_split"), nb::arg("subset").none(), nb::arg("interpolation"),
-        nb::arg("follow_links"), nb::arg("crop_to_aspect_ratio"), nb::arg("verbose"));
+  k.def(
+      "image_dataset_from_directory",
+      [](const std::string& directory, std::optional<std::string> labels, std::optional<std::string> label_mode,
+         std::vector<std::string> class_names, std::string color_mode, std::optional<int64_t> batch_size,
+         std::array<int64_t, 2> image_size, bool shuffle, std::optional<uint32_t> seed, double validation_split,
+         std::optional<std::string> subset, std::string interpolation, bool follow_links, bool crop_to_aspect_ratio,
+         bool verbose) {
+        keras::utils::ImageDatasetOptions o{labels,
+                                            label_mode,
+                                            std::move(class_names),
+                                            std::move(color_mode),
+                                            batch_size,
+                                            image_size,
+                                            shuffle,
+                                            seed,
+                                            validation_split,
+                                            subset,
+                                            std::move(interpolation),
+                                            follow_links,
+                                            crop_to_aspect_ratio,
+                                            verbose};
+        std::vector<keras::utils::ImageDataset> out = run_released([&] {
+          if (subset != "both") return std::vector{keras::utils::image_dataset_from_directory(directory, o)};
+          auto [train, validation] = keras::utils::image_dataset_from_directory_both(directory, o);
+          return std::vector{std::move(train), std::move(validation)};
+        });
+        nb::list result;
+        for (const keras::utils::ImageDataset& d : out)
+          result.append(nb::make_tuple(nb::cast(d.dataset), nb::cast(d.class_names), nb::cast(d.file_paths)));
+        return result;
+      },
+      nb::arg("directory"), nb::arg("labels").none(), nb::arg("label_mode").none(), nb::arg("class_names"),
+      nb::arg("color_mode"), nb::arg("batch_size").none(), nb::arg("image_size"), nb::arg("shuffle"),
+      nb::arg("seed").none(), nb::arg("validation_split"), nb::arg("subset").none(), nb::arg("interpolation"),
+      nb::arg("follow_links"), nb::arg("crop_to_aspect_ratio"), nb::arg("verbose"));
 
   k.def("set_global_policy", [](const std::string& name) { keras::mixed_precision::set_global_policy(name); });
   k.def("global_policy", [] { return keras::mixed_precision::global_policy().name(); });

@@ -118,8 +118,7 @@ H5Reader::H5Reader(const std::string& image, std::string where) : where_(std::mo
   LS_CHECK(!image.empty() && H5Pset_file_image(fapl.id, const_cast<char*>(image.data()), image.size()) >= 0,
            DataLossError, where_, " is empty or cannot be read: the file is corrupt; save it again");
   file_ = H5Fopen("model.weights.h5", H5F_ACC_RDONLY, fapl.id);
-  LS_CHECK(file_ >= 0, DataLossError, where_,
-           " is not a readable HDF5 file: the file is corrupt; save it again");
+  LS_CHECK(file_ >= 0, DataLossError, where_, " is not a readable HDF5 file: the file is corrupt; save it again");
 }
 
 H5Reader::~H5Reader() {
