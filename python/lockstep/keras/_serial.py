@@ -7,10 +7,6 @@ import weakref
 
 import numpy as _np
 
-from .. import _lockstep
-
-_k = _lockstep.keras
-
 
 class UnrecognizedArgumentsError(TypeError, ValueError):
     """Keras 3 raises ValueError for keyword arguments a class does not take, Keras 2 and Python TypeError: this is
@@ -86,7 +82,6 @@ def keras_dtype_name(dtype):
         return None
     if isinstance(dtype, str):
         return dtype
-    for attr in ("name",):
-        if hasattr(dtype, attr) and isinstance(getattr(dtype, attr), str):
-            return getattr(dtype, attr)
+    if isinstance(getattr(dtype, "name", None), str):  # a tf.DType or a DTypePolicy
+        return dtype.name
     return str(_np.dtype(dtype))
