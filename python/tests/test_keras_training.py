@@ -168,3 +168,17 @@ def test_float64_inputs_are_cast_to_the_models_dtype(tf):
     for model in (sequential, functional):
         wide = tf.constant(x.astype(np.float64))  # as a float64 tensor, which the C++ model itself casts
         np.testing.assert_array_equal(model(wide).numpy(), model(x).numpy())
+
+
+def test_reduce_lr_on_plateau(tf):
+    x, y = data(16)
+    model = small(tf)
+    rates = []
+
+    class Rate(tf.keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            rates.append(round(float(self.model.optimizer.learning_rate), 6))
+
+    plateau = tf.keras.callbacks.ReduceLROnPlateau(monitor="loss", factor=0.5, patience=1, min_delta=100.0)
+    model.fit(x, y, epochs=3, verbose=0, callbacks=[plateau, Rate()])
+    assert rates == [0.1, 0.05, 0.025]  # the first epoch sets the best value, as in Keras
