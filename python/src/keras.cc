@@ -505,6 +505,34 @@ void bind_metrics(nb::module_& k) {
   });
 }
 
+// A learning-rate schedule written in Python (a LearningRateSchedule subclass, or a function of the step) for a C++
+// optimizer; the optimizer may ask for the rate on a replica's thread.
+class KerasPySchedule : public ko::LearningRateSchedule {
+ public:
+  explicit KerasPySchedule(nb::handle schedule) : schedule_(schedule) {}
+  double operator()(int64_t step) const override {
+    nb::gil_scoped_acquire gil;
+    return nb::cast<double>(nb::float_(schedule_.get()(step)));
+  }
+  // The schedule's own get_config(), or {} when it has none (Keras' base class raises NotImplementedError).
+  nlohmann::json get_config() const override {
+    nb::gil_scoped_acquire gil;
+    try {
+      nb::object config = schedule_.get().attr("get_config")();
+      return json::parse(nb::cast<std::string>(nb::module_::import_("json").attr("dumps")(config)));
+    } catch (const nb::python_error&) {
+      return json::object();
+    }
+  }
+  std::string class_name() const override {
+    nb::gil_scoped_acquire gil;
+    return nb::cast<std::string>(nb::type_name(schedule_.get().type()));
+  }
+
+ private:
+  PyRef schedule_;
+};
+
 void bind_optimizers(nb::module_& k) {
   nb::module_ o = k.def_submodule("optimizers");
   nb::class_<ko::Optimizer>(o, "Optimizer")
@@ -520,7 +548,12 @@ void bind_optimizers(nb::module_& k) {
            })
       .def("build", [](ko::Optimizer& opt, const std::vector<Variable>& variables) { opt.build(variables); })
       .def_prop_ro("iterations", &ko::Optimizer::iterations)
-      .def_prop_rw("learning_rate", &ko::Optimizer::learning_rate, &ko::Optimizer::set_learning_rate)
+      .def_prop_rw("learning_rate", &ko::Optimizer::learning_rate,
+                   [](ko::Optimizer& opt, double lr) { opt.set_learning_rate(lr); })
+      .def("set_python_schedule",
+           [](ko::Optimizer& opt, nb::handle schedule) {
+             opt.set_learning_rate(ko::LearningRate(std::make_shared<KerasPySchedule>(schedule)));
+           })
       .def_prop_ro("name", &ko::Optimizer::name)
       .def_prop_ro("class_name", &ko::Optimizer::class_name)
       .def("get_config", [](const ko::Optimizer& opt) { return opt.get_config().dump(); })

@@ -182,3 +182,29 @@ def test_reduce_lr_on_plateau(tf):
     plateau = tf.keras.callbacks.ReduceLROnPlateau(monitor="loss", factor=0.5, patience=1, min_delta=100.0)
     model.fit(x, y, epochs=3, verbose=0, callbacks=[plateau, Rate()])
     assert rates == [0.1, 0.05, 0.025]  # the first epoch sets the best value, as in Keras
+
+
+def test_a_learning_rate_schedule_written_in_python(tf):
+    class Warmup(tf.keras.optimizers.schedules.LearningRateSchedule):
+        def __init__(self, peak):
+            super().__init__()
+            self.peak = peak
+
+        def __call__(self, step):
+            return self.peak * tf.minimum(1.0, tf.cast(step + 1, tf.float32) / 4.0)
+
+        def get_config(self):
+            return {"peak": self.peak}
+
+    opt = tf.keras.optimizers.SGD(learning_rate=Warmup(0.4))
+    var = tf.Variable(1.0)
+    seen = []
+    for _ in range(5):
+        seen.append(round(float(opt.learning_rate), 6))
+        opt.apply_gradients([(tf.constant(1.0), var)])
+    assert seen == [0.1, 0.2, 0.3, 0.4, 0.4]
+    assert float(var) == pytest.approx(1.0 - sum(seen))
+    assert float(tf.keras.optimizers.Adam(learning_rate=lambda: 0.25).learning_rate) == 0.25
+    model = small(tf)
+    model.compile(optimizer=tf.keras.optimizers.Adam(Warmup(0.01)), loss="sparse_categorical_crossentropy")
+    model.fit(*data(8), epochs=1, verbose=0)

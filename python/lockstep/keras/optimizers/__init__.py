@@ -93,12 +93,15 @@ class Optimizer:
             if config.pop(key) != param.default:
                 raise ValueError(f"{self._class_name}: {key} is not supported by lockstep's optimizers; remove it")
         lr = config["learning_rate"]
-        if callable(lr) and not isinstance(lr, LearningRateSchedule):
-            raise NotImplementedError("a learning_rate that is a Python function or a LearningRateSchedule subclass "
-                                      "is not implemented by lockstep: use tf.keras.optimizers.schedules' classes")
-        if not isinstance(lr, LearningRateSchedule):
+        python_schedule = callable(lr) and not (isinstance(lr, LearningRateSchedule) and lr._class_name)
+        if python_schedule:
+            config["learning_rate"] = 0.0  # replaced by the schedule below
+        elif not isinstance(lr, LearningRateSchedule):
             config["learning_rate"] = float(_np.asarray(lr))
         self._cpp = _o.from_config(self._class_name, _serial.dumps(config))
+        if python_schedule:
+            # A LearningRateSchedule subclass takes the step; Keras' other callables take nothing.
+            self._cpp.set_python_schedule(lr if isinstance(lr, LearningRateSchedule) else (lambda step: lr()))
         _serial.remember(self, self._cpp)
 
     @classmethod

@@ -7,7 +7,18 @@ _o = _lockstep.keras.optimizers
 
 
 class LearningRateSchedule(_config.ConfigObject):
-    """A learning rate as a function of the optimizer's step."""
+    """A learning rate as a function of the optimizer's step. lockstep's classes below are C++ schedules; a subclass
+    written in Python defines __call__(step) (and get_config), which the optimizer calls at each step."""
+
+    def __init__(self, *args, **kwargs):
+        if self._class_name is not None:
+            super().__init__(*args, **kwargs)
+
+    def get_config(self):
+        if self._class_name is None:
+            raise NotImplementedError(f"Learning rate schedule '{type(self).__name__}' must override `get_config()` "
+                                      "in order to be serializable.")
+        return super().get_config()
 
     def __call__(self, step):
         if not hasattr(self, "_cpp"):
