@@ -60,7 +60,6 @@ class Model(_layers.Layer):
             # A subclass with its own call(): its layers are the ones its attributes hold, and it runs eagerly.
             _layers.Layer.__init__(self, **kwargs)
             self._optimizer = self._loss = None
-            self._compiled_metrics = []
             self._list_inputs = self._list_outputs = False
             self.inputs = self.outputs = self.history = None
             return
@@ -88,7 +87,6 @@ class Model(_layers.Layer):
     def _init(self, cpp):
         self._cpp, self._input_shape, self._batch_size = cpp, None, None
         self._optimizer = self._loss = None
-        self._compiled_metrics = []
         self.history = None
 
     @classmethod
@@ -283,9 +281,8 @@ class Model(_layers.Layer):
         self._optimizer = _optimizers.get(optimizer)
         self._loss = _losses.get(loss)
         metrics = [] if metrics is None else list(metrics) if isinstance(metrics, (list, tuple)) else [metrics]
-        self._compiled_metrics = metrics
         self._engine.compile(self._optimizer._cpp, None if self._loss is None else self._loss._cpp,
-                          [_metrics._compile_argument(m) for m in metrics])
+                             [_metrics._compile_argument(m) for m in metrics])
 
     @property
     def optimizer(self):
