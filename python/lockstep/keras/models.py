@@ -411,7 +411,7 @@ class Model(_layers.Layer):
         cpp_callbacks, _ = self._prepare_callbacks(callbacks, verbose)
         data = x._cpp if _is_dataset(x) else self._adjust_rank(_array(x))
         return self._engine.predict(data, 32 if batch_size is None else int(batch_size),
-                                 -1 if steps is None else int(steps), cpp_callbacks, verbose)
+                                    -1 if steps is None else int(steps), cpp_callbacks, verbose)
 
     def predict_on_batch(self, x):
         return _np.asarray(self(x, training=False))
