@@ -68,6 +68,14 @@ def test_fit_and_a_custom_loop_under_mirrored_strategy(tf):
     model.fit(dataset, epochs=1, verbose=0, callbacks=[Batches()])
     model.fit(strategy.experimental_distribute_dataset(dataset), epochs=1, verbose=0)
     assert seen == [0, 1, 2, 3]
+    assert model.distribute_strategy is strategy
+
+    class Scope(tf.keras.callbacks.Callback):  # Keras runs fit in the model's strategy scope
+        def on_train_begin(self, logs=None):
+            seen.append(tf.distribute.get_strategy() is strategy)
+
+    model.fit(dataset, epochs=1, verbose=0, callbacks=[Scope()])
+    assert seen[-1] is True and not tf.distribute.has_strategy()
 
     with strategy.scope():
         loss_object = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True,

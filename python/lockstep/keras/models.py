@@ -36,6 +36,31 @@ def _array(x):
     return x
 
 
+def _scope_strategy():
+    """The strategy whose scope is entered now (tf.distribute's), or None: a model keeps the one it was made in."""
+    from .. import distribute
+
+    if isinstance(distribute, _unimplemented.Missing) or not distribute.has_strategy():
+        return None
+    return distribute.get_strategy()
+
+
+class _RunScope:
+    """The model's strategy scope around fit/evaluate/predict, as Keras enters it: callbacks then see the model's
+    strategy in tf.distribute.get_strategy()."""
+
+    def __init__(self, model):
+        strategy = model.__dict__.get("_strategy")
+        self._scope = strategy.scope() if strategy is not None and strategy is not _scope_strategy() else None
+
+    def __enter__(self):
+        if self._scope is not None:
+            self._scope.__enter__()
+
+    def __exit__(self, *exc):
+        return self._scope.__exit__(*exc) if self._scope is not None else False
+
+
 def _class_weights(y, class_weight):
     labels = _np.asarray(y).reshape(len(y), -1)
     labels = labels.argmax(axis=1) if labels.shape[1] > 1 else labels[:, 0]
@@ -60,6 +85,7 @@ class Model(_layers.Layer):
             # A subclass with its own call(): its layers are the ones its attributes hold, and it runs eagerly.
             _layers.Layer.__init__(self, **kwargs)
             self._optimizer = self._loss = None
+            self.__dict__["_strategy"] = _scope_strategy()
             self._list_inputs = self._list_outputs = False
             self.inputs = self.outputs = self.history = None
             return
@@ -88,6 +114,7 @@ class Model(_layers.Layer):
         self._cpp, self._input_shape, self._batch_size = cpp, None, None
         self._optimizer = self._loss = None
         self.history = None
+        self.__dict__["_strategy"] = _scope_strategy()
 
     @classmethod
     def _wrap(cls, cpp):
@@ -305,6 +332,13 @@ class Model(_layers.Layer):
         return ["loss"] + [m.name for m in self._engine.metrics]
 
     @property
+    def distribute_strategy(self):
+        """The strategy whose scope made the model (tf.distribute's default one otherwise)."""
+        from .. import distribute
+
+        return self.__dict__.get("_strategy") or distribute.get_strategy()
+
+    @property
     def stop_training(self):
         return self._engine.stop_training
 
@@ -375,9 +409,11 @@ class Model(_layers.Layer):
                 validation = _k._RunArgs(self._adjust_rank(_array(parts[0])), _array(parts[1]),
                                          parts[2] if len(parts) == 3 else None, vbatch)
         cpp_callbacks, histories = self._prepare_callbacks(callbacks, verbose)
-        epochs_done, history = self._engine.fit(
-            train, int(epochs), -1 if steps_per_epoch is None else int(steps_per_epoch), bool(shuffle), validation,
-            -1 if validation_steps is None else int(validation_steps), cpp_callbacks, int(initial_epoch), verbose)
+        with _RunScope(self):
+            epochs_done, history = self._engine.fit(
+                train, int(epochs), -1 if steps_per_epoch is None else int(steps_per_epoch), bool(shuffle),
+                validation, -1 if validation_steps is None else int(validation_steps), cpp_callbacks,
+                int(initial_epoch), verbose)
         result = _callbacks.History()
         params = {"verbose": verbose, "epochs": int(epochs), "steps": steps_per_epoch}
         for h in histories + [result]:
@@ -403,15 +439,17 @@ class Model(_layers.Layer):
         else:
             data = _k._RunArgs(self._adjust_rank(_array(x)), _array(y), sample_weight, batch_size)
         cpp_callbacks, _ = self._prepare_callbacks(callbacks, verbose)
-        logs = self._engine.evaluate(data, -1 if steps is None else int(steps), cpp_callbacks, verbose)
+        with _RunScope(self):
+            logs = self._engine.evaluate(data, -1 if steps is None else int(steps), cpp_callbacks, verbose)
         return self._results(logs, return_dict)
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None, **kwargs):
         verbose = _verbose(verbose)
         cpp_callbacks, _ = self._prepare_callbacks(callbacks, verbose)
         data = x._cpp if _is_dataset(x) else self._adjust_rank(_array(x))
-        return self._engine.predict(data, 32 if batch_size is None else int(batch_size),
-                                    -1 if steps is None else int(steps), cpp_callbacks, verbose)
+        with _RunScope(self):
+            return self._engine.predict(data, 32 if batch_size is None else int(batch_size),
+                                        -1 if steps is None else int(steps), cpp_callbacks, verbose)
 
     def predict_on_batch(self, x):
         return _np.asarray(self(x, training=False))
