@@ -413,6 +413,31 @@ for _name in _k.layers.names():
             "_class_name": _name, "_signature": _serial.signature(_SIGNATURES.get(_name, "**config")),
             "__module__": __name__, "__doc__": f"tf.keras.layers.{_name}, as lockstep's C++ layer registry makes it."})
 del _name
+class Softmax(_RegistryLayer):
+    """tf.keras.layers.Softmax over the last axis: lockstep's Activation("softmax") layer (saved as that)."""
+
+    _class_name = "Activation"
+    _signature = _serial.signature(_SIGNATURES["Activation"])
+
+    def __init__(self, axis=-1, **kwargs):
+        if axis != -1:
+            raise NotImplementedError(f"Softmax(axis={axis}) is not implemented by lockstep: only the last axis")
+        super().__init__("softmax", **kwargs)
+
+
+class ReLU(_RegistryLayer):
+    """tf.keras.layers.ReLU with Keras' defaults: lockstep's Activation("relu") layer (saved as that)."""
+
+    _class_name = "Activation"
+    _signature = _serial.signature(_SIGNATURES["Activation"])
+
+    def __init__(self, max_value=None, negative_slope=0.0, threshold=0.0, **kwargs):
+        if max_value is not None or negative_slope or threshold:
+            raise NotImplementedError("ReLU's max_value, negative_slope and threshold are not implemented by "
+                                      "lockstep: use ReLU() or Activation('relu')")
+        super().__init__("relu", **kwargs)
+
+
 # Keras' other spellings.
 MaxPool2D, AvgPool2D = MaxPooling2D, AveragePooling2D  # noqa: F821
 GlobalAvgPool2D, GlobalMaxPool2D = GlobalAveragePooling2D, GlobalMaxPooling2D  # noqa: F821
