@@ -123,3 +123,20 @@ def test_sequential_with_python_layers_runs_and_trains(tf):
     model.compile(optimizer="adam", loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     history = model.fit(x, y, epochs=3, verbose=0)
     assert history.history["loss"][-1] < history.history["loss"][0]
+
+
+def test_add_weight_takes_keras_2_and_keras_3_argument_orders(tf):
+    class Both(tf.keras.layers.Layer):
+        def build(self, input_shape):
+            self.a = self.add_weight((int(input_shape[-1]), 2), initializer="ones", name="a")  # Keras 3
+            self.b = self.add_weight("b", shape=(2,), initializer="zeros")  # Keras 2
+            self.c = self.add_weight(shape=(2,), name="c", initializer="ones", trainable=False)
+
+        def call(self, x):
+            return tf.matmul(x, self.a) + self.b + self.c
+
+    layer = Both()
+    np.testing.assert_allclose(layer(np.ones((1, 3), np.float32)).numpy(), [[4.0, 4.0]])
+    assert [(v.name, v.trainable) for v in layer.weights] == [("both/a:0", True), ("both/b:0", True),
+                                                              ("both/c:0", False)]
+    assert len(layer.trainable_variables) == 2

@@ -146,21 +146,32 @@ class Layer:
             kwargs["training"] = training
         return self.call(inputs, *args, **kwargs)
 
-    def add_weight(self, name=None, shape=None, dtype=None, initializer=None, regularizer=None, trainable=True,
-                   constraint=None, **kwargs):
-        """A Variable named "<layer>/<name>" with values from `initializer` (glorot_uniform for floats, as Keras)."""
+    # add_weight's positional parameters: Keras 2 puts the name first, Keras 3 the shape.
+    _ADD_WEIGHT_KERAS2 = ("name", "shape", "dtype", "initializer", "regularizer", "trainable", "constraint")
+    _ADD_WEIGHT_KERAS3 = ("shape", "initializer", "dtype", "trainable", "autocast", "regularizer", "constraint")
+
+    def add_weight(self, *args, **kwargs):
+        """A Variable named "<layer>/<name>" with values from `initializer` (glorot_uniform, as Keras), taking
+        Keras 2's and Keras 3's argument orders (a first argument that is a string is the name)."""
         from .. import Variable
         from . import initializers, regularizers
 
-        if constraint is not None:
+        order = self._ADD_WEIGHT_KERAS2 if args and isinstance(args[0], str) else self._ADD_WEIGHT_KERAS3
+        for key, value in zip(order, args):
+            if key in kwargs:
+                raise TypeError(f"add_weight() got multiple values for argument '{key}'")
+            kwargs[key] = value
+        if kwargs.get("constraint") is not None:
             raise NotImplementedError("add_weight(constraint=...) is not implemented by lockstep")
-        init = initializers.get(initializer or "glorot_uniform")
+        init = initializers.get(kwargs.get("initializer") or "glorot_uniform")
+        shape = kwargs.get("shape")
         shape = () if shape is None else tuple(int(d) for d in shape)
-        value = init(shape, dtype=dtype or "float32") if callable(init) else init
-        variable = Variable(value, trainable=trainable, name=f"{self.name}/{name or 'variable'}")
+        value = init(shape, dtype=kwargs.get("dtype") or "float32")
+        variable = Variable(value, trainable=bool(kwargs.get("trainable", True)),
+                            name=f"{self.name}/{kwargs.get('name') or 'variable'}")
         self._own_weights.append(variable)
-        if regularizer is not None:
-            self._regularized.append((variable, regularizers.get(regularizer)))
+        if kwargs.get("regularizer") is not None:
+            self._regularized.append((variable, regularizers.get(kwargs["regularizer"])))
         return variable
 
     def _layers_below(self):

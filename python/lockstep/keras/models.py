@@ -245,10 +245,11 @@ class Model(_layers.Layer):
                              "data.")
         rows = [f" {l.name} ({type(l).__name__})".ljust(45) + f"{l.count_params()}" for l in self._sublayers]
         total = self.count_params()
+        trainable = int(sum(int(_np.prod(v.shape)) for v in self.trainable_variables))
         rule = "_" * 65
         return "\n".join([f'Model: "{self.name}"', rule, " Layer (type)".ljust(45) + "Param #", "=" * 65] + rows +
-                         ["=" * 65, f"Total params: {total}", f"Trainable params: {total}",
-                          "Non-trainable params: 0", rule])
+                         ["=" * 65, f"Total params: {total:,}", f"Trainable params: {trainable:,}",
+                          f"Non-trainable params: {total - trainable:,}", rule])
 
     def count_params(self):
         return self._cpp.count_params() if self._cpp is not None else _layers.Layer.count_params(self)
