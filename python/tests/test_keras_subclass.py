@@ -140,3 +140,20 @@ def test_add_weight_takes_keras_2_and_keras_3_argument_orders(tf):
     assert [(v.name, v.trainable) for v in layer.weights] == [("both/a:0", True), ("both/b:0", True),
                                                               ("both/c:0", False)]
     assert len(layer.trainable_variables) == 2
+
+
+def test_variables_and_layers_held_in_attributes_lists_and_dicts_are_tracked(tf):
+    class Scaled(tf.keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.scale = tf.Variable(2.0, name="scale")
+            self.blocks = {"first": tf.keras.layers.Dense(2), "second": tf.keras.layers.Dense(1)}
+            self.extra = [tf.keras.layers.Dense(1)]
+
+        def call(self, x):
+            return self.extra[0](self.blocks["second"](self.blocks["first"](x))) * self.scale
+
+    model = Scaled()
+    model(np.ones((1, 3), np.float32))
+    assert len(model.trainable_variables) == 7 and model.trainable_variables[0].name == "scale:0"
+    assert len(model.layers) == 3

@@ -114,18 +114,25 @@ class Layer:
                                                      f"{type(self).__name__}: {unknown}")
         if not trainable:
             raise NotImplementedError("trainable=False layers are not implemented by lockstep (see docs/python.md)")
+        object.__setattr__(self, "_own_weights", [])
         object.__setattr__(self, "_sublayers", [])
         self._cpp = None
         self._name = name or _unique_name(type(self).__name__)
-        self._own_weights, self._regularized, self.built = [], [], False
+        self._regularized, self.built = [], False
         self._input_shape, self._batch_size = _legacy_input_shape(kwargs), kwargs.get("batch_size")
 
     def __setattr__(self, name, value):
-        # Layers assigned to attributes (alone or in lists) are this layer's sublayers, as Keras tracks them.
+        # Layers and Variables assigned to attributes (alone, in lists or in dicts) are this layer's sublayers and
+        # weights, as Keras tracks them.
         if "_sublayers" in self.__dict__ and not name.startswith("_"):
-            for item in value if isinstance(value, (list, tuple)) else [value]:
+            from .._variable import Variable
+
+            items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else [value]
+            for item in items:
                 if isinstance(item, Layer) and item is not self and all(item is not l for l in self._sublayers):
                     self._sublayers.append(item)
+                elif isinstance(item, Variable) and all(item is not v for v in self._own_weights):
+                    self._own_weights.append(item)
         object.__setattr__(self, name, value)
 
     def build(self, input_shape):
