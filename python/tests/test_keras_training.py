@@ -208,3 +208,25 @@ def test_a_learning_rate_schedule_written_in_python(tf):
     model = small(tf)
     model.compile(optimizer=tf.keras.optimizers.Adam(Warmup(0.01)), loss="sparse_categorical_crossentropy")
     model.fit(*data(8), epochs=1, verbose=0)
+
+
+def test_a_metric_written_in_python_runs_in_a_custom_loop(tf):
+    class TruePositives(tf.keras.metrics.Metric):
+        def __init__(self, name="true_positives", **kwargs):
+            super().__init__(name=name, **kwargs)
+            self.count = self.add_weight(name="count", initializer="zeros")
+
+        def update_state(self, y_true, y_pred, sample_weight=None):
+            hits = tf.logical_and(tf.equal(tf.cast(y_true, tf.bool), True), tf.greater(y_pred, 0.5))
+            self.count.assign_add(tf.reduce_sum(tf.cast(hits, tf.float32)))
+
+        def result(self):
+            return self.count
+
+    metric = TruePositives()
+    metric.update_state(np.array([1, 0, 1]), np.array([0.9, 0.9, 0.1], np.float32))
+    assert float(metric(np.array([1]), np.array([0.8], np.float32))) == 2.0
+    metric.reset_state()
+    assert float(metric.result()) == 0.0 and metric.name == "true_positives"
+    with pytest.raises(NotImplementedError, match="custom loop"):
+        small(tf).compile(optimizer="sgd", loss="mse", metrics=[TruePositives()])

@@ -16,10 +16,10 @@ class Metric:
     _signature = None
 
     def __init__(self, *args, **kwargs):
-        if self._class_name is None:
-            raise NotImplementedError(
-                f"subclassing tf.keras.metrics.Metric in Python ({type(self).__name__}) is not implemented by "
-                "lockstep (see docs/python.md): use tf.keras.metrics.Mean or MeanMetricWrapper over a function")
+        if self._class_name is None:  # a subclass written in Python: its own update_state and result
+            _, config = _serial.bind(type(self).__name__, _serial.signature("name=None, dtype=None"), args, kwargs)
+            self._cpp, self._name, self._variables = None, config["name"] or _snake(type(self).__name__), []
+            return
         _, config = _serial.bind(self._class_name, self._signature, args, kwargs)
         for key, supported in (("ignore_class", None), ("axis", -1)):
             if config.pop(key, supported) != supported:
@@ -38,7 +38,24 @@ class Metric:
         obj._cpp = cpp
         return obj
 
+    def add_weight(self, name=None, shape=(), dtype=None, initializer="zeros", aggregation="sum",
+                   synchronization="on_read"):
+        """A metric variable of a Python subclass (Keras' Metric.add_weight), zeroed by reset_state."""
+        from .. import Variable
+        from . import initializers
+
+        value = initializers.get(initializer)(tuple(shape), dtype=dtype or "float32")
+        variable = Variable(value, trainable=False, name=f"{self.name}/{name or 'variable'}")
+        self._variables.append((variable, value))
+        return variable
+
+    @property
+    def variables(self):
+        return [v for v, _ in self._variables] if self._cpp is None else []
+
     def update_state(self, *args, **kwargs):
+        if self._cpp is None:
+            raise NotImplementedError(f"Metric {type(self).__name__} does not implement update_state()")
         if self._cpp.takes_values():
             values = kwargs.pop("values", args[0] if args else None)
             sample_weight = kwargs.pop("sample_weight", args[1] if len(args) > 1 else None)
@@ -50,9 +67,15 @@ class Metric:
             self._cpp.update_state(y_true, y_pred, sample_weight)
 
     def result(self):
+        if self._cpp is None:
+            raise NotImplementedError(f"Metric {type(self).__name__} does not implement result()")
         return _lockstep.ops.convert_to_tensor(float(self._cpp.result()), _lockstep.DType.float32, None)
 
     def reset_state(self):
+        if self._cpp is None:
+            for variable, initial in self._variables:
+                variable.assign(initial)
+            return
         self._cpp.reset_state()
 
     reset_states = reset_state
@@ -61,10 +84,12 @@ class Metric:
         self.update_state(*args, **kwargs)
         return self.result()
 
-    name = property(lambda self: self._cpp.name)
+    name = property(lambda self: self._name if self._cpp is None else self._cpp.name)
     dtype = property(lambda self: "float32")
 
     def get_config(self):
+        if self._cpp is None:
+            return {"name": self.name, "dtype": "float32"}
         return json.loads(self._cpp.get_config())
 
     @classmethod
@@ -73,6 +98,10 @@ class Metric:
 
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name}>"
+
+
+def _snake(name):
+    return "".join("_" + c.lower() if c.isupper() and i else c.lower() for i, c in enumerate(name))
 
 
 def _define(name, sig):
@@ -136,6 +165,11 @@ def _compile_argument(metric):
     if isinstance(metric, str):
         return metric
     if isinstance(metric, Metric):
+        if metric._cpp is None:
+            raise NotImplementedError(
+                f"a Metric subclass written in Python ({type(metric).__name__}) in compile() is not implemented by "
+                "lockstep (see docs/python.md): fit's metrics are summed over replicas and workers in C++; use it "
+                "in a custom loop, or pass a function (MeanMetricWrapper)")
         return metric._cpp
     name = getattr(metric, "_keras_name", None)
     if name:
