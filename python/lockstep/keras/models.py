@@ -288,12 +288,13 @@ class Model(_layers.Layer):
     @property
     def _engine(self):
         """The C++ model that compiles, trains, evaluates and saves weights: this model's own, or for a subclass
-        with its own call() a Sequential model whose one layer calls it (made at compile(), so in the strategy
-        scope the model was made in)."""
+        with its own call() a Sequential model whose one layer calls it, made in the strategy scope the model was
+        made in."""
         if self._cpp is not None:
             return self._cpp
         if self.__dict__.get("_wrapper") is None:
-            self.__dict__["_wrapper"] = _k.Sequential([_k.layers.python_model(self, self.name)], self.name)
+            with _RunScope(self):
+                self.__dict__["_wrapper"] = _k.Sequential([_k.layers.python_model(self, self.name)], self.name)
         return self._wrapper
 
     def compile(self, optimizer="rmsprop", loss=None, loss_weights=None, metrics=None, weighted_metrics=None,
