@@ -307,11 +307,12 @@ class Model(_layers.Layer):
                 raise NotImplementedError(f"compile({what}=...) is not implemented by lockstep")
         if isinstance(loss, (dict, list, tuple)) or isinstance(metrics, dict):
             raise NotImplementedError("per-output losses and metrics are not implemented by lockstep")
-        self._optimizer = _optimizers.get(optimizer)
-        self._loss = _losses.get(loss)
         metrics = [] if metrics is None else list(metrics) if isinstance(metrics, (list, tuple)) else [metrics]
-        self._engine.compile(self._optimizer._cpp, None if self._loss is None else self._loss._cpp,
-                             [_metrics._compile_argument(m) for m in metrics])
+        with _RunScope(self):  # what compile makes from names belongs to the model's strategy, as in Keras
+            self._optimizer = _optimizers.get(optimizer)
+            self._loss = _losses.get(loss)
+            self._engine.compile(self._optimizer._cpp, None if self._loss is None else self._loss._cpp,
+                                 [_metrics._compile_argument(m) for m in metrics])
 
     @property
     def optimizer(self):
