@@ -172,3 +172,14 @@ def test_image_dataset_from_directory_feeds_fit(tf, tmp_path, capfd):
                   loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
     history = model.fit(train, validation_data=val, epochs=30, verbose=0)
     assert history.history["val_accuracy"][-1] == 1.0
+
+
+def test_compile_outside_the_scope_uses_the_models_strategy(tf):
+    needs(tf, "data", "distribute")
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    with strategy.scope():
+        model = cnn(tf)
+    compiled(tf, model)  # outside the scope, as TF 2 allows
+    x, y = arrays(32)
+    history = model.fit(tf.data.Dataset.from_tensor_slices((x, y)).batch(16), epochs=2, verbose=0)
+    assert len(history.epoch) == 2 and model.optimizer.iterations.numpy() == 4
