@@ -66,8 +66,7 @@ class _OptimizerValue:
         return format(self.numpy().item(), spec)
 
 
-
-
+# Arithmetic and comparisons as on the tensor of the current value.
 for _op in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
             "__pow__", "__rpow__", "__neg__", "__lt__", "__le__", "__gt__", "__ge__"):
     setattr(_OptimizerValue, _op, (lambda op: lambda self, *other: getattr(self._lockstep_tensor_(), op)(*other))(_op))
@@ -87,7 +86,8 @@ class Optimizer:
         kwargs = dict(kwargs)
         if "lr" in kwargs:  # TF 2's name
             kwargs["learning_rate"] = kwargs.pop("lr")
-        kwargs.pop("decay", None) if kwargs.get("decay", 0) == 0 else None
+        if kwargs.get("decay", 0) == 0:  # TF 2's decay argument, whose 0 means none; another value is refused
+            kwargs.pop("decay", None)
         _, config = _serial.bind(self._class_name, self._signature, args, kwargs)
         for key, param in _BASE_DEFAULTS.items():
             if config.pop(key) != param.default:
