@@ -44,7 +44,7 @@ def test_sequential_fit_returns_history_and_evaluate_predict_follow_keras(tf):
     assert history.epoch == [0, 1]
     assert sorted(history.history) == ["accuracy", "loss", "val_accuracy", "val_loss"]
     assert len(history.history["loss"]) == 2 and model.history is history
-    assert history.params["epochs"] == 2
+    assert history.params == {"verbose": 0, "epochs": 2, "steps": 4}
     loss, acc = model.evaluate(x, y, verbose=0)
     logs = model.evaluate(x, y, verbose=0, return_dict=True)
     assert logs == {"loss": pytest.approx(loss), "accuracy": pytest.approx(acc)}

@@ -418,7 +418,10 @@ class Model(_layers.Layer):
                 validation, -1 if validation_steps is None else int(validation_steps), cpp_callbacks,
                 int(initial_epoch), verbose)
         result = _callbacks.History()
-        params = {"verbose": verbose, "epochs": int(epochs), "steps": steps_per_epoch}
+        steps = steps_per_epoch
+        if steps is None and not _is_dataset(x):
+            steps = -(-len(x) // batch_size)
+        params = {"verbose": verbose, "epochs": int(epochs), "steps": steps}
         for h in histories + [result]:
             h._fill(epochs_done, history, self, params)
         self.history = result
