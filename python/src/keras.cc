@@ -1,7 +1,884 @@
+// tf.keras for lockstep._lockstep.keras: layers, losses, metrics, optimizers and schedules made from Keras configs
+// through the C++ registries, functional and Sequential models with compile/fit/evaluate/predict and saving,
+// callbacks (Python subclasses of Callback through a trampoline) and the built-in data sets. Configs cross the
+// boundary as JSON text; python/lockstep/keras turns Keras' keyword arguments into them. Training, evaluation and
+// every computation run with the GIL released: replica threads and callbacks take it back to call Python.
+#include <nanobind/stl/array.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <algorithm>
+#include <array>
+#include <bitset>
+#include <cstdio>
+#include <mutex>
+
 #include "bindings.h"
+#include "lockstep/autograd/tape.h"
+#include "lockstep/data/datasets.h"
+#include "lockstep/distribute/strategy/strategy.h"
+#include "lockstep/keras/model.h"
+#include "lockstep/keras/saving.h"
+#include "lockstep/keras/utils.h"
 
 namespace lockstep::python {
+namespace {
+// The classes here that nanobind sees have names no other binding file uses: nanobind tells C++ types apart by their
+// type_info names, which two anonymous-namespace classes of one name in different files share.
 
-void bind_keras(nb::module_& /*m*/) {}
+using nlohmann::json;
+namespace kl = keras::layers;
+namespace km = keras::metrics;
+namespace kls = keras::losses;
+namespace ko = keras::optimizers;
+namespace kc = keras::callbacks;
+
+// A reference to a Python object that C++ may copy and drop on any thread: the last owner drops it with the GIL.
+class PyRef {
+ public:
+  explicit PyRef(nb::handle h)
+      : obj_(h.inc_ref().ptr(), [](PyObject* p) {
+          if (!Py_IsInitialized()) return;  // the interpreter is gone, and the object with it
+          nb::gil_scoped_acquire gil;
+          Py_DECREF(p);
+        }) {}
+  nb::handle get() const { return obj_.get(); }
+
+ private:
+  std::shared_ptr<PyObject> obj_;
+};
+
+// Python's sys.stdout and C's stdout buffer separately: flushing one before the other writes keeps the progress bar
+// (printed by C++) and a program's print() output in the order they happened, also when piped to a file.
+void flush_python_stdout() {
+  nb::object out = nb::module_::import_("sys").attr("stdout");
+  if (!out.is_none()) out.attr("flush")();
+}
+
+// Runs `run` (a C++ training, evaluation or prediction) with the GIL released, between flushes of both streams.
+template <typename F>
+auto run_released(F&& run) {
+  flush_python_stdout();
+  struct FlushC {
+    ~FlushC() { std::fflush(stdout); }
+  } flush_c;
+  nb::gil_scoped_release unlocked;
+  return run();
+}
+
+// A Python function of (y_true, y_pred) as the per-example function of a loss or metric; it may run on any
+// replica's thread.
+std::function<Tensor(const Tensor&, const Tensor&)> python_function(nb::handle fn) {
+  PyRef f(fn);
+  return [f](const Tensor& y_true, const Tensor& y_pred) {
+    nb::gil_scoped_acquire gil;
+    return to_tensor(f.get()(y_true, y_pred));
+  };
+}
+
+nb::dict to_dict(const keras::Logs& logs) {
+  nb::dict d;
+  for (const auto& [k, v] : logs.items()) d[k.c_str()] = v;
+  return d;
+}
+
+Shape to_shape(const std::vector<std::optional<int64_t>>& dims) {
+  std::vector<int64_t> out;
+  for (const auto& d : dims) out.push_back(d.value_or(-1));
+  return Shape(out);
+}
+
+std::vector<nb::object> numpy_list(const std::vector<Tensor>& ts) {
+  std::vector<nb::object> out;
+  for (const Tensor& t : ts) out.push_back(to_numpy(t));
+  return out;
+}
+
+// A Tensor from Python, or an undefined one for None.
+Tensor optional_tensor(nb::handle v) {
+  return v.is_none() ? Tensor() : to_tensor(v);
+}
+
+// ---- callbacks ----
+
+// The hooks of keras.callbacks.Callback, in the order KerasPyCallback numbers them.
+constexpr std::array<const char*, 14> kHooks = {"on_train_begin",         "on_train_end",         "on_epoch_begin",
+                                                "on_epoch_end",           "on_train_batch_begin", "on_train_batch_end",
+                                                "on_test_begin",          "on_test_end",          "on_test_batch_begin",
+                                                "on_test_batch_end",      "on_predict_begin",     "on_predict_end",
+                                                "on_predict_batch_begin", "on_predict_batch_end"};
+enum Hook {
+  kTrainBegin,
+  kTrainEnd,
+  kEpochBegin,
+  kEpochEnd,
+  kTrainBatchBegin,
+  kTrainBatchEnd,
+  kTestBegin,
+  kTestEnd,
+  kTestBatchBegin,
+  kTestBatchEnd,
+  kPredictBegin,
+  kPredictEnd,
+  kPredictBatchBegin,
+  kPredictBatchEnd
+};
+
+// A Python keras.callbacks.Callback as a C++ callback. Only the hooks the Python class overrides are called
+// (`hooks`), so a callback with on_epoch_end alone costs nothing per batch; the *_begin hooks of a run first
+// give it the run's params (Keras' callback.params).
+class KerasPyCallback : public keras::Callback {
+ public:
+  KerasPyCallback(nb::handle callback, const std::vector<std::string>& hooks) : self_(callback) {
+    for (const std::string& h : hooks)
+      for (size_t i = 0; i < kHooks.size(); ++i)
+        if (h == kHooks[i]) overridden_.set(i);
+  }
+  void on_train_begin(const keras::Logs& l) override { begin(kTrainBegin, l); }
+  void on_train_end(const keras::Logs& l) override { call(kTrainEnd, std::nullopt, l); }
+  void on_epoch_begin(int64_t e, const keras::Logs& l) override { call(kEpochBegin, e, l); }
+  void on_epoch_end(int64_t e, const keras::Logs& l) override { call(kEpochEnd, e, l); }
+  void on_train_batch_begin(int64_t b, const keras::Logs& l) override { call(kTrainBatchBegin, b, l); }
+  void on_train_batch_end(int64_t b, const keras::Logs& l) override { call(kTrainBatchEnd, b, l); }
+  void on_test_begin(const keras::Logs& l) override { begin(kTestBegin, l); }
+  void on_test_end(const keras::Logs& l) override { call(kTestEnd, std::nullopt, l); }
+  void on_test_batch_begin(int64_t b, const keras::Logs& l) override { call(kTestBatchBegin, b, l); }
+  void on_test_batch_end(int64_t b, const keras::Logs& l) override { call(kTestBatchEnd, b, l); }
+  void on_predict_begin(const keras::Logs& l) override { begin(kPredictBegin, l); }
+  void on_predict_end(const keras::Logs& l) override { call(kPredictEnd, std::nullopt, l); }
+  void on_predict_batch_begin(int64_t b, const keras::Logs& l) override { call(kPredictBatchBegin, b, l); }
+  void on_predict_batch_end(int64_t b, const keras::Logs& l) override { call(kPredictBatchEnd, b, l); }
+
+ private:
+  void begin(Hook hook, const keras::Logs& logs) {
+    {
+      nb::gil_scoped_acquire gil;
+      nb::dict params;
+      params["verbose"] = params_.verbose;
+      params["epochs"] = params_.epochs;
+      params["steps"] = params_.steps < 0 ? nb::none() : nb::int_(params_.steps);
+      self_.get().attr("set_params")(params);
+    }
+    call(hook, std::nullopt, logs);
+  }
+  void call(Hook hook, std::optional<int64_t> index, const keras::Logs& logs) {
+    if (!overridden_.test(hook)) return;
+    std::fflush(stdout);
+    nb::gil_scoped_acquire gil;
+    nb::object method = self_.get().attr(kHooks[hook]);
+    if (index)
+      method(*index, to_dict(logs));
+    else
+      method(to_dict(logs));
+    flush_python_stdout();
+  }
+
+  PyRef self_;
+  std::bitset<kHooks.size()> overridden_;
+};
+
+kc::SaveFreq save_freq(nb::handle v) {
+  if (nb::isinstance<nb::str>(v)) {
+    const std::string s = nb::cast<std::string>(v);
+    LS_CHECK(s == "epoch", ValueError, "save_freq='", s, "' is not understood: use 'epoch' or a number of batches");
+    return kc::SaveFreq("epoch");
+  }
+  return kc::SaveFreq(nb::cast<int64_t>(v));
+}
+
+void bind_callbacks(nb::module_& k) {
+  nb::class_<keras::Callback>(k, "Callback");
+  nb::module_ c = k.def_submodule("callbacks");
+  c.def("PyCallback", [](nb::handle callback, const std::vector<std::string>& hooks) -> keras::CallbackPtr {
+    return std::make_shared<KerasPyCallback>(callback, hooks);
+  });
+  c.def("ProgbarLogger", []() -> keras::CallbackPtr { return std::make_shared<kc::ProgbarLogger>(); });
+  c.def("CSVLogger", [](const std::string& filename, const std::string& separator, bool append) {
+    LS_CHECK(separator.size() == 1, ValueError, "CSVLogger: separator must be one character, got '", separator, "'");
+    return kc::CSVLogger(filename, {.separator = separator[0], .append = append});
+  });
+  c.def("EarlyStopping",
+        [](const std::string& monitor, double min_delta, int64_t patience, int verbose, const std::string& mode,
+           std::optional<double> baseline, bool restore_best_weights, int64_t start_from_epoch) {
+          return kc::EarlyStopping(
+              {monitor, min_delta, patience, verbose, mode, baseline, restore_best_weights, start_from_epoch});
+        });
+  c.def("LearningRateScheduler", [](nb::handle schedule, int verbose) {
+    PyRef fn(schedule);
+    return kc::LearningRateScheduler(
+        [fn](int64_t epoch, double lr) {
+          nb::gil_scoped_acquire gil;
+          return nb::cast<double>(nb::float_(fn.get()(epoch, lr)));
+        },
+        verbose);
+  });
+  c.def("TerminateOnNaN", &kc::TerminateOnNaN);
+  c.def("ModelCheckpoint", [](const std::string& filepath, const std::string& monitor, int verbose, bool save_best_only,
+                              bool save_weights_only, const std::string& mode, nb::handle freq) {
+    return kc::ModelCheckpoint(filepath, {.monitor = monitor,
+                                          .verbose = verbose,
+                                          .save_best_only = save_best_only,
+                                          .save_weights_only = save_weights_only,
+                                          .mode = mode,
+                                          .save_freq = save_freq(freq)});
+  });
+  c.def("BackupAndRestore",
+        [](const std::string& backup_dir, nb::handle freq, bool delete_checkpoint, bool save_before_preemption) {
+          return kc::BackupAndRestore({.backup_dir = backup_dir,
+                                       .save_freq = save_freq(freq),
+                                       .delete_checkpoint = delete_checkpoint,
+                                       .save_before_preemption = save_before_preemption});
+        });
+  c.def("TensorBoard", [](const std::string& log_dir, int64_t histogram_freq, bool write_graph,
+                          bool write_steps_per_second, nb::handle update_freq) {
+    keras::callbacks::UpdateFreq freq("epoch");
+    if (nb::isinstance<nb::str>(update_freq)) {
+      const std::string s = nb::cast<std::string>(update_freq);
+      LS_CHECK(s == "epoch" || s == "batch", ValueError, "TensorBoard: update_freq='", s,
+               "' is not understood: use 'epoch', 'batch' or a number of batches");
+      freq = keras::callbacks::UpdateFreq(s.c_str());
+    } else {
+      freq = keras::callbacks::UpdateFreq(nb::cast<int64_t>(update_freq));
+    }
+    return kc::TensorBoard({.log_dir = log_dir,
+                            .histogram_freq = histogram_freq,
+                            .write_graph = write_graph,
+                            .write_steps_per_second = write_steps_per_second,
+                            .update_freq = freq});
+  });
+}
+
+// ---- layers ----
+
+// A Python model with its own call() (a tf.keras.Model subclass) as the one layer of a C++ Sequential model, so
+// that compile/fit/evaluate/predict and the callbacks run it in the C++ loop. It holds the Python object weakly
+// (the object owns this layer's model); its weights and regularization losses are the Python model's.
+class KerasPyModelLayer : public keras::Layer {
+ public:
+  KerasPyModelLayer(nb::handle model, const std::string& name)
+      : Layer("PythonModel", name), ref_(nb::steal(PyWeakref_NewRef(model.ptr(), nullptr))) {}
+  keras::LayerPtr clone() const override { return std::make_shared<KerasPyModelLayer>(*this); }
+
+  // The Python model's variables. Replica threads read the list while others ask again, so it is replaced only
+  // when the Python model's list has changed (its layers are built once; then never).
+  const std::vector<Variable>& weights() const override {
+    nb::gil_scoped_acquire gil;
+    std::vector<Variable> now = nb::cast<std::vector<Variable>>(model().attr("weights"));
+    std::lock_guard lock(*mutex_);
+    const bool same = now.size() == weights_->size() &&
+                      std::equal(now.begin(), now.end(), weights_->begin(),
+                                 [](const Variable& a, const Variable& b) { return a.unique_id() == b.unique_id(); });
+    if (!same) *weights_ = std::move(now);
+    return *weights_;
+  }
+  std::vector<Tensor> losses() const override {
+    nb::gil_scoped_acquire gil;
+    std::vector<Tensor> out;
+    for (nb::handle t : model().attr("losses")) out.push_back(to_tensor(t));
+    return out;
+  }
+  Shape compute_output_shape(const Shape& input_shape) const override {
+    std::vector<int64_t> dims{1};
+    dims.insert(dims.end(), input_shape.dims().begin(), input_shape.dims().end());
+    nb::gil_scoped_acquire gil;
+    Tensor out = to_tensor(model()(zeros(Shape(dims), DType::float32)));
+    return Shape(std::vector<int64_t>(out.shape().dims().begin() + 1, out.shape().dims().end()));
+  }
+  nlohmann::json get_config() const override {
+    throw ValueError(make_message("model \"", name(),
+                                  "\" is a Python subclass of tf.keras.Model: its config cannot "
+                                  "be saved; use save_weights"));
+  }
+
+ protected:
+  void build(const Shape& input_shape) override {
+    nb::gil_scoped_acquire gil;
+    nb::list shape;
+    shape.append(nb::none());
+    for (int64_t d : input_shape.dims()) shape.append(d);
+    model().attr("build")(nb::tuple(shape));
+    weights();  // filled while the build holds the other replicas back
+  }
+  Tensor call(const Tensor& x, bool training) override {
+    nb::gil_scoped_acquire gil;
+    return to_tensor(model()(x, nb::arg("training") = training));
+  }
+
+ private:
+  nb::object model() const {
+    nb::handle obj(PyWeakref_GetObject(ref_.get().ptr()));
+    LS_CHECK(!obj.is_none(), RuntimeError, "the Python model of layer '", name(), "' no longer exists");
+    return nb::borrow(obj);
+  }
+  PyRef ref_;
+  std::shared_ptr<std::vector<Variable>> weights_ = std::make_shared<std::vector<Variable>>();
+  std::shared_ptr<std::mutex> mutex_ = std::make_shared<std::mutex>();
+};
+
+void bind_layers(nb::module_& k) {
+  nb::class_<keras::KerasTensor>(k, "KerasTensor")
+      .def_prop_ro("shape", [](const keras::KerasTensor& t) { return t.shape().dims(); })
+      .def_prop_ro("dtype", &keras::KerasTensor::dtype);
+
+  nb::class_<keras::Layer>(k, "Layer")
+      .def_prop_ro("name", &keras::Layer::name)
+      .def_prop_ro("class_name", &keras::Layer::class_name)
+      .def_prop_ro("built", &keras::Layer::built)
+      .def_prop_ro("dtype_policy", [](const keras::Layer& l) { return l.dtype_policy().name(); })
+      .def("_id", [](const keras::Layer& l) { return reinterpret_cast<uintptr_t>(&l); })
+      .def("get_config", [](const keras::Layer& l) { return l.get_config().dump(); })
+      .def("weights", [](const keras::Layer& l) { return l.weights(); })
+      .def("trainable_weights", &keras::Layer::trainable_weights)
+      .def("non_trainable_weights", &keras::Layer::non_trainable_weights)
+      .def("losses", &keras::Layer::losses)
+      .def("count_params", &keras::Layer::count_params)
+      .def("build",
+           [](keras::Layer& l, const std::vector<std::optional<int64_t>>& shape) {
+             Shape s = to_shape(shape);
+             nb::gil_scoped_release unlocked;
+             l.ensure_built(s);
+           })
+      .def("compute_output_shape",
+           [](const keras::Layer& l, const std::vector<std::optional<int64_t>>& shape) {
+             return l.compute_output_shape(to_shape(shape)).dims();
+           })
+      .def("call",
+           [](keras::Layer& l, nb::handle x, bool training) {
+             Tensor t = to_tensor(x);
+             nb::gil_scoped_release unlocked;
+             return l(t, {.training = training});
+           })
+      .def("call_list",
+           [](keras::Layer& l, const std::vector<nb::object>& xs, bool training) {
+             std::vector<Tensor> ts;
+             for (nb::handle x : xs) ts.push_back(to_tensor(x));
+             nb::gil_scoped_release unlocked;
+             return l(ts, {.training = training});
+           })
+      .def("call_symbolic", [](keras::Layer& l, const keras::KerasTensor& x) { return l(x); })
+      .def("call_symbolic_list", [](keras::Layer& l, const std::vector<keras::KerasTensor>& xs) { return l(xs); });
+
+  nb::module_ layers = k.def_submodule("layers");
+  layers.def("names", [] { return kl::registry().names(); });
+  layers.def("python_model", [](nb::handle model, const std::string& name) -> keras::LayerPtr {
+    return std::make_shared<KerasPyModelLayer>(model, name);
+  });
+  layers.def("from_config", [](const std::string& class_name, const std::string& config) {
+    return kl::from_config({{"class_name", class_name}, {"config", json::parse(config)}});
+  });
+  // keras.Input: the InputLayer and the symbolic tensor standing for it.
+  layers.def("Input", [](const std::vector<std::optional<int64_t>>& shape, nb::handle dtype, const std::string& name) {
+    auto input = std::make_shared<kl::InputLayer>(to_shape(shape), to_dtype(dtype), name);
+    return std::make_pair(keras::LayerPtr(input), keras::KerasTensor(*input));
+  });
+  layers.def("input_of", [](const keras::LayerPtr& layer) {
+    auto input = std::dynamic_pointer_cast<kl::InputLayer>(layer);
+    LS_CHECK(input, ValueError, "layer '", layer->name(), "' is not an InputLayer");
+    return keras::KerasTensor(*input);
+  });
+}
+
+// ---- losses, metrics, optimizers ----
+
+kls::Reduction reduction_from_name(const std::string& name) {
+  for (kls::Reduction r :
+       {kls::Reduction::AUTO, kls::Reduction::NONE, kls::Reduction::SUM, kls::Reduction::SUM_OVER_BATCH_SIZE})
+    if (kls::reduction_name(r) == name) return r;
+  throw ValueError(make_message("Invalid value for argument `reduction`: '", name,
+                                "'. Use 'sum_over_batch_size', 'sum', 'none' or None"));
+}
+
+void bind_losses(nb::module_& k) {
+  nb::module_ l = k.def_submodule("losses");
+  nb::class_<kls::Loss>(l, "Loss")
+      .def(
+          "__call__",
+          [](const kls::Loss& loss, nb::handle y_true, nb::handle y_pred, nb::handle sample_weight) {
+            Tensor p = to_tensor(y_pred), t = to_tensor(y_true), w = optional_tensor(sample_weight);
+            nb::gil_scoped_release unlocked;
+            return loss(t, p, w);
+          },
+          nb::arg("y_true"), nb::arg("y_pred"), nb::arg("sample_weight").none() = nb::none())
+      .def("call",
+           [](const kls::Loss& loss, nb::handle y_true, nb::handle y_pred) {
+             Tensor p = to_tensor(y_pred), t = to_tensor(y_true);
+             nb::gil_scoped_release unlocked;
+             return loss.call(t, p);
+           })
+      .def_prop_ro("name", &kls::Loss::name)
+      .def_prop_ro("reduction", [](const kls::Loss& loss) { return kls::reduction_name(loss.reduction()); })
+      .def_prop_ro("class_name", &kls::Loss::class_name)
+      .def("get_config", [](const kls::Loss& loss) { return loss.get_config().dump(); });
+  l.def("names", [] { return kls::registry().names(); });
+  l.def("from_config", [](const std::string& class_name, const std::string& config) {
+    return kls::registry().from_config(class_name, json::parse(config));
+  });
+  l.def("get", [](const std::string& name) { return kls::get(name); });
+  l.def("from_function", [](nb::handle fn, const std::string& reduction, const std::string& name) {
+    return std::shared_ptr<kls::Loss>(
+        std::make_shared<kls::LossFunctionWrapper>(python_function(fn), reduction_from_name(reduction), name));
+  });
+  auto per_example = [&](const char* name, auto fn) {
+    l.def(name, [fn](nb::handle y_true, nb::handle y_pred, bool from_logits, double label_smoothing) {
+      Tensor p = to_tensor(y_pred), t = to_tensor(y_true);
+      nb::gil_scoped_release unlocked;
+      return fn(t, p, from_logits, label_smoothing);
+    });
+  };
+  per_example("sparse_categorical_crossentropy", [](const Tensor& t, const Tensor& p, bool logits, double) {
+    return kls::sparse_categorical_crossentropy(t, p, logits);
+  });
+  per_example("categorical_crossentropy", [](const Tensor& t, const Tensor& p, bool logits, double smoothing) {
+    return kls::categorical_crossentropy(t, p, logits, smoothing);
+  });
+  per_example("binary_crossentropy", [](const Tensor& t, const Tensor& p, bool logits, double smoothing) {
+    return kls::binary_crossentropy(t, p, logits, smoothing);
+  });
+  per_example("mean_squared_error",
+              [](const Tensor& t, const Tensor& p, bool, double) { return kls::mean_squared_error(t, p); });
+}
+
+void bind_metrics(nb::module_& k) {
+  nb::module_ m = k.def_submodule("metrics");
+  nb::class_<km::Metric>(m, "Metric")
+      .def(
+          "update_state",
+          [](km::Metric& metric, nb::handle y_true, nb::handle y_pred, nb::handle sample_weight) {
+            Tensor p = to_tensor(y_pred), t = to_tensor(y_true), w = optional_tensor(sample_weight);
+            nb::gil_scoped_release unlocked;
+            metric.update_state(t, p, w);
+          },
+          nb::arg("y_true"), nb::arg("y_pred"), nb::arg("sample_weight").none() = nb::none())
+      // Mean's and Sum's update_state(values, sample_weight).
+      .def(
+          "update_values",
+          [](km::Metric& metric, nb::handle values, nb::handle sample_weight) {
+            Tensor v = to_tensor(values), w = optional_tensor(sample_weight);
+            nb::gil_scoped_release unlocked;
+            if (auto* mean = dynamic_cast<km::MeanMetric*>(&metric))
+              mean->update_state(v, w);
+            else if (auto* sum = dynamic_cast<km::SumMetric*>(&metric))
+              sum->update_state(v, w);
+            else
+              throw ValueError(make_message("metric '", metric.name(), "' (", metric.class_name(),
+                                            ") takes (y_true, y_pred), not values"));
+          },
+          nb::arg("values"), nb::arg("sample_weight").none() = nb::none())
+      .def("takes_values",
+           [](km::Metric& metric) {
+             return dynamic_cast<km::MeanMetric*>(&metric) || dynamic_cast<km::SumMetric*>(&metric);
+           })
+      .def("result",
+           [](const km::Metric& metric) {
+             nb::gil_scoped_release unlocked;  // a collective under MultiWorkerMirroredStrategy
+             return metric.result();
+           })
+      .def("reset_state", &km::Metric::reset_state)
+      .def_prop_ro("name", &km::Metric::name)
+      .def_prop_ro("class_name", &km::Metric::class_name)
+      .def("get_config", [](const km::Metric& metric) { return metric.get_config().dump(); });
+  m.def("names", [] { return km::registry().names(); });
+  m.def("from_config", [](const std::string& class_name, const std::string& config) {
+    return km::registry().from_config(class_name, json::parse(config));
+  });
+  m.def("from_function", [](nb::handle fn, const std::string& name) {
+    return std::shared_ptr<km::Metric>(std::make_shared<km::MeanMetricWrapper>(python_function(fn), name));
+  });
+  auto per_sample = [&](const char* name, Tensor (*fn)(const Tensor&, const Tensor&)) {
+    m.def(name, [fn](nb::handle y_true, nb::handle y_pred) {
+      Tensor p = to_tensor(y_pred), t = to_tensor(y_true);
+      nb::gil_scoped_release unlocked;
+      return fn(t, p);
+    });
+  };
+  per_sample("accuracy", &km::accuracy);
+  per_sample("sparse_categorical_accuracy", &km::sparse_categorical_accuracy);
+  per_sample("categorical_accuracy", &km::categorical_accuracy);
+  m.def("binary_accuracy", [](nb::handle y_true, nb::handle y_pred, double threshold) {
+    Tensor p = to_tensor(y_pred), t = to_tensor(y_true);
+    nb::gil_scoped_release unlocked;
+    return km::binary_accuracy(t, p, threshold);
+  });
+}
+
+// A learning-rate schedule written in Python (a LearningRateSchedule subclass, or a function of the step) for a C++
+// optimizer; the optimizer may ask for the rate on a replica's thread.
+class KerasPySchedule : public ko::LearningRateSchedule {
+ public:
+  explicit KerasPySchedule(nb::handle schedule) : schedule_(schedule) {}
+  double operator()(int64_t step) const override {
+    nb::gil_scoped_acquire gil;
+    return nb::cast<double>(nb::float_(schedule_.get()(step)));
+  }
+  // The schedule's own get_config(), or {} when it has none (Keras' base class raises NotImplementedError).
+  nlohmann::json get_config() const override {
+    nb::gil_scoped_acquire gil;
+    try {
+      nb::object config = schedule_.get().attr("get_config")();
+      return json::parse(nb::cast<std::string>(nb::module_::import_("json").attr("dumps")(config)));
+    } catch (const nb::python_error&) {
+      return json::object();
+    }
+  }
+  std::string class_name() const override {
+    nb::gil_scoped_acquire gil;
+    return nb::cast<std::string>(nb::type_name(schedule_.get().type()));
+  }
+
+ private:
+  PyRef schedule_;
+};
+
+void bind_optimizers(nb::module_& k) {
+  nb::module_ o = k.def_submodule("optimizers");
+  nb::class_<ko::Optimizer>(o, "Optimizer")
+      .def("apply_gradients",
+           [](ko::Optimizer& opt, const std::vector<nb::object>& gradients, const std::vector<Variable>& variables) {
+             LS_CHECK(gradients.size() == variables.size(), ValueError, "apply_gradients got ", gradients.size(),
+                      " gradients for ", variables.size(), " variables: pass zip(gradients, variables)");
+             std::vector<Tensor> grads;
+             for (size_t i = 0; i < gradients.size(); ++i)
+               grads.push_back(gradients[i].is_none() ? Tensor() : to_tensor(gradients[i], variables[i].dtype()));
+             nb::gil_scoped_release unlocked;  // an all-reduce with the other replicas inside strategy.run
+             opt.apply_gradients(grads, variables);
+           })
+      .def("build", [](ko::Optimizer& opt, const std::vector<Variable>& variables) { opt.build(variables); })
+      .def_prop_ro("iterations", &ko::Optimizer::iterations)
+      .def_prop_rw("learning_rate", &ko::Optimizer::learning_rate,
+                   [](ko::Optimizer& opt, double lr) { opt.set_learning_rate(lr); })
+      .def("set_python_schedule",
+           [](ko::Optimizer& opt, nb::handle schedule) {
+             opt.set_learning_rate(ko::LearningRate(std::make_shared<KerasPySchedule>(schedule)));
+           })
+      .def_prop_ro("name", &ko::Optimizer::name)
+      .def_prop_ro("class_name", &ko::Optimizer::class_name)
+      .def("get_config", [](const ko::Optimizer& opt) { return opt.get_config().dump(); })
+      .def("_id", [](const ko::Optimizer& opt) { return reinterpret_cast<uintptr_t>(&opt); })
+      .def("_lockstep_trackable", [](const std::shared_ptr<ko::Optimizer>& opt) { return ko::make_trackable(opt); });
+  o.def("names", [] { return ko::registry().names(); });
+  o.def("from_config", [](const std::string& class_name, const std::string& config) {
+    return ko::from_config({{"class_name", class_name}, {"config", json::parse(config)}});
+  });
+
+  nb::class_<ko::LearningRateSchedule>(o, "LearningRateSchedule")
+      .def("__call__", [](const ko::LearningRateSchedule& s, int64_t step) { return s(step); })
+      .def_prop_ro("class_name", &ko::LearningRateSchedule::class_name)
+      .def("get_config", [](const ko::LearningRateSchedule& s) { return s.get_config().dump(); });
+  o.def("schedule_from_config", [](const std::string& class_name, const std::string& config) {
+    return ko::schedules::registry().from_config(class_name, json::parse(config));
+  });
+}
+
+// ---- models ----
+
+nb::tuple history_of(const kc::History& h) {
+  nb::dict history;
+  for (const auto& [k, v] : h.history) history[k.c_str()] = nb::cast(v);
+  return nb::make_tuple(nb::cast(h.epoch), history);
+}
+
+// The dataset object the data binding registered (lockstep.data's `._cpp`), or null.
+const data::Dataset* as_dataset(nb::handle v) {
+  return nb::isinstance<data::Dataset>(v) ? &nb::cast<const data::Dataset&>(v) : nullptr;
+}
+const distribute::DistributedDataset* as_distributed(nb::handle v) {
+  return nb::isinstance<distribute::DistributedDataset>(v) ? &nb::cast<const distribute::DistributedDataset&>(v)
+                                                           : nullptr;
+}
+
+// (x, y, sample_weight) arrays batched, or a Dataset as it is: fit's validation data.
+data::Dataset dataset_of(nb::handle x, nb::handle y, nb::handle sample_weight, int64_t batch_size) {
+  if (const data::Dataset* ds = as_dataset(x)) return *ds;
+  LS_CHECK(!as_distributed(x), ValueError,
+           "validation_data: pass the dataset itself, not experimental_distribute_dataset's result");
+  LS_CHECK(batch_size >= 1, ValueError, "validation_batch_size must be >= 1, got ", batch_size);
+  return data::Dataset::from_tensor_slices(to_tensor(x), optional_tensor(y), optional_tensor(sample_weight))
+      .batch(batch_size);
+}
+
+struct KerasRunArgs {
+  nb::object x, y, sample_weight;
+  int64_t batch_size;
+};
+
+void bind_model(nb::module_& k) {
+  nb::class_<keras::Model>(k, "Model")
+      .def("__init__", [](keras::Model* self, const std::vector<keras::KerasTensor>& inputs,
+                          const std::vector<keras::KerasTensor>& outputs,
+                          const std::string& name) { new (self) keras::Model(inputs, outputs, name); })
+      .def_prop_ro("name", &keras::Model::name)
+      .def_prop_ro("layers", &keras::Model::layers)
+      .def("get_layer", &keras::Model::get_layer)
+      .def_prop_ro("built", &keras::Model::built)
+      .def("input_shape", [](const keras::Model& m) { return m.input_shape().dims(); })
+      .def("input_dtype", &keras::Model::input_dtype)
+      .def("build",
+           [](keras::Model& m, const std::vector<std::optional<int64_t>>& shape) {
+             Shape s = to_shape(shape);
+             nb::gil_scoped_release unlocked;
+             m.build(s);
+           })
+      .def("summary_string", &keras::Model::summary_string)
+      .def("count_params", &keras::Model::count_params)
+      .def("variables", &keras::Model::variables)
+      .def("trainable_variables", &keras::Model::trainable_variables)
+      .def("non_trainable_variables", &keras::Model::non_trainable_variables)
+      .def("losses",
+           [](const keras::Model& m) {
+             nb::gil_scoped_release unlocked;
+             return m.losses();
+           })
+      .def("get_weights", [](const keras::Model& m) { return numpy_list(m.get_weights()); })
+      .def("set_weights",
+           [](keras::Model& m, const std::vector<nb::object>& weights) {
+             std::vector<Tensor> ts;
+             for (nb::handle w : weights) ts.push_back(to_tensor(w));
+             m.set_weights(ts);
+           })
+      .def("get_config", [](const keras::Model& m) { return m.get_config().dump(); })
+      .def("to_json", &keras::Model::to_json)
+      .def("save_weights",
+           [](const keras::Model& m, const std::string& path) {
+             nb::gil_scoped_release unlocked;  // a collective under a multi-worker strategy
+             m.save_weights(path);
+           })
+      .def("load_weights",
+           [](keras::Model& m, const std::string& path) {
+             nb::gil_scoped_release unlocked;
+             m.load_weights(path);
+           })
+      .def("save",
+           [](const keras::Model& m, const std::string& path, bool include_optimizer) {
+             nb::gil_scoped_release unlocked;
+             m.save(path, {.include_optimizer = include_optimizer});
+           })
+      .def(
+          "compile",
+          [](keras::Model& m, const std::shared_ptr<ko::Optimizer>& optimizer, const std::shared_ptr<kls::Loss>& loss,
+             const std::vector<nb::object>& metrics) {
+            keras::CompileOptions o{.optimizer = optimizer, .loss = loss};
+            for (nb::handle metric : metrics) {
+              if (nb::isinstance<nb::str>(metric))
+                o.metrics.emplace_back(nb::cast<std::string>(metric));
+              else
+                o.metrics.emplace_back(nb::cast<std::shared_ptr<km::Metric>>(metric));
+            }
+            m.compile(std::move(o));
+          },
+          nb::arg("optimizer"), nb::arg("loss").none(), nb::arg("metrics"))
+      .def(
+          "fit",
+          [](keras::Model& m, const KerasRunArgs& train, int64_t epochs, int64_t steps_per_epoch, bool shuffle,
+             const KerasRunArgs* validation, int64_t validation_steps, std::vector<keras::CallbackPtr> callbacks,
+             int64_t initial_epoch, int verbose) {
+            keras::FitOptions o{.epochs = epochs,
+                                .steps_per_epoch = steps_per_epoch,
+                                .batch_size = train.batch_size,
+                                .shuffle = shuffle,
+                                .validation_steps = validation_steps,
+                                .callbacks = callbacks,
+                                .initial_epoch = initial_epoch,
+                                .verbose = verbose};
+            if (validation)
+              o.validation_data =
+                  dataset_of(validation->x, validation->y, validation->sample_weight, validation->batch_size);
+            const data::Dataset* ds = as_dataset(train.x);
+            const distribute::DistributedDataset* dist = as_distributed(train.x);
+            std::optional<data::Dataset> weighted;
+            Tensor x, y;
+            if (!ds && !dist) {
+              x = to_tensor(train.x);
+              y = to_tensor(train.y);
+              if (!train.sample_weight.is_none()) {
+                // fit(x, y)'s pipeline with a third component.
+                LS_CHECK(train.batch_size >= 1, ValueError, "batch_size must be >= 1, got ", train.batch_size);
+                data::Dataset d = data::Dataset::from_tensor_slices(x, y, to_tensor(train.sample_weight));
+                if (shuffle) d = d.shuffle(x.dim(0), keras::utils::next_generator().next_u32());
+                weighted = d.batch(train.batch_size);
+                ds = &*weighted;
+              }
+            }
+            keras::callbacks::History history = run_released([&] {
+              return ds ? m.fit(*ds, std::move(o)) : dist ? m.fit(*dist, std::move(o)) : m.fit(x, y, std::move(o));
+            });
+            return history_of(history);
+          },
+          nb::arg("train"), nb::arg("epochs"), nb::arg("steps_per_epoch"), nb::arg("shuffle"),
+          nb::arg("validation").none(), nb::arg("validation_steps"), nb::arg("callbacks"), nb::arg("initial_epoch"),
+          nb::arg("verbose"))
+      .def("evaluate",
+           [](keras::Model& m, const KerasRunArgs& data, int64_t steps, std::vector<keras::CallbackPtr> callbacks,
+              int verbose) {
+             keras::EvaluateOptions o{
+                 .steps = steps, .batch_size = data.batch_size, .callbacks = callbacks, .verbose = verbose};
+             const distribute::DistributedDataset* dist = as_distributed(data.x);
+             LS_CHECK(!dist || dist->source(), ValueError,
+                      "evaluate() takes experimental_distribute_dataset's result or the dataset itself");
+             const data::Dataset* ds = dist ? &*dist->source() : as_dataset(data.x);
+             std::optional<data::Dataset> arrays;
+             if (!ds) {
+               LS_CHECK(data.batch_size >= 1, ValueError, "batch_size must be >= 1, got ", data.batch_size);
+               arrays = dataset_of(data.x, data.y, data.sample_weight, data.batch_size);
+               ds = &*arrays;
+             }
+             return run_released([&] { return m.evaluate(*ds, std::move(o)); });
+           })
+      .def("predict",
+           [](keras::Model& m, nb::handle x, int64_t batch_size, int64_t steps,
+              std::vector<keras::CallbackPtr> callbacks, int verbose) {
+             keras::PredictOptions o{
+                 .steps = steps, .batch_size = batch_size, .callbacks = callbacks, .verbose = verbose};
+             const distribute::DistributedDataset* dist = as_distributed(x);
+             const data::Dataset* ds = dist && dist->source() ? &*dist->source() : as_dataset(x);
+             Tensor t = ds ? Tensor() : to_tensor(x);
+             Tensor out = run_released([&] { return ds ? m.predict(*ds, std::move(o)) : m.predict(t, std::move(o)); });
+             return to_numpy(out);
+           })
+      .def(
+          "train_on_batch",
+          [](keras::Model& m, nb::handle x, nb::handle y, nb::handle sample_weight) {
+            Tensor tx = to_tensor(x), ty = to_tensor(y), w = optional_tensor(sample_weight);
+            nb::gil_scoped_release unlocked;
+            return m.train_on_batch(tx, ty, w);
+          },
+          nb::arg("x"), nb::arg("y"), nb::arg("sample_weight").none())
+      .def(
+          "test_on_batch",
+          [](keras::Model& m, nb::handle x, nb::handle y, nb::handle sample_weight) {
+            Tensor tx = to_tensor(x), ty = to_tensor(y), w = optional_tensor(sample_weight);
+            nb::gil_scoped_release unlocked;
+            return m.test_on_batch(tx, ty, w);
+          },
+          nb::arg("x"), nb::arg("y"), nb::arg("sample_weight").none())
+      .def("call",
+           [](keras::Model& m, nb::handle x, bool training) {
+             Tensor t = to_tensor(x);
+             nb::gil_scoped_release unlocked;
+             return m(t, {.training = training});
+           })
+      .def("call_list",
+           [](keras::Model& m, const std::vector<nb::object>& xs, bool training) {
+             std::vector<Tensor> ts;
+             for (nb::handle x : xs) ts.push_back(to_tensor(x));
+             nb::gil_scoped_release unlocked;
+             return m(ts, {.training = training});
+           })
+      .def_prop_rw("stop_training", &keras::Model::stop_training, &keras::Model::set_stop_training)
+      .def_prop_ro("optimizer", &keras::Model::optimizer)
+      .def_prop_ro("loss", &keras::Model::loss)
+      .def_prop_ro("metrics", &keras::Model::metrics)
+      .def("_lockstep_trackable", [](const keras::Model& m) { return keras::make_trackable(m); });
+
+  nb::class_<KerasRunArgs>(k, "_RunArgs")
+      .def(nb::init<nb::object, nb::object, nb::object, int64_t>(), nb::arg("x").none(), nb::arg("y").none(),
+           nb::arg("sample_weight").none(), nb::arg("batch_size"));
+
+  nb::class_<keras::Sequential, keras::Model>(k, "Sequential")
+      .def("__init__",
+           [](keras::Sequential* self, const std::vector<keras::LayerPtr>& layers, const std::string& name) {
+             std::vector<keras::LayerHandle> handles(layers.begin(), layers.end());
+             new (self) keras::Sequential(handles, name);
+           })
+      .def("add", [](keras::Sequential& s, const keras::LayerPtr& layer) { s.add(layer); });
+
+  nb::module_ models = k.def_submodule("models");
+  models.def("load_model", [](const std::string& path, bool compile) {
+    nb::gil_scoped_release unlocked;  // a collective under a multi-worker strategy
+    return keras::models::load_model(path, {.compile = compile});
+  });
+  models.def("model_from_json", &keras::models::model_from_json);
+}
+
+// ---- the rest: data sets, dtype policies, seeds ----
+
+nb::tuple splits(const std::pair<datasets::Split, datasets::Split>& s) {
+  return nb::make_tuple(nb::make_tuple(to_numpy(s.first.images), to_numpy(s.first.labels)),
+                        nb::make_tuple(to_numpy(s.second.images), to_numpy(s.second.labels)));
+}
+
+void bind_utilities(nb::module_& k) {
+  nb::module_ d = k.def_submodule("datasets");
+  d.def("mnist", [] { return splits(datasets::mnist::load_data()); });
+  d.def("fashion_mnist", [] { return splits(datasets::fashion_mnist::load_data()); });
+  d.def("load_idx_directory", [](const std::string& dir) { return splits(datasets::load_idx_directory(dir)); });
+
+  // Keras' utils.image_dataset_from_directory: [(dataset, class_names, file_paths)], two for subset="both".
+  k.def(
+      "image_dataset_from_directory",
+      [](const std::string& directory, std::optional<std::string> labels, std::optional<std::string> label_mode,
+         std::vector<std::string> class_names, std::string color_mode, std::optional<int64_t> batch_size,
+         std::array<int64_t, 2> image_size, bool shuffle, std::optional<uint32_t> seed, double validation_split,
+         std::optional<std::string> subset, std::string interpolation, bool follow_links, bool crop_to_aspect_ratio,
+         bool verbose) {
+        keras::utils::ImageDatasetOptions o{labels,
+                                            label_mode,
+                                            std::move(class_names),
+                                            std::move(color_mode),
+                                            batch_size,
+                                            image_size,
+                                            shuffle,
+                                            seed,
+                                            validation_split,
+                                            subset,
+                                            std::move(interpolation),
+                                            follow_links,
+                                            crop_to_aspect_ratio,
+                                            verbose};
+        std::vector<keras::utils::ImageDataset> out = run_released([&] {
+          if (subset != "both") return std::vector{keras::utils::image_dataset_from_directory(directory, o)};
+          auto [train, validation] = keras::utils::image_dataset_from_directory_both(directory, o);
+          return std::vector{std::move(train), std::move(validation)};
+        });
+        nb::list result;
+        for (const keras::utils::ImageDataset& d : out)
+          result.append(nb::make_tuple(nb::cast(d.dataset), nb::cast(d.class_names), nb::cast(d.file_paths)));
+        return result;
+      },
+      nb::arg("directory"), nb::arg("labels").none(), nb::arg("label_mode").none(), nb::arg("class_names"),
+      nb::arg("color_mode"), nb::arg("batch_size").none(), nb::arg("image_size"), nb::arg("shuffle"),
+      nb::arg("seed").none(), nb::arg("validation_split"), nb::arg("subset").none(), nb::arg("interpolation"),
+      nb::arg("follow_links"), nb::arg("crop_to_aspect_ratio"), nb::arg("verbose"));
+
+  k.def("set_global_policy", [](const std::string& name) { keras::mixed_precision::set_global_policy(name); });
+  k.def("global_policy", [] { return keras::mixed_precision::global_policy().name(); });
+  k.def("check_policy", [](const std::string& name) { return keras::mixed_precision::DTypePolicy(name).name(); });
+  k.def("clear_session", &keras::clear_session);
+  k.def("set_random_seed", &keras::utils::set_random_seed);
+  k.def("activation_names", [] { return keras::activations::registry().names(); });
+  k.def("activation", [](const std::string& name, nb::handle x) {
+    keras::activations::Activation fn = keras::activations::get(name);
+    Tensor t = to_tensor(x);
+    nb::gil_scoped_release unlocked;
+    return fn ? fn(t) : t;
+  });
+  k.def("regularizer", [](const std::string& config, nb::handle w) {
+    keras::regularizers::RegularizerPtr r = keras::regularizers::from_config(json::parse(config));
+    Tensor t = to_tensor(w);
+    nb::gil_scoped_release unlocked;
+    return (*r)(t);
+  });
+  k.def("initialize", [](const std::string& config, const std::vector<int64_t>& shape, nb::handle dtype) {
+    return (*keras::initializers::from_config(json::parse(config)))(Shape(shape), to_dtype(dtype));
+  });
+  k.def("initializer_names", [] { return keras::initializers::registry().names(); });
+  k.def("regularizer_names", [] { return keras::regularizers::registry().names(); });
+}
+
+}  // namespace
+
+void bind_keras(nb::module_& m) {
+  nb::module_ k = m.def_submodule("keras", "lockstep's Keras: layers, models, training, saving");
+  bind_callbacks(k);
+  bind_layers(k);
+  bind_losses(k);
+  bind_metrics(k);
+  bind_optimizers(k);
+  bind_model(k);
+  bind_utilities(k);
+}
 
 }  // namespace lockstep::python

@@ -181,9 +181,9 @@ std::vector<Tensor> run_graph(Model::State& s, const std::vector<Tensor>& xs, Ca
     Tensor x = xs[i];
     LS_CHECK(x.defined() && x.rank() >= 1, ValueError, "model \"", s.name, "\" needs a batch for input \"",
              g.inputs[i]->input_name, "\"");
-    // Keras casts inputs to their Input's dtype (images arrive as uint8); float64 stays for exact checks.
+    // Keras casts inputs to their Input's dtype (images arrive as uint8, NumPy's arithmetic makes float64).
     const DType want = g.inputs[i]->dtype;
-    if (x.dtype() != want && !(want == DType::float32 && x.dtype() == DType::float64)) x = cast(x, want);
+    if (x.dtype() != want) x = cast(x, want);
     values[g.inputs[i].get()] = (*g.input_layers[i])(x, options);
   }
   for (const NodePtr& n : g.order) {

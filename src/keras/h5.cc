@@ -116,10 +116,9 @@ H5Reader::H5Reader(const std::string& image, std::string where) : where_(std::mo
   silence_hdf5();
   Handle fapl{core_access(1 << 20), H5Pclose};
   LS_CHECK(!image.empty() && H5Pset_file_image(fapl.id, const_cast<char*>(image.data()), image.size()) >= 0,
-           DataLossError, where_, " is empty or cannot be read: the .keras file is corrupt; save the model again");
+           DataLossError, where_, " is empty or cannot be read: the file is corrupt; save it again");
   file_ = H5Fopen("model.weights.h5", H5F_ACC_RDONLY, fapl.id);
-  LS_CHECK(file_ >= 0, DataLossError, where_,
-           " is not a readable HDF5 file: the .keras file is corrupt; save the model again");
+  LS_CHECK(file_ >= 0, DataLossError, where_, " is not a readable HDF5 file: the file is corrupt; save it again");
 }
 
 H5Reader::~H5Reader() {
@@ -168,7 +167,7 @@ Tensor H5Reader::dataset(const std::string& path) const {
   uint64_t bytes = 4;
   for (hsize_t n : dims)
     LS_CHECK(!__builtin_mul_overflow(bytes, n, &bytes) && bytes <= image_size_ * 2 + 64, DataLossError, where_,
-             ": dataset ", path, " claims more elements than the file holds: the .keras file is corrupt");
+             ": dataset ", path, " claims more elements than the file holds: the file is corrupt");
   Handle type{H5Dget_type(d.id), H5Tclose};
   const H5T_class_t cls = H5Tget_class(type.id);
   LS_CHECK(cls == H5T_FLOAT || cls == H5T_INTEGER, DataLossError, where_, ": dataset ", path,
@@ -179,7 +178,7 @@ Tensor H5Reader::dataset(const std::string& path) const {
   void* data = dtype == DType::float32 ? static_cast<void*>(t.data<float>()) : t.data<int64_t>();
   LS_CHECK(H5Dread(d.id, dtype == DType::float32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT,
                    data) >= 0,
-           DataLossError, where_, ": dataset ", path, " cannot be read: the .keras file is corrupt");
+           DataLossError, where_, ": dataset ", path, " cannot be read: the file is corrupt");
   return t;
 }
 

@@ -245,6 +245,51 @@ void restore_optimizer(Model& model, const H5Reader& h5, const std::string& wher
   }
 }
 
+// Keras 3's model.weights.h5 of `model` (also a .weights.h5 file of its own): each layer's weights and, with
+// `with_optimizer`, the optimizer's variables.
+std::string weights_image(const Model& model, bool with_optimizer) {
+  H5Writer h5;
+  const std::vector<LayerPtr>& layers = model.layers();
+  const std::vector<std::string> groups = layer_groups(layers);
+  for (size_t i = 0; i < layers.size(); ++i) {
+    h5.group(groups[i] + "/vars", layers[i]->name());
+    for (size_t j = 0; j < layers[i]->weights().size(); ++j)
+      h5.dataset(groups[i] + "/vars/" + std::to_string(j), layers[i]->weights()[j].value());
+  }
+  if (with_optimizer) {
+    h5.group("optimizer/vars", model.optimizer()->name());
+    const std::vector<Tensor> vars = keras_optimizer_variables(*model.optimizer(), model.trainable_variables());
+    for (size_t i = 0; i < vars.size(); ++i) h5.dataset("optimizer/vars/" + std::to_string(i), vars[i]);
+  }
+  h5.group("vars", model.name());
+  return h5.image();
+}
+
+// Copies every layer's weights from a model.weights.h5 into `model`, all checked before any is assigned; `where`
+// names the file in errors.
+void assign_layer_weights(Model& model, const H5Reader& h5, const std::string& where) {
+  const std::vector<LayerPtr>& layers = model.layers();
+  const std::vector<std::string> groups = layer_groups(layers);
+  std::vector<std::pair<Variable, Tensor>> assignments;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const std::vector<Variable>& weights = layers[i]->weights();
+    const std::string vars = groups[i] + "/vars";
+    const std::vector<std::string> names = h5.has(vars) ? h5.members(vars) : std::vector<std::string>{};
+    LS_CHECK(names.size() == weights.size(), ValueError, where, ": ", vars, " holds ", names.size(),
+             " weights but layer '", layers[i]->name(), "' (", layers[i]->class_name(), ") has ", weights.size(),
+             ": the weights were saved from another model");
+    for (size_t j = 0; j < weights.size(); ++j) {
+      const std::string member = vars + "/" + std::to_string(j);
+      Tensor t = h5.dataset(member);
+      LS_CHECK(t.shape() == weights[j].shape(), ValueError, where, ": ", member, " has shape ", t.shape().str(),
+               " but weight '", weights[j].name(), "' has shape ", weights[j].shape().str(),
+               ": the weights were saved from another model");
+      assignments.emplace_back(weights[j], std::move(t));
+    }
+  }
+  for (auto& [v, t] : assignments) v.assign(raw_ops::cast(t, v.dtype()));
+}
+
 std::string read_archive(const std::string& path) {
   LS_CHECK(std::filesystem::is_regular_file(path), NotFoundError, "no saved model at ", path,
            ": the file is missing (save one with model.save(\"", path, "\"))");
@@ -271,24 +316,10 @@ void save_keras_archive(const Model& model, const std::string& path, const SaveO
     doc["compile_config"] = *compiled;
   }
 
-  H5Writer h5;
-  const std::vector<LayerPtr>& layers = model.layers();
-  const std::vector<std::string> groups = layer_groups(layers);
-  for (size_t i = 0; i < layers.size(); ++i) {
-    h5.group(groups[i] + "/vars", layers[i]->name());
-    for (size_t j = 0; j < layers[i]->weights().size(); ++j)
-      h5.dataset(groups[i] + "/vars/" + std::to_string(j), layers[i]->weights()[j].value());
-  }
-  if (compiled) {
-    h5.group("optimizer/vars", model.optimizer()->name());
-    const std::vector<Tensor> vars = keras_optimizer_variables(*model.optimizer(), model.trainable_variables());
-    for (size_t i = 0; i < vars.size(); ++i) h5.dataset("optimizer/vars/" + std::to_string(i), vars[i]);
-  }
-  h5.group("vars", model.name());
-
   const nlohmann::json metadata = {{"keras_version", kKerasVersion}, {"date_saved", date_saved()}};
-  write_file_atomically(path,
-                        zip_members({{kMetadata, metadata.dump()}, {kConfig, doc.dump()}, {kWeights, h5.image()}}));
+  write_file_atomically(path, zip_members({{kMetadata, metadata.dump()},
+                                           {kConfig, doc.dump()},
+                                           {kWeights, weights_image(model, compiled.has_value())}}));
 }
 
 Model load_keras_archive(const std::string& path, const LoadOptions& options) {
@@ -313,31 +344,25 @@ Model load_keras_archive(const std::string& path, const LoadOptions& options) {
            "so its weights cannot be placed; build it in Keras before saving");
 
   const H5Reader h5(files.at(1), path + ": " + kWeights);
-  const std::vector<LayerPtr>& layers = model.layers();
-  const std::vector<std::string> groups = layer_groups(layers);
-  std::vector<std::pair<Variable, Tensor>> assignments;
-  for (size_t i = 0; i < layers.size(); ++i) {
-    const std::vector<Variable>& weights = layers[i]->weights();
-    const std::string vars = groups[i] + "/vars";
-    const std::vector<std::string> names = h5.has(vars) ? h5.members(vars) : std::vector<std::string>{};
-    LS_CHECK(names.size() == weights.size(), ValueError, path, ": ", kWeights, ": ", vars, " holds ", names.size(),
-             " weights but layer '", layers[i]->name(), "' (", layers[i]->class_name(), ") has ", weights.size(),
-             ": the weights were saved from another model");
-    for (size_t j = 0; j < weights.size(); ++j) {
-      const std::string member = vars + "/" + std::to_string(j);
-      Tensor t = h5.dataset(member);
-      LS_CHECK(t.shape() == weights[j].shape(), ValueError, path, ": ", kWeights, ": ", member, " has shape ",
-               t.shape().str(), " but weight '", weights[j].name(), "' has shape ", weights[j].shape().str(),
-               ": the weights were saved from another model");
-      assignments.emplace_back(weights[j], std::move(t));
-    }
-  }
-  for (auto& [v, t] : assignments) v.assign(raw_ops::cast(t, v.dtype()));
-
+  assign_layer_weights(model, h5, path + ": " + kWeights);
   if (!options.compile || !doc.contains("compile_config") || doc["compile_config"].is_null()) return model;
   compile_from_config(model, doc["compile_config"], where);
   if (h5.has("optimizer/vars")) restore_optimizer(model, h5, path + ": " + kWeights);
   return model;
+}
+
+void save_keras_weights(const Model& model, const std::string& path) {
+  LS_CHECK(model.built(), ValueError, "model \"", model.name(), "\" is not built, so it has no weights to save to ",
+           path, ": call it on data or build() it first");
+  write_file_atomically(path, weights_image(model, model.optimizer() != nullptr));
+}
+
+void load_keras_weights(Model& model, const std::string& path) {
+  LS_CHECK(std::filesystem::is_regular_file(path), NotFoundError, "no weights file at ", path,
+           ": the file is missing (save one with model.save_weights(\"", path, "\"))");
+  const H5Reader h5(read_file(path), path);
+  assign_layer_weights(model, h5, path);
+  if (model.optimizer() && h5.has("optimizer/vars")) restore_optimizer(model, h5, path);
 }
 
 }  // namespace detail

@@ -207,14 +207,14 @@ nlohmann::json Layer::get_config() const {
 
 std::vector<Variable> Layer::trainable_weights() const {
   std::vector<Variable> out;
-  for (const Variable& v : weights_)
+  for (const Variable& v : weights())
     if (v.trainable()) out.push_back(v);
   return out;
 }
 
 std::vector<Variable> Layer::non_trainable_weights() const {
   std::vector<Variable> out;
-  for (const Variable& v : weights_)
+  for (const Variable& v : weights())
     if (!v.trainable()) out.push_back(v);
   return out;
 }
@@ -227,7 +227,7 @@ std::vector<Tensor> Layer::losses() const {
 
 int64_t Layer::count_params() const {
   int64_t n = 0;
-  for (const Variable& v : weights_) n += v.shape().numel();
+  for (const Variable& v : weights()) n += v.shape().numel();
   return n;
 }
 

@@ -69,8 +69,8 @@ Tensor Model::operator()(const Tensor& x_in, CallOptions options) {
   }
   LS_CHECK(x_in.rank() >= 1, ValueError, "model \"", s_->name, "\" needs a batch of inputs, got a scalar");
   Tensor x = x_in;
-  // Keras casts inputs to the model's dtype (images arrive as uint8).
-  if (x.dtype() != DType::float32 && x.dtype() != DType::float64) x = cast(x, DType::float32);
+  // Keras casts inputs to the model's dtype (images arrive as uint8, NumPy's arithmetic makes float64).
+  if (x.dtype() != DType::float32) x = cast(x, DType::float32);
   if (s_->input) {
     x = (*s_->input)(x, options);
   } else {
@@ -339,6 +339,7 @@ void write_weights(const Model& model, const std::string& path) {
 void Model::save_weights(const std::string& path) const {
   detail::write_on_chief(*this, path, [&] {
     make_parent_directories(path);
+    if (detail::is_keras_weights_file(path)) return detail::save_keras_weights(*this, path);
     write_weights(*this, path);
   });
 }
@@ -445,6 +446,7 @@ void detail::write_on_chief(const Model& model, const std::string& path, const s
 }
 
 void Model::load_weights(const std::string& path) {
+  if (detail::is_keras_weights_file(path)) return detail::load_keras_weights(*this, path);
   assign_weights(train::load_safetensors(path), path, variables(), s_->name);
 }
 

@@ -34,4 +34,12 @@ inline bool is_keras_archive(const std::string& path) {
 void save_keras_archive(const Model& model, const std::string& path, const SaveOptions& options);
 Model load_keras_archive(const std::string& path, const LoadOptions& options);
 
+// A path ending in ".weights.h5": save_weights writes Keras 3's weights file (the archive's model.weights.h5, with
+// the optimizer's variables once compiled), which Keras' load_weights reads, rather than lockstep's safetensors.
+inline bool is_keras_weights_file(const std::string& path) {
+  return path.ends_with(".weights.h5");
+}
+void save_keras_weights(const Model& model, const std::string& path);
+void load_keras_weights(Model& model, const std::string& path);
+
 }  // namespace lockstep::keras::detail

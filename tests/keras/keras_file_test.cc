@@ -245,6 +245,23 @@ TEST(KerasFile, RoundTripKeepsWeightsOptimizerStateAndTraining) {
   EXPECT_EQ(models::load_model(dir.path).predict(x).to_vector<float>(), model.predict(x).to_vector<float>());
 }
 
+TEST(KerasFile, WeightsFilesAreTheArchivesWeightsMember) {
+  TempFile archive("weights.keras"), weights("model.weights.h5");
+  Sequential model = trained_cnn();
+  model.save(archive.path);
+  model.save_weights(weights.path);
+  // Keras 3's save_weights writes what the archive holds as model.weights.h5 (optimizer included).
+  EXPECT_EQ(read_bytes(weights.path).size(), unzip_stored(read_bytes(archive.path))[2].second.size());
+
+  Sequential other = trained_cnn();
+  other.load_weights(weights.path);
+  Philox rng(4);
+  const Tensor x = random_uniform({4, 6, 6}, rng, 0, 1, DType::float32);
+  EXPECT_EQ(other.predict(x).to_vector<float>(), model.predict(x).to_vector<float>());
+  EXPECT_EQ(other.optimizer()->iterations(), model.optimizer()->iterations());
+  EXPECT_THROW(other.load_weights(weights.path + ".absent.weights.h5"), NotFoundError);
+}
+
 using lockstep::testing::error_of;
 
 TEST(KerasFile, DamagedArchivesAreOneErrorNamingFileAndMember) {

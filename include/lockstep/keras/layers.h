@@ -84,11 +84,12 @@ class Layer : public std::enable_shared_from_this<Layer> {
   DType compute_dtype() const { return dtype_policy_.compute_dtype(); }
   void set_dtype_policy(mixed_precision::DTypePolicy policy) { dtype_policy_ = std::move(policy); }
 
-  const std::vector<Variable>& weights() const { return weights_; }
+  // Virtual, with losses(), for a layer whose weights live elsewhere: a Python model wrapped as one layer.
+  virtual const std::vector<Variable>& weights() const { return weights_; }
   std::vector<Variable> trainable_weights() const;
   std::vector<Variable> non_trainable_weights() const;
   // Regularization penalties of this layer's weights, computed now (differentiable).
-  std::vector<Tensor> losses() const;
+  virtual std::vector<Tensor> losses() const;
   int64_t count_params() const;
 
  protected:

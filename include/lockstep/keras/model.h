@@ -158,7 +158,8 @@ class Model {
   // keras' model.to_json(): {"module", "class_name": "Functional" | "Sequential", "config", ...}.
   std::string to_json() const;
   // Weights in a safetensors file, keyed by variable name ("dense/kernel"), loaded back by order with
-  // shapes checked. Under a multi-worker strategy, as save().
+  // shapes checked; a path ending in ".weights.h5" is Keras 3's weights file instead (with the optimizer's
+  // variables once compiled), which Keras' load_weights reads. Under a multi-worker strategy, as save().
   void save_weights(const std::string& path) const;
   void load_weights(const std::string& path);
   // A directory with config.json (the model's config and, once compiled, Keras 3's compile_config),

@@ -110,6 +110,8 @@ class Optimizer {
   double learning_rate() const { return learning_rate_.at(iterations_); }
   // Replaces a schedule too (the LearningRateScheduler callback sets a constant every epoch).
   void set_learning_rate(double lr) { learning_rate_ = lr; }
+  // A schedule from now on (one written in Python, which no config names).
+  void set_learning_rate(LearningRate lr) { learning_rate_ = std::move(lr); }
   const std::string& name() const { return name_; }
 
   // Copies of all state for checkpoints: ("iterations", int64 scalar) first, then each variable's slots

@@ -1,0 +1,312 @@
+"""tf.keras.callbacks: Callback for subclasses written in Python (fit calls the hooks they override, with Keras'
+logs, self.model and self.params) and the built-in callbacks, which are lockstep's C++ ones with Keras' arguments."""
+import inspect
+import os
+import types
+import warnings
+
+from .. import _lockstep, _unimplemented
+
+_c = _lockstep.keras.callbacks
+
+_HOOKS = ("on_train_begin", "on_train_end", "on_epoch_begin", "on_epoch_end", "on_train_batch_begin",
+          "on_train_batch_end", "on_test_begin", "on_test_end", "on_test_batch_begin", "on_test_batch_end",
+          "on_predict_begin", "on_predict_end", "on_predict_batch_begin", "on_predict_batch_end")
+
+
+class Callback:
+    """tf.keras.callbacks.Callback: override the hooks you need; fit/evaluate/predict call only those."""
+
+    def __init__(self):
+        self.model = None
+        self.params = {}
+        self.validation_data = None
+
+    def set_model(self, model):
+        self.model = model
+
+    def set_params(self, params):
+        self.params = params
+
+    def on_batch_begin(self, batch, logs=None):
+        """TF 2's name for on_train_batch_begin."""
+
+    def on_batch_end(self, batch, logs=None):
+        """TF 2's name for on_train_batch_end."""
+
+    def on_epoch_begin(self, epoch, logs=None):
+        pass
+
+    def on_epoch_end(self, epoch, logs=None):
+        pass
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.on_batch_begin(batch, logs=logs)
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.on_batch_end(batch, logs=logs)
+
+    def on_test_batch_begin(self, batch, logs=None):
+        pass
+
+    def on_test_batch_end(self, batch, logs=None):
+        pass
+
+    def on_predict_batch_begin(self, batch, logs=None):
+        pass
+
+    def on_predict_batch_end(self, batch, logs=None):
+        pass
+
+    def on_train_begin(self, logs=None):
+        pass
+
+    def on_train_end(self, logs=None):
+        pass
+
+    def on_test_begin(self, logs=None):
+        pass
+
+    def on_test_end(self, logs=None):
+        pass
+
+    def on_predict_begin(self, logs=None):
+        pass
+
+    def on_predict_end(self, logs=None):
+        pass
+
+    def _overridden_hooks(self):
+        """The hooks this object's class overrides (on_batch_* count for on_train_batch_*): the only ones worth a
+        call from C++, which costs a trip through Python per batch."""
+        cls = type(self)
+        hooks = [h for h in _HOOKS if getattr(cls, h) is not getattr(Callback, h)]
+        for old, new in (("on_batch_begin", "on_train_batch_begin"), ("on_batch_end", "on_train_batch_end")):
+            if getattr(cls, old) is not getattr(Callback, old) and new not in hooks:
+                hooks.append(new)
+        return hooks
+
+    def _cpp_callback(self):
+        return _c.PyCallback(self, self._overridden_hooks())
+
+
+class _Builtin(Callback):
+    """A callback that is lockstep's C++ one."""
+
+    _cpp = None
+
+    def _cpp_callback(self):
+        return self._cpp
+
+
+class History(Callback):
+    """Every epoch's logs (fit returns it): history maps each log name to its values by epoch."""
+
+    def __init__(self):
+        super().__init__()
+        self.history = {}
+        self.epoch = []
+
+    def _fill(self, epochs, history, model, params):
+        self.epoch, self.history, self.model, self.params = list(epochs), history, model, params
+
+    def _cpp_callback(self):
+        return None  # fit records History itself and fills this object at the end
+
+
+class ProgbarLogger(_Builtin):
+    """Keras' progress bar; fit, evaluate and predict show it already when verbose is not 0."""
+
+    def __init__(self, count_mode="steps", stateful_metrics=None):
+        super().__init__()
+        self._cpp = _c.ProgbarLogger()
+
+
+class ModelCheckpoint(_Builtin):
+    """Saves the model (a .keras archive or lockstep's directory) or, with save_weights_only, its weights after
+    every epoch or save_freq batches; {epoch:02d} and {val_loss:.2f} in filepath take their values."""
+
+    def __init__(self, filepath, monitor="val_loss", verbose=0, save_best_only=False, save_weights_only=False,
+                 mode="auto", save_freq="epoch", initial_value_threshold=None, options=None, **kwargs):
+        super().__init__()
+        if kwargs:
+            raise TypeError(f"Unrecognized keyword arguments passed to ModelCheckpoint: {kwargs}")
+        if initial_value_threshold is not None:
+            raise NotImplementedError("ModelCheckpoint(initial_value_threshold=...) is not implemented by lockstep")
+        self.filepath, self.monitor, self.save_best_only = os.fspath(filepath), monitor, save_best_only
+        self._cpp = _c.ModelCheckpoint(self.filepath, monitor, int(verbose), bool(save_best_only),
+                                       bool(save_weights_only), mode, save_freq)
+
+
+class BackupAndRestore(_Builtin):
+    """Backs fit() up to backup_dir and, when fit() starts with a backup there, continues exactly where the
+    interrupted run stopped. lockstep always keeps the two newest backups (Keras' double_checkpoint)."""
+
+    def __init__(self, backup_dir, save_freq="epoch", double_checkpoint=False, delete_checkpoint=True,
+                 save_before_preemption=False):
+        super().__init__()
+        self.backup_dir = os.fspath(backup_dir)
+        self._cpp = _c.BackupAndRestore(self.backup_dir, save_freq, bool(delete_checkpoint),
+                                        bool(save_before_preemption))
+
+
+class EarlyStopping(_Builtin):
+    def __init__(self, monitor="val_loss", min_delta=0, patience=0, verbose=0, mode="auto", baseline=None,
+                 restore_best_weights=False, start_from_epoch=0):
+        super().__init__()
+        self.monitor, self.patience = monitor, patience
+        self._cpp = _c.EarlyStopping(monitor, float(min_delta), int(patience), int(verbose), mode,
+                                     None if baseline is None else float(baseline), bool(restore_best_weights),
+                                     int(start_from_epoch))
+
+
+def _takes_lr(schedule):
+    try:
+        params = [p for p in inspect.signature(schedule).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)]
+    except (TypeError, ValueError):
+        return True
+    return len(params) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
+
+
+class LearningRateScheduler(_Builtin):
+    """Sets the learning rate at each epoch's start to schedule(epoch, lr) (or schedule(epoch))."""
+
+    def __init__(self, schedule, verbose=0):
+        super().__init__()
+        self.schedule = schedule
+        two = _takes_lr(schedule)
+        self._cpp = _c.LearningRateScheduler(
+            lambda epoch, lr: float(schedule(epoch, lr) if two else schedule(epoch)), int(verbose))
+
+
+class TensorBoard(_Builtin):
+    """Event files under log_dir/train and log_dir/validation with Keras' tags, for TensorBoard."""
+
+    def __init__(self, log_dir="logs", histogram_freq=0, write_graph=True, write_images=False,
+                 write_steps_per_second=False, update_freq="epoch", profile_batch=0, embeddings_freq=0,
+                 embeddings_metadata=None, **kwargs):
+        super().__init__()
+        if write_images or embeddings_freq or embeddings_metadata or kwargs:
+            raise NotImplementedError("TensorBoard's write_images, embeddings_* and other extra arguments are not "
+                                      "implemented by lockstep; remove them")
+        if profile_batch:
+            warnings.warn("TensorBoard(profile_batch=...): lockstep has no profiler trace to write; no profile is "
+                          "recorded", stacklevel=2)
+        self.log_dir = os.fspath(log_dir)
+        self._cpp = _c.TensorBoard(self.log_dir, int(histogram_freq), bool(write_graph),
+                                   bool(write_steps_per_second), update_freq)
+
+
+class CSVLogger(_Builtin):
+    def __init__(self, filename, separator=",", append=False):
+        super().__init__()
+        self._cpp = _c.CSVLogger(os.fspath(filename), separator, bool(append))
+
+
+class TerminateOnNaN(_Builtin):
+    def __init__(self):
+        super().__init__()
+        self._cpp = _c.TerminateOnNaN()
+
+
+class ReduceLROnPlateau(Callback):
+    """Multiplies the learning rate by `factor` when `monitor` has not improved for `patience` epochs, as Keras'
+    does; every worker sees the same logs, so every worker decides alike."""
+
+    def __init__(self, monitor="val_loss", factor=0.1, patience=10, verbose=0, mode="auto", min_delta=1e-4,
+                 cooldown=0, min_lr=0.0, **kwargs):
+        super().__init__()
+        if factor >= 1.0:
+            raise ValueError(f"ReduceLROnPlateau does not support a factor >= 1.0. Received factor={factor}")
+        if kwargs:
+            raise TypeError(f"Unrecognized keyword arguments passed to ReduceLROnPlateau: {kwargs}")
+        if mode not in ("auto", "min", "max"):
+            mode = "auto"
+        self.monitor, self.factor, self.patience, self.verbose = monitor, factor, patience, verbose
+        self.min_delta, self.cooldown, self.min_lr = min_delta, cooldown, min_lr
+        self._maximize = mode == "max" or (mode == "auto" and "acc" in monitor)
+        self._reset()
+
+    def _reset(self):
+        self.best = -float("inf") if self._maximize else float("inf")
+        self.wait = self.cooldown_counter = 0
+
+    def _improved(self, current):
+        return current > self.best + self.min_delta if self._maximize else current < self.best - self.min_delta
+
+    def on_train_begin(self, logs=None):
+        self._reset()
+
+    def on_epoch_end(self, epoch, logs=None):
+        current = (logs or {}).get(self.monitor)
+        if current is None:
+            warnings.warn(f"Learning rate reduction is conditioned on metric `{self.monitor}` which is not "
+                          f"available. Available metrics are: {','.join(logs or {})}.", stacklevel=2)
+            return
+        if self.cooldown_counter > 0:
+            self.cooldown_counter -= 1
+            self.wait = 0
+        if self._improved(current):
+            self.best, self.wait = current, 0
+        elif self.cooldown_counter <= 0:
+            self.wait += 1
+            if self.wait >= self.patience:
+                old = float(self.model.optimizer.learning_rate)
+                if old > self.min_lr:
+                    new = max(old * self.factor, self.min_lr)
+                    self.model.optimizer.learning_rate = new
+                    if self.verbose > 0:
+                        print(f"\nEpoch {epoch + 1}: ReduceLROnPlateau reducing learning rate to {new}.")
+                    self.cooldown_counter, self.wait = self.cooldown, 0
+
+
+class LambdaCallback(Callback):
+    """A callback of the functions given for its hooks."""
+
+    def __init__(self, on_epoch_begin=None, on_epoch_end=None, on_train_begin=None, on_train_end=None,
+                 on_train_batch_begin=None, on_train_batch_end=None, **kwargs):
+        super().__init__()
+        given = dict(on_epoch_begin=on_epoch_begin, on_epoch_end=on_epoch_end, on_train_begin=on_train_begin,
+                     on_train_end=on_train_end, on_train_batch_begin=on_train_batch_begin,
+                     on_train_batch_end=on_train_batch_end, **kwargs)
+        for old, new in (("on_batch_begin", "on_train_batch_begin"), ("on_batch_end", "on_train_batch_end")):
+            if given.get(old):
+                given[new] = given.pop(old)
+        unknown = [k for k in given if k not in _HOOKS]
+        if unknown:
+            raise TypeError(f"LambdaCallback got unknown hooks: {unknown}")
+        self._functions = {k: f for k, f in given.items() if f is not None}
+        for hook, fn in self._functions.items():
+            setattr(self, hook, fn)
+
+    def _overridden_hooks(self):
+        return list(self._functions)
+
+
+class CallbackList:
+    """Keras' CallbackList: calls each callback's hook in order (for custom loops that drive callbacks)."""
+
+    def __init__(self, callbacks=None, add_history=False, add_progbar=False, model=None, **params):
+        self.callbacks = list(callbacks or [])
+        if add_history:
+            self.callbacks.append(History())
+        for c in self.callbacks:
+            if model is not None:
+                c.set_model(model)
+            c.set_params(params)
+
+    def __getattr__(self, hook):
+        if hook not in _HOOKS:
+            raise AttributeError(hook)
+
+        def call(*args, **kwargs):
+            for c in self.callbacks:
+                getattr(c, hook)(*args, **kwargs)
+
+        return call
+
+
+experimental = types.SimpleNamespace(BackupAndRestore=BackupAndRestore)
+
+_unimplemented.install(globals(), "tf.keras.callbacks")

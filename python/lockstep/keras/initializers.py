@@ -1,0 +1,41 @@
+"""tf.keras.initializers: the classes lockstep's C++ registry has, with Keras' arguments; calling one draws the
+values for a weight of a shape."""
+from .. import _lockstep, _unimplemented, dtypes as _dtypes
+from . import _config, _serial
+
+
+class Initializer(_config.ConfigObject):
+    def __call__(self, shape, dtype=None, **kwargs):
+        dtype = _dtypes.as_dtype(dtype or "float32")._lockstep_dtype
+        return _lockstep.keras.initialize(_serial.json.dumps(self._keras_serialized()), [int(d) for d in shape],
+                                          dtype)
+
+
+_config.define(globals(), Initializer, {
+    "GlorotUniform": "seed=None",
+    "HeNormal": "seed=None",
+    "RandomNormal": "mean=0.0, stddev=0.05, seed=None",
+    "RandomUniform": "minval=-0.05, maxval=0.05, seed=None",
+    "Zeros": "",
+    "Ones": "",
+})
+_ALIASES = {"glorot_uniform": "GlorotUniform", "he_normal": "HeNormal", "random_normal": "RandomNormal",
+            "uniform": "RandomUniform", "random_uniform": "RandomUniform", "zeros": "Zeros", "ones": "Ones"}
+for _alias, _name in _ALIASES.items():
+    globals()[_alias] = globals()[_name]
+del _alias, _name
+
+
+def get(identifier):
+    return _config.get("initializer", globals(), identifier, _ALIASES)
+
+
+def serialize(initializer):
+    return initializer._keras_serialized()
+
+
+def deserialize(config, custom_objects=None):
+    return get(config)
+
+
+_unimplemented.install(globals(), "tf.keras.initializers")

@@ -1,0 +1,463 @@
+"""tf.keras.layers: a class for every layer of lockstep's C++ layer registry, taking Keras' arguments. A layer is
+made by turning its arguments into the Keras config the C++ registry reads (so one place, the registry, knows each
+layer), and is called eagerly on tensors or symbolically on KerasTensors to build a functional Model."""
+import inspect
+import json
+
+import numpy as _np
+
+from .. import _lockstep, _unimplemented, dtypes as _dtypes
+from .._tensor import TensorShape
+from . import _serial, activations as _activations
+
+_k = _lockstep.keras
+
+# Keras 3.15's parameter lists of the classes (keras.layers.<Class>.__init__), without the arguments every layer
+# takes (_BASE, _LEGACY). Options lockstep lacks (dilation_rate, constraints...) are accepted here and refused by
+# the C++ registry, with a message naming them, when they are not Keras' defaults.
+_SIGNATURES = {
+    "Reshape": "target_shape",
+    "Flatten": "data_format=None",
+    "Conv2D": ("filters, kernel_size, strides=(1, 1), padding='valid', data_format=None, dilation_rate=(1, 1), "
+               "groups=1, activation=None, use_bias=True, kernel_initializer='glorot_uniform', "
+               "bias_initializer='zeros', kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None, "
+               "kernel_constraint=None, bias_constraint=None"),
+    "MaxPooling2D": "pool_size=(2, 2), strides=None, padding='valid', data_format=None, name=None",
+    "AveragePooling2D": "pool_size=(2, 2), strides=None, padding='valid', data_format=None, name=None",
+    "GlobalAveragePooling2D": "data_format=None, keepdims=False",
+    "GlobalMaxPooling2D": "data_format=None, keepdims=False",
+    "Dense": ("units, activation=None, use_bias=True, kernel_initializer='glorot_uniform', bias_initializer='zeros', "
+              "kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None, kernel_constraint=None, "
+              "bias_constraint=None, lora_rank=None, lora_alpha=None, quantization_config=None"),
+    "Dropout": "rate, noise_shape=None, seed=None",
+    "BatchNormalization": ("axis=-1, momentum=0.99, epsilon=0.001, center=True, scale=True, beta_initializer='zeros', "
+                           "gamma_initializer='ones', moving_mean_initializer='zeros', "
+                           "moving_variance_initializer='ones', beta_regularizer=None, gamma_regularizer=None, "
+                           "beta_constraint=None, gamma_constraint=None, renorm=False, renorm_clipping=None, "
+                           "renorm_momentum=0.99, synchronized=False"),
+    "LayerNormalization": ("axis=-1, epsilon=0.001, center=True, scale=True, beta_initializer='zeros', "
+                           "gamma_initializer='ones', beta_regularizer=None, gamma_regularizer=None, "
+                           "beta_constraint=None, gamma_constraint=None"),
+    "Activation": "activation",
+    "Embedding": ("input_dim, output_dim, embeddings_initializer='uniform', embeddings_regularizer=None, "
+                  "embeddings_constraint=None, mask_zero=False, weights=None, lora_rank=None, lora_alpha=None, "
+                  "quantization_config=None"),
+    "Rescaling": "scale, offset=0.0",
+    "Add": "",
+    "Concatenate": "axis=-1",
+    "UpSampling2D": "size=(2, 2), data_format=None, interpolation='nearest'",
+}
+# Every layer's own arguments (keras.layers.Layer.__init__) and the ones Keras 3 still takes from Keras 2.
+_BASE = ("activity_regularizer", "trainable", "dtype", "autocast", "name")
+_LEGACY = ("input_shape", "batch_input_shape", "batch_size", "input_dim", "weights")
+# Layers called on a list of tensors.
+_MERGING = ("Add", "Concatenate")
+
+
+def _config_value(key, value):
+    if key == "activation":
+        return _activations.name_of(value)
+    if key.endswith("_initializer") or key.endswith("_regularizer"):
+        return value if value is None or isinstance(value, (str, dict)) else _serial.plain(value)
+    if key == "dtype":
+        return _serial.keras_dtype_name(value)
+    return _serial.plain(value)
+
+
+def _shape_tuple(dims):
+    return tuple(None if d is None or d < 0 else int(d) for d in dims)
+
+
+class KerasTensor:
+    """A symbolic tensor: a model input (tf.keras.Input) or a layer's output on one, for functional models. Its shape
+    has the batch axis first, unknown (None)."""
+
+    def __init__(self, cpp, input_layer=None):
+        self._cpp, self._input_layer = cpp, input_layer
+
+    @property
+    def shape(self):
+        return TensorShape((None,) + _shape_tuple(self._cpp.shape))
+
+    @property
+    def dtype(self):
+        return _dtypes._BY_ENUM[self._cpp.dtype]
+
+    @property
+    def ndim(self):
+        return len(self._cpp.shape) + 1
+
+    def __repr__(self):
+        return f"<KerasTensor shape={tuple(self.shape)}, dtype={self.dtype.name}>"
+
+    def _operator(self, *args):
+        raise NotImplementedError("operators and tf.* functions on symbolic tensors (Keras' automatic op layers) "
+                                  "are not implemented by lockstep (see docs/python.md): use layers such as "
+                                  "Rescaling, Add or Concatenate, or a subclassed model")
+
+
+for _op in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
+            "__pow__", "__matmul__", "__neg__", "__getitem__", "__array__", "_lockstep_tensor_"):
+    setattr(KerasTensor, _op, KerasTensor._operator)
+del _op
+
+
+class Layer:
+    """tf.keras.layers.Layer. lockstep's own layers (Dense, Conv2D...) are C++ ones (_RegistryLayer); a subclass
+    written in Python defines build(input_shape) with add_weight and call(inputs[, training]), made of lockstep's ops
+    and layers, and runs eagerly (in models called directly and in custom training loops)."""
+
+    def __init__(self, trainable=True, name=None, dtype=None, autocast=True, **kwargs):
+        unknown = {k: v for k, v in kwargs.items() if k not in _LEGACY}
+        if unknown:
+            raise _serial.UnrecognizedArgumentsError(f"Unrecognized keyword arguments passed to "
+                                                     f"{type(self).__name__}: {unknown}")
+        if not trainable:
+            raise NotImplementedError("trainable=False layers are not implemented by lockstep (see docs/python.md)")
+        object.__setattr__(self, "_own_weights", [])
+        object.__setattr__(self, "_sublayers", [])
+        self._cpp = None
+        self._name = name or _unique_name(type(self).__name__)
+        self._regularized, self.built = [], False
+        self._input_shape, self._batch_size = _legacy_input_shape(kwargs), kwargs.get("batch_size")
+
+    def __setattr__(self, name, value):
+        # Layers and Variables assigned to attributes (alone, in lists or in dicts) are this layer's sublayers and
+        # weights, as Keras tracks them.
+        if "_sublayers" in self.__dict__ and not name.startswith("_"):
+            from .._variable import Variable
+
+            items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else [value]
+            for item in items:
+                if isinstance(item, Layer) and item is not self and all(item is not l for l in self._sublayers):
+                    self._sublayers.append(item)
+                elif isinstance(item, Variable) and all(item is not v for v in self._own_weights):
+                    self._own_weights.append(item)
+        object.__setattr__(self, name, value)
+
+    def build(self, input_shape):
+        pass
+
+    def call(self, inputs, *args, **kwargs):
+        raise NotImplementedError(f"Layer {type(self).__name__} does not have a `call()` method implemented.")
+
+    def __call__(self, inputs, *args, training=None, mask=None, **kwargs):
+        if _symbolic(inputs):
+            raise NotImplementedError(f"calling the Python layer {type(self).__name__} on symbolic tensors (in a "
+                                      "functional model) is not implemented by lockstep; call it on tensors")
+        if not self.built:
+            shape = getattr(inputs, "shape", None)
+            self.build(TensorShape(shape) if shape is not None else None)
+            self.built = True
+        if training is not None and "training" in inspect.signature(self.call).parameters:
+            kwargs["training"] = training
+        return self.call(inputs, *args, **kwargs)
+
+    # add_weight's positional parameters: Keras 2 puts the name first, Keras 3 the shape.
+    _ADD_WEIGHT_KERAS2 = ("name", "shape", "dtype", "initializer", "regularizer", "trainable", "constraint")
+    _ADD_WEIGHT_KERAS3 = ("shape", "initializer", "dtype", "trainable", "autocast", "regularizer", "constraint")
+
+    def add_weight(self, *args, **kwargs):
+        """A Variable named "<layer>/<name>" with values from `initializer` (glorot_uniform, as Keras), taking
+        Keras 2's and Keras 3's argument orders (a first argument that is a string is the name)."""
+        from .. import Variable
+        from . import initializers, regularizers
+
+        order = self._ADD_WEIGHT_KERAS2 if args and isinstance(args[0], str) else self._ADD_WEIGHT_KERAS3
+        for key, value in zip(order, args):
+            if key in kwargs:
+                raise TypeError(f"add_weight() got multiple values for argument '{key}'")
+            kwargs[key] = value
+        if kwargs.get("constraint") is not None:
+            raise NotImplementedError("add_weight(constraint=...) is not implemented by lockstep")
+        init = initializers.get(kwargs.get("initializer") or "glorot_uniform")
+        shape = kwargs.get("shape")
+        shape = () if shape is None else tuple(int(d) for d in shape)
+        value = init(shape, dtype=kwargs.get("dtype") or "float32")
+        variable = Variable(value, trainable=bool(kwargs.get("trainable", True)),
+                            name=f"{self.name}/{kwargs.get('name') or 'variable'}")
+        self._own_weights.append(variable)
+        if kwargs.get("regularizer") is not None:
+            self._regularized.append((variable, regularizers.get(kwargs["regularizer"])))
+        return variable
+
+    def _layers_below(self):
+        return [l for l in self._sublayers]
+
+    @property
+    def name(self):
+        return self._name
+
+    @property
+    def weights(self):
+        out, seen = [], set()
+        for v in self._own_weights + [w for l in self._layers_below() for w in l.weights]:
+            if id(v) not in seen:
+                seen.add(id(v))
+                out.append(v)
+        return out
+
+    variables = weights
+    trainable_weights = trainable_variables = property(lambda self: [v for v in self.weights if v.trainable])
+    non_trainable_weights = non_trainable_variables = property(lambda self: [v for v in self.weights
+                                                                             if not v.trainable])
+
+    @property
+    def losses(self):
+        return [r(v) for v, r in self._regularized] + [t for l in self._layers_below() for t in l.losses]
+
+    dtype = variable_dtype = property(lambda self: "float32")
+    compute_dtype = property(lambda self: "float32")
+    input_shape = property(lambda self: None if self._input_shape is None else (None,) + tuple(self._input_shape))
+    trainable = property(lambda self: True)
+
+    def get_config(self):
+        return {"name": self.name, "trainable": True, "dtype": "float32"}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+    def count_params(self):
+        return int(sum(int(_np.prod(v.shape)) for v in self.weights))
+
+    def get_weights(self):
+        return [v.numpy() for v in self.weights]
+
+    def set_weights(self, weights):
+        variables = self.weights
+        if len(weights) != len(variables):
+            raise ValueError(f"Layer {self.name} expects {len(variables)} weights, but the given list has "
+                             f"{len(weights)}: pass one array per weight, as get_weights() gives them")
+        for v, w in zip(variables, weights):
+            v.assign(w)
+
+    def __repr__(self):
+        return f"<{type(self).__name__} name={self.name}, built={self.built}>"
+
+
+_name_counts = {}
+
+
+def _unique_name(class_name):
+    """Keras' default name for a Python layer or model: its class in snake_case, numbered from the second."""
+    base = "".join("_" + c.lower() if c.isupper() and i and not class_name[i - 1].isupper() else c.lower()
+                   for i, c in enumerate(class_name))
+    n = _name_counts.get(base, 0)
+    _name_counts[base] = n + 1
+    return base if n == 0 else f"{base}_{n}"
+
+
+def _legacy_input_shape(kwargs):
+    if "input_shape" in kwargs:
+        return tuple(kwargs["input_shape"])
+    if "batch_input_shape" in kwargs:
+        return tuple(kwargs["batch_input_shape"])[1:]
+    if "input_dim" in kwargs:
+        return (kwargs["input_dim"],)
+    return None
+
+
+def _symbolic(inputs):
+    return isinstance(inputs, KerasTensor) or (isinstance(inputs, (list, tuple)) and bool(inputs) and
+                                               all(isinstance(i, KerasTensor) for i in inputs))
+
+
+class _RegistryLayer(Layer):
+    """A layer of lockstep's C++ layer registry: the class's Keras arguments become the Keras config the registry
+    reads, and calls run the C++ layer."""
+
+    _class_name = None
+    _signature = None
+
+    def __init__(self, *args, **kwargs):
+        # Keras' defaults included: the registry reads a complete config, as Keras writes one.
+        _, config = _serial.bind(self._class_name, self._signature, args, kwargs, extra=_BASE + _LEGACY)
+        config = {k: _config_value(k, v) for k, v in config.items() if v is not None}
+        for key in _BASE + ("weights",):
+            if key not in kwargs or key in self._signature.parameters:
+                continue
+            value = kwargs[key]
+            if key == "activity_regularizer" and value is not None:
+                raise ValueError(f"{self._class_name}: activity_regularizer is not supported by lockstep; remove it")
+            elif key == "weights" and value is not None:
+                raise ValueError(f"{self._class_name}: weights= is not supported by lockstep; call set_weights "
+                                 "once the layer is built")
+            elif key in ("trainable", "dtype", "name") and value is not None:
+                config[key] = _config_value(key, value)
+        self._input_shape, self._batch_size = _legacy_input_shape(kwargs), kwargs.get("batch_size")
+        self._cpp = _k.layers.from_config(self._class_name, json.dumps(config))
+        _serial.remember(self, self._cpp)
+
+    @classmethod
+    def _wrap(cls, cpp):
+        """The Python object of a C++ layer (one the program made, or a new one for a loaded model's)."""
+        obj = _serial.known(cpp)
+        if obj is None:
+            klass = globals().get(cpp.class_name)
+            klass = klass if isinstance(klass, type) and issubclass(klass, _RegistryLayer) else _RegistryLayer
+            obj = klass.__new__(klass)
+            obj._cpp, obj._input_shape, obj._batch_size = cpp, None, None
+            _serial.remember(obj, cpp)
+        return obj
+
+    def __setattr__(self, name, value):
+        object.__setattr__(self, name, value)
+
+    def __call__(self, inputs, *args, training=None, mask=None, **kwargs):
+        if isinstance(inputs, KerasTensor):
+            return KerasTensor(self._cpp.call_symbolic(inputs._cpp))
+        if _symbolic(inputs):
+            return KerasTensor(self._cpp.call_symbolic_list([i._cpp for i in inputs]))
+        if self._cpp.class_name in _MERGING and isinstance(inputs, (list, tuple)):
+            return self._cpp.call_list(list(inputs), bool(training))
+        return self._cpp.call(inputs, bool(training))
+
+    def build(self, input_shape):
+        self._cpp.build(list(TensorShape(input_shape))[1:])
+
+    def compute_output_shape(self, input_shape):
+        dims = list(TensorShape(input_shape))
+        return (dims[0],) + _shape_tuple(self._cpp.compute_output_shape(dims[1:]))
+
+    name = property(lambda self: self._cpp.name)
+    built = property(lambda self: self._cpp.built)
+    weights = variables = property(lambda self: self._cpp.weights())
+    trainable_weights = trainable_variables = property(lambda self: self._cpp.trainable_weights())
+    non_trainable_weights = non_trainable_variables = property(lambda self: self._cpp.non_trainable_weights())
+    losses = property(lambda self: self._cpp.losses())
+    compute_dtype = property(lambda self: "bfloat16" if self._cpp.dtype_policy == "mixed_bfloat16" else "float32")
+
+    @property
+    def dtype_policy(self):
+        from .mixed_precision import Policy
+
+        return Policy(self._cpp.dtype_policy)
+
+    @property
+    def trainable(self):
+        return True
+
+    @trainable.setter
+    def trainable(self, value):
+        if not value:
+            raise NotImplementedError("freezing a layer (layer.trainable = False) is not implemented by lockstep "
+                                      "(see docs/python.md)")
+
+    def get_config(self):
+        return json.loads(self._cpp.get_config())
+
+    @classmethod
+    def from_config(cls, config):
+        return cls._wrap(_k.layers.from_config(cls._class_name or config["class_name"], json.dumps(config)))
+
+    def count_params(self):
+        return self._cpp.count_params()
+
+    def __getattr__(self, name):
+        # A weight by its Keras attribute name: dense.kernel, dense.bias, norm.gamma.
+        if not name.startswith("_") and "_cpp" in self.__dict__:
+            for v in self._cpp.weights():
+                if v._name.rsplit("/", 1)[-1].split(":")[0] == name:
+                    return v
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+
+class InputLayer(_RegistryLayer):
+    """tf.keras.layers.InputLayer: a model's input of `shape` (without the batch axis)."""
+
+    _class_name = "InputLayer"
+
+    def __init__(self, shape=None, batch_size=None, dtype=None, sparse=None, ragged=None, batch_shape=None,
+                 input_tensor=None, optional=False, name=None, **kwargs):
+        legacy = {k: kwargs.pop(k) for k in ("input_shape", "batch_input_shape") if k in kwargs}
+        if kwargs:
+            raise _serial.UnrecognizedArgumentsError(f"Unrecognized keyword arguments passed to InputLayer: {kwargs}")
+        if "input_shape" in legacy:
+            shape = legacy["input_shape"]
+        if "batch_input_shape" in legacy:
+            batch_shape = legacy["batch_input_shape"]
+        if batch_shape is not None:
+            shape, batch_size = tuple(batch_shape)[1:], tuple(batch_shape)[0]
+        if shape is None:
+            raise ValueError("You must pass a `shape` argument.")
+        for what, value in (("sparse", sparse), ("ragged", ragged), ("optional", optional)):
+            if value:
+                raise ValueError(f"InputLayer: {what}=True is not supported by lockstep; remove it")
+        if input_tensor is not None:
+            raise ValueError("InputLayer: input_tensor= is not supported by lockstep; pass shape= instead")
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        cpp, tensor = _k.layers.Input([None if d is None else int(d) for d in shape],
+                                      _dtypes.as_dtype(dtype or "float32")._lockstep_dtype, name or "")
+        self._cpp, self._input_shape, self._batch_size = cpp, shape, batch_size
+        self._keras_tensor = KerasTensor(tensor, self)
+        _serial.remember(self, cpp)
+
+    @property
+    def output(self):
+        if "_keras_tensor" not in self.__dict__:
+            self._keras_tensor = KerasTensor(_k.layers.input_of(self._cpp), self)
+        return self._keras_tensor
+
+
+class Lambda(Layer):
+    """tf.keras.layers.Lambda: a Python function of the inputs as a layer; it runs from Python (in Sequential
+    models and subclassed models, not in functional ones)."""
+
+    def __init__(self, function, output_shape=None, mask=None, arguments=None, **kwargs):
+        super().__init__(**kwargs)
+        if mask is not None:
+            raise NotImplementedError("Lambda(mask=...) is not implemented by lockstep")
+        self.function, self.arguments = function, dict(arguments or {})
+        self._takes_training = "training" in inspect.signature(function).parameters
+
+    def call(self, inputs, training=None):
+        if self._takes_training:
+            return self.function(inputs, training=training, **self.arguments)
+        return self.function(inputs, **self.arguments)
+
+
+def Input(shape=None, batch_size=None, dtype=None, sparse=None, batch_shape=None, name=None, tensor=None,
+          optional=False):
+    """tf.keras.Input: the symbolic tensor of a model input of `shape` (without the batch axis)."""
+    return InputLayer(shape=shape, batch_size=batch_size, dtype=dtype, sparse=sparse, batch_shape=batch_shape,
+                      input_tensor=tensor, optional=optional, name=name).output
+
+
+# One class per C++ layer: Keras' signature where the table has one, else keyword arguments only.
+for _name in _k.layers.names():
+    if _name != "InputLayer":
+        globals()[_name] = type(_name, (_RegistryLayer,), {
+            "_class_name": _name, "_signature": _serial.signature(_SIGNATURES.get(_name, "**config")),
+            "__module__": __name__, "__doc__": f"tf.keras.layers.{_name}, as lockstep's C++ layer registry makes it."})
+del _name
+class Softmax(_RegistryLayer):
+    """tf.keras.layers.Softmax over the last axis: lockstep's Activation("softmax") layer (saved as that)."""
+
+    _class_name = "Activation"
+    _signature = _serial.signature(_SIGNATURES["Activation"])
+
+    def __init__(self, axis=-1, **kwargs):
+        if axis != -1:
+            raise NotImplementedError(f"Softmax(axis={axis}) is not implemented by lockstep: only the last axis")
+        super().__init__("softmax", **kwargs)
+
+
+class ReLU(_RegistryLayer):
+    """tf.keras.layers.ReLU with Keras' defaults: lockstep's Activation("relu") layer (saved as that)."""
+
+    _class_name = "Activation"
+    _signature = _serial.signature(_SIGNATURES["Activation"])
+
+    def __init__(self, max_value=None, negative_slope=0.0, threshold=0.0, **kwargs):
+        if max_value is not None or negative_slope or threshold:
+            raise NotImplementedError("ReLU's max_value, negative_slope and threshold are not implemented by "
+                                      "lockstep: use ReLU() or Activation('relu')")
+        super().__init__("relu", **kwargs)
+
+
+# Keras' other spellings.
+MaxPool2D, AvgPool2D = MaxPooling2D, AveragePooling2D  # noqa: F821
+GlobalAvgPool2D, GlobalMaxPool2D = GlobalAveragePooling2D, GlobalMaxPooling2D  # noqa: F821
+
+_unimplemented.install(globals(), "tf.keras.layers")

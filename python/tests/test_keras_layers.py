@@ -1,0 +1,75 @@
+"""Every layer lockstep has, made from Keras' arguments, against TensorFlow's Keras: the same weights give the same
+outputs, and each layer's config round-trips."""
+import numpy as np
+import pytest
+
+from conftest import tensorflow_or_skip
+
+# (class, positional args, keyword args, input shape with batch, called in training mode)
+CASES = [
+    ("Dense", (5,), {"activation": "relu"}, (3, 4), False),
+    ("Dense", (), {"units": 2, "use_bias": False, "kernel_initializer": "he_normal"}, (3, 2, 4), False),
+    ("Conv2D", (3, (3, 3)), {"strides": 2, "padding": "same", "activation": "tanh"}, (2, 7, 7, 2), False),
+    ("MaxPooling2D", (), {"pool_size": 3, "strides": 2, "padding": "same"}, (2, 7, 7, 2), False),
+    ("AveragePooling2D", (2,), {}, (2, 6, 6, 3), False),
+    ("GlobalAveragePooling2D", (), {"keepdims": True}, (2, 5, 5, 3), False),
+    ("GlobalMaxPooling2D", (), {}, (2, 5, 5, 3), False),
+    ("Flatten", (), {}, (2, 3, 4), False),
+    ("Reshape", ((4, 3),), {}, (2, 12), False),
+    ("Dropout", (0.5,), {}, (2, 8), False),
+    ("BatchNormalization", (), {"momentum": 0.9, "epsilon": 1e-3}, (4, 6), True),
+    ("LayerNormalization", (), {"epsilon": 1e-5}, (3, 6), False),
+    ("Activation", ("softmax",), {}, (2, 5), False),
+    ("Rescaling", (1 / 255,), {"offset": -0.5}, (2, 3), False),
+    ("UpSampling2D", (2,), {"interpolation": "bilinear"}, (1, 3, 3, 2), False),
+    ("Softmax", (), {}, (2, 5), False),
+    ("ReLU", (), {}, (2, 5), False),
+]
+
+
+@pytest.mark.parametrize("name,args,kwargs,shape,training", CASES, ids=[c[0] for c in CASES])
+def test_layer_agrees_with_tensorflow(tf, name, args, kwargs, shape, training):
+    real = tensorflow_or_skip()
+    ours, theirs = getattr(tf.keras.layers, name)(*args, **kwargs), getattr(real.keras.layers, name)(*args, **kwargs)
+    x = np.random.default_rng(0).random(shape, dtype=np.float32)
+    ours_out = ours(x, training=training)
+    theirs(x)  # builds it
+    theirs.set_weights(ours.get_weights())
+    np.testing.assert_allclose(ours_out.numpy(), np.asarray(theirs(x, training=training)), atol=1e-5)
+    assert ours.get_config()["name"] == ours.name
+    again = type(ours).from_config(ours.get_config())
+    assert again.get_config()["name"] == ours.name and again.count_params() == 0
+
+
+def test_embedding_add_and_concatenate_agree_with_tensorflow(tf):
+    real = tensorflow_or_skip()
+    ids = np.array([[1, 2, 0], [3, 3, 1]])
+    ours, theirs = tf.keras.layers.Embedding(4, 2), real.keras.layers.Embedding(4, 2)
+    ours_out = ours(ids)
+    theirs(ids)
+    theirs.set_weights(ours.get_weights())
+    np.testing.assert_allclose(ours_out.numpy(), np.asarray(theirs(ids)), atol=1e-6)
+    a, b = np.ones((2, 3), np.float32), np.full((2, 3), 2.0, np.float32)
+    np.testing.assert_allclose(tf.keras.layers.Add()([a, b]).numpy(), np.asarray(real.keras.layers.Add()([a, b])))
+    np.testing.assert_allclose(tf.keras.layers.Concatenate(axis=1)([a, b]).numpy(),
+                               np.asarray(real.keras.layers.Concatenate(axis=1)([a, b])))
+
+
+def test_dense_regularizer_and_initializer_objects_reach_the_config(tf):
+    layer = tf.keras.layers.Dense(2, kernel_initializer=tf.keras.initializers.RandomNormal(stddev=0.1, seed=3),
+                                  kernel_regularizer=tf.keras.regularizers.L1L2(l1=0.1, l2=0.2))
+    layer.build((None, 3))
+    config = layer.get_config()
+    assert config["kernel_initializer"]["class_name"] == "RandomNormal"
+    assert config["kernel_initializer"]["config"]["seed"] == 3
+    assert config["kernel_regularizer"]["class_name"] == "L1L2"
+    assert len(layer.losses) == 1
+
+
+def test_layer_names_and_shapes(tf):
+    tf.keras.backend.clear_session()
+    assert [tf.keras.layers.Dense(1).name, tf.keras.layers.Dense(1).name] == ["dense", "dense_1"]
+    assert tf.keras.layers.Conv2D(4, 3, name="first").name == "first"
+    conv = tf.keras.layers.Conv2D(4, 3)
+    assert conv.compute_output_shape((None, 8, 8, 1)) == (None, 6, 6, 4)
+    assert tf.keras.layers.MaxPool2D is tf.keras.layers.MaxPooling2D

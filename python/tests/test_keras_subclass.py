@@ -1,0 +1,159 @@
+"""Python subclasses of tf.keras.layers.Layer and tf.keras.Model: eager calls, tracked weights and losses, custom
+training loops, and compile/fit/evaluate/predict through the C++ loop (the model wrapped as one layer)."""
+import numpy as np
+import pytest
+
+from conftest import tensorflow_or_skip
+
+
+def make_classes(tf):
+    class Linear(tf.keras.layers.Layer):
+        def __init__(self, units, **kwargs):
+            super().__init__(**kwargs)
+            self.units = units
+
+        def build(self, input_shape):
+            self.w = self.add_weight(name="w", shape=(input_shape[-1], self.units), initializer="glorot_uniform",
+                                     regularizer=tf.keras.regularizers.L2(1e-3))
+            self.b = self.add_weight(name="b", shape=(self.units,), initializer="zeros")
+
+        def call(self, inputs):
+            return tf.matmul(inputs, self.w) + self.b
+
+    class Classifier(tf.keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.flatten = tf.keras.layers.Flatten()
+            self.hidden = tf.keras.layers.Dense(16, activation="relu")
+            self.dropout = tf.keras.layers.Dropout(0.1)
+            self.out = Linear(3)
+
+        def call(self, x, training=False):
+            return self.out(self.dropout(self.hidden(self.flatten(x)), training=training))
+
+    return Linear, Classifier
+
+
+def data(n=24):
+    rng = np.random.default_rng(0)
+    return rng.random((n, 4, 4), dtype=np.float32), rng.integers(0, 3, n)
+
+
+def test_subclassed_layer_and_model_track_weights_and_losses(tf):
+    tf.keras.backend.clear_session()
+    tf.keras.utils.set_random_seed(0)
+    Linear, Classifier = make_classes(tf)
+    model = Classifier()
+    x, _ = data()
+    assert model(x).shape == (24, 3)
+    assert [l.name for l in model.layers] == ["flatten", "dense", "dropout", "linear"]
+    assert [v.name for v in model.trainable_variables] == ["dense/kernel:0", "dense/bias:0", "linear/w:0",
+                                                           "linear/b:0"]
+    assert len(model.losses) == 1 and float(model.losses[0]) > 0
+    assert model.count_params() == 16 * 16 + 16 + 16 * 3 + 3
+    assert model.get_layer("linear") is model.out
+
+
+def test_custom_training_loop_on_a_subclassed_model(tf):
+    tf.keras.utils.set_random_seed(1)
+    _, Classifier = make_classes(tf)
+    model, optimizer = Classifier(), tf.keras.optimizers.SGD(learning_rate=0.5)
+    loss_object = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    x, y = data()
+    losses = []
+    for _ in range(10):
+        with tf.GradientTape() as tape:
+            loss = loss_object(y, model(x, training=True)) + tf.add_n(model.losses)
+        optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+        losses.append(float(loss))
+    assert losses[-1] < losses[0]
+
+
+def test_fit_evaluate_predict_and_weights_of_a_subclassed_model(tf, tmp_path):
+    tf.keras.utils.set_random_seed(2)
+    _, Classifier = make_classes(tf)
+    model = Classifier()
+    model.compile(optimizer="adam", loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"])
+    x, y = data()
+    seen = []
+
+    class Epochs(tf.keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            seen.append((epoch, self.model is model))
+
+    history = model.fit(x, y, batch_size=8, epochs=3, verbose=0, callbacks=[Epochs()])
+    assert history.history["loss"][-1] < history.history["loss"][0]
+    assert seen == [(0, True), (1, True), (2, True)]
+    loss, accuracy = model.evaluate(x, y, verbose=0)
+    assert 0 <= accuracy <= 1 and model.predict(x, verbose=0).shape == (24, 3)
+    model.save_weights(str(tmp_path / "classifier.weights.h5"))
+    other = Classifier()
+    other(x)
+    other.load_weights(str(tmp_path / "classifier.weights.h5"))
+    np.testing.assert_array_equal(other.predict(x, verbose=0), model.predict(x, verbose=0))
+    with pytest.raises(NotImplementedError, match="save_weights"):
+        model.save(str(tmp_path / "classifier.keras"))
+
+
+def test_subclassed_model_agrees_with_tensorflow(tf):
+    real = tensorflow_or_skip()
+    ours_cls, theirs_cls = make_classes(tf)[1], make_classes(real)[1]
+    ours, theirs = ours_cls(), theirs_cls()
+    x, _ = data(5)
+    ours(x)
+    theirs(x)
+    theirs.set_weights(ours.get_weights())
+    np.testing.assert_allclose(ours(x).numpy(), np.asarray(theirs(x)), atol=1e-5)
+
+
+def test_sequential_with_python_layers_runs_and_trains(tf):
+    class Double(tf.keras.layers.Layer):
+        def call(self, x):
+            return x * 2.0
+
+    model = tf.keras.Sequential([tf.keras.Input(shape=(4, 4)), tf.keras.layers.Flatten(), Double(),
+                                 tf.keras.layers.Lambda(lambda x, scale: x * scale, arguments={"scale": 0.5}),
+                                 tf.keras.layers.Dense(3)])
+    assert model.built and [type(l).__name__ for l in model.layers] == ["Flatten", "Double", "Lambda", "Dense"]
+    x, y = data()
+    plain = tf.keras.Sequential([tf.keras.Input(shape=(4, 4)), tf.keras.layers.Flatten(), tf.keras.layers.Dense(3)])
+    plain.set_weights(model.get_weights())
+    np.testing.assert_allclose(model(x).numpy(), plain(x).numpy(), rtol=1e-6)
+    model.compile(optimizer="adam", loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    history = model.fit(x, y, epochs=3, verbose=0)
+    assert history.history["loss"][-1] < history.history["loss"][0]
+
+
+def test_add_weight_takes_keras_2_and_keras_3_argument_orders(tf):
+    class Both(tf.keras.layers.Layer):
+        def build(self, input_shape):
+            self.a = self.add_weight((int(input_shape[-1]), 2), initializer="ones", name="a")  # Keras 3
+            self.b = self.add_weight("b", shape=(2,), initializer="zeros")  # Keras 2
+            self.c = self.add_weight(shape=(2,), name="c", initializer="ones", trainable=False)
+
+        def call(self, x):
+            return tf.matmul(x, self.a) + self.b + self.c
+
+    layer = Both()
+    np.testing.assert_allclose(layer(np.ones((1, 3), np.float32)).numpy(), [[4.0, 4.0]])
+    assert [(v.name, v.trainable) for v in layer.weights] == [("both/a:0", True), ("both/b:0", True),
+                                                              ("both/c:0", False)]
+    assert len(layer.trainable_variables) == 2
+
+
+def test_variables_and_layers_held_in_attributes_lists_and_dicts_are_tracked(tf):
+    class Scaled(tf.keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.scale = tf.Variable(2.0, name="scale")
+            self.blocks = {"first": tf.keras.layers.Dense(2), "second": tf.keras.layers.Dense(1)}
+            self.extra = [tf.keras.layers.Dense(1)]
+
+        def call(self, x):
+            return self.extra[0](self.blocks["second"](self.blocks["first"](x))) * self.scale
+
+    model = Scaled()
+    model(np.ones((1, 3), np.float32))
+    assert len(model.trainable_variables) == 7 and model.trainable_variables[0].name == "scale:0"
+    assert len(model.layers) == 3
