@@ -160,7 +160,7 @@ class KerasPyCallback : public keras::Callback {
       nb::dict params;
       params["verbose"] = params_.verbose;
       params["epochs"] = params_.epochs;
-      params["steps"] = params_.steps < 0 ? nb::none() : nb::int_(params_.steps);
+      params["steps"] = params_.steps < 0 ? nb::object(nb::none()) : nb::object(nb::int_(params_.steps));
       self_.get().attr("set_params")(params);
     }
     call(hook, std::nullopt, logs);

@@ -48,9 +48,10 @@ def environment(datasets, output_dir, **extra):
 
 
 def final_accuracy(stdout):
-    lines = [line for line in stdout.splitlines() if line.startswith("final accuracy:")]
+    """The program's last 'final accuracy:' line (under lockstep launch each line starts with '[worker N] ')."""
+    lines = [line.split("final accuracy:", 1)[1] for line in stdout.splitlines() if "final accuracy:" in line]
     assert lines, f"no 'final accuracy:' line in:\n{stdout}"
-    return float(lines[-1].split(":")[1])
+    return float(lines[-1])
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -75,7 +76,10 @@ def test_runs_on_two_workers_under_lockstep_launch(name, datasets, tmp_path):
             environment(datasets, tmp_path))
     assert r.returncode == 0, r.stderr[-4000:]
     assert 0.0 < final_accuracy(r.stdout) <= 1.0
-    assert not list(tmp_path.rglob("workertemp_*")), "a non-chief's temporary directory was left behind"
+    # The tutorials remove what a non-chief wrote (they rmtree its checkpoint or model directory); an empty
+    # workertemp_<id> parent may stay, as it does under TensorFlow.
+    left = [p for d in tmp_path.rglob("workertemp_*") for p in d.rglob("*") if p.is_file()]
+    assert not left, f"a non-chief's files were left behind: {left}"
 
 
 KILLER = """
