@@ -314,7 +314,6 @@ void bind_strategy(nb::module_& m) {
 
 void bind_distribute(nb::module_& parent) {
   nb::module_ m = parent.def_submodule("distribute", "tf.distribute over lockstep's strategies");
-  // Tried before module.cc's translator, which then raises the Python exception.
   bind_cluster(m);
   bind_input(m);
   bind_strategy(m);

@@ -76,6 +76,21 @@ def known(cpp):
     return _objects.get(cpp._id())
 
 
+def wrap(cpp, namespace, base, **attributes):
+    """The Python object of a C++ object (the one the program made, else a new one of the class `namespace` names
+    after its Keras class name, or of `base`), with `attributes` set on a new one."""
+    obj = known(cpp)
+    if obj is None:
+        klass = namespace.get(cpp.class_name)
+        klass = klass if isinstance(klass, type) and issubclass(klass, base) else base
+        obj = klass.__new__(klass)
+        obj._cpp = cpp
+        for name, value in attributes.items():
+            setattr(obj, name, value)
+        remember(obj, cpp)
+    return obj
+
+
 def keras_dtype_name(dtype):
     """A dtype or dtype policy argument as the name Keras' configs hold."""
     if dtype is None:

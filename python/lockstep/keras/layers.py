@@ -292,14 +292,7 @@ class _RegistryLayer(Layer):
     @classmethod
     def _wrap(cls, cpp):
         """The Python object of a C++ layer (one the program made, or a new one for a loaded model's)."""
-        obj = _serial.known(cpp)
-        if obj is None:
-            klass = globals().get(cpp.class_name)
-            klass = klass if isinstance(klass, type) and issubclass(klass, _RegistryLayer) else _RegistryLayer
-            obj = klass.__new__(klass)
-            obj._cpp, obj._input_shape, obj._batch_size = cpp, None, None
-            _serial.remember(obj, cpp)
-        return obj
+        return _serial.wrap(cpp, globals(), _RegistryLayer, _input_shape=None, _batch_size=None)
 
     def __setattr__(self, name, value):
         object.__setattr__(self, name, value)

@@ -106,14 +106,7 @@ class Optimizer:
 
     @classmethod
     def _wrap(cls, cpp):
-        obj = _serial.known(cpp)
-        if obj is None:
-            klass = globals().get(cpp.class_name)
-            klass = klass if isinstance(klass, type) and issubclass(klass, Optimizer) else Optimizer
-            obj = klass.__new__(klass)
-            obj._cpp = cpp
-            _serial.remember(obj, cpp)
-        return obj
+        return _serial.wrap(cpp, globals(), Optimizer)
 
     @property
     def learning_rate(self):
