@@ -1,9 +1,18 @@
 """Shared fixtures of lockstep's Python tests: the package under test is build/python (make build puts it on the
 venv's path), the CLI is $LOCKSTEP_BIN_DIR/lockstep."""
+import atexit
 import os
 import pathlib
+import shutil
+import tempfile
 
 import pytest
+
+# Everything a test or a library under test writes to the temporary directory (pytest's tmp_path, TensorFlow's
+# autograph files, the workers a test starts) goes into one directory removed when the session ends.
+_TMP = tempfile.mkdtemp(prefix="lockstep-pytest-")
+os.environ["TMPDIR"] = tempfile.tempdir = _TMP
+atexit.register(shutil.rmtree, _TMP, ignore_errors=True)
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 BIN_DIR = pathlib.Path(os.environ.get("LOCKSTEP_BIN_DIR", REPO / "build" / "bin"))
