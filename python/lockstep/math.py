@@ -22,13 +22,6 @@ sigmoid, tanh = _ops.sigmoid, _ops.tanh
 add_n = _ops.add_n
 
 
-def _wrap(op):
-    def f(x, y=None, name=None):
-        return op(x, y) if y is not None else op(x)
-
-    return f
-
-
 def _reduction(op):
     def reduce(input_tensor, axis=None, keepdims=False, name=None):
         return op(input_tensor, axis, keepdims)
