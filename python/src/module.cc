@@ -59,11 +59,7 @@ NB_MODULE(_lockstep, m) {
   // Tells `lockstep launch` how this worker failed (an uncaught Python exception: lockstep/_failure.py): the
   // error's class name, as lockstep::error_kind_name spells it, and the task it blames, if any.
   m.def("_report_failure", [](const std::string& kind_name, const std::string& culprit) {
-    lockstep::FailureReport report{lockstep::ErrorKind::kOther, culprit};
-    for (char c : std::string("VINDRTUAPFBXME")) {
-      const auto kind = static_cast<lockstep::ErrorKind>(c);
-      if (kind_name == lockstep::error_kind_name(kind)) report.kind = kind;
-    }
+    lockstep::FailureReport report{lockstep::reportable_kind(kind_name).value_or(lockstep::ErrorKind::kError), culprit};
     lockstep::report_failure(report);
   });
   bind_tensor(m);

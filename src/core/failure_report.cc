@@ -61,6 +61,13 @@ std::string format_failure_report(const FailureReport& report) {
   return line;
 }
 
+std::optional<ErrorKind> reportable_kind(std::string_view name) {
+  const auto* known =
+      std::find_if(std::begin(kKinds), std::end(kKinds), [&](ErrorKind k) { return name == error_kind_name(k); });
+  if (known == std::end(kKinds)) return std::nullopt;
+  return *known;
+}
+
 std::optional<FailureReport> parse_failure_report(std::string_view text) {
   const std::string_view line = text.substr(0, text.find('\n'));
   const size_t space = line.find(' ');
@@ -68,10 +75,8 @@ std::optional<FailureReport> parse_failure_report(std::string_view text) {
   const std::string_view kind = line.substr(0, space), culprit = line.substr(space + 1);
   if (!kind.starts_with(kKind) || !culprit.starts_with(kCulprit)) return std::nullopt;
   FailureReport report;
-  const std::string_view name = kind.substr(kKind.size());
-  const auto* known =
-      std::find_if(std::begin(kKinds), std::end(kKinds), [&](ErrorKind k) { return name == error_kind_name(k); });
-  if (known == std::end(kKinds)) return std::nullopt;
+  const std::optional<ErrorKind> known = reportable_kind(kind.substr(kKind.size()));
+  if (!known) return std::nullopt;
   report.kind = *known;
   const std::string_view task = culprit.substr(kCulprit.size());
   if (task.empty() || task.find(' ') != std::string_view::npos) return std::nullopt;

@@ -24,6 +24,8 @@ struct FailureReport {
 std::string format_failure_report(const FailureReport& report);
 // The first report in `text`; nullopt when there is none or it is malformed.
 std::optional<FailureReport> parse_failure_report(std::string_view text);
+// The kind a report can name under `name` (error_kind_name's spelling: "ValueError", "NotFoundError"), if any.
+std::optional<ErrorKind> reportable_kind(std::string_view name);
 // The report for an exception: its kind and Error::culprit().
 FailureReport failure_report_of(const std::exception& e);
 // Sends the report to the launcher's pipe when this process has one (only the first report of a process is
