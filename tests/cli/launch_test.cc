@@ -228,8 +228,13 @@ TEST(LaunchCli, RestartsAreCountedInTheWorkersEnvironmentAndTheLastLine) {
   const TempDir temp("launch_restart_count");
   const fs::path& dir = temp.path;
   const std::string marker = (dir / "marker").string();
-  const std::string cmd = worker("echo restart-$LOCKSTEP_RESTART_COUNT; if [ $i = 1 ] && [ ! -e " + marker +
-                                 " ]; then touch " + marker + "; exit 4; fi");
+  const std::string said0 = (dir / "worker0-said").string();
+  // Worker 1 fails the first run only after worker 0 has said its line (waiting at most 10 s), or the launcher could
+  // stop worker 0 before it says anything.
+  const std::string cmd = worker("echo restart-$LOCKSTEP_RESTART_COUNT; [ $i = 0 ] && touch " + said0 +
+                                 "; if [ $i = 1 ] && [ ! -e " + marker + " ]; then n=0; while [ ! -e " + said0 +
+                                 " ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n+1)); done; touch " + marker +
+                                 "; exit 4; fi; true");
   // A value inherited from the launcher's own environment is replaced.
   Result r = run_lockstep("launch -n 2 --max-restarts 2 -- " + cmd, "LOCKSTEP_RESTART_COUNT=9", 60);
   EXPECT_EQ(r.code, 0) << r.err;
