@@ -10,7 +10,7 @@
 Writes build/bench-python.md and .json, and with --write the bench-python section of BENCHMARKS.md.
   build/venv/bin/python3 bench/python/run.py [--rounds N] [--quick] [--write]
 The data: Fashion-MNIST from Debian's dataset-fashion-mnist, also standing in for MNIST (not packaged, not
-downloadable here); TensorFlow's mnist.load_data is pointed at the same files by a sitecustomize shim.
+downloadable here); TensorFlow's mnist.load_data is pointed at the same files by bench/python/tf_datasets.
 """
 import argparse
 import json
@@ -18,6 +18,7 @@ import os
 import pathlib
 import platform
 import statistics
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,19 +33,9 @@ ENV = dict(os.environ, OMP_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIB
            PYTHONUNBUFFERED="1")
 ENV.pop("TF_CONFIG", None)
 
-SHIM = '''
-import numpy as np
-def _fashion_as_mnist(path="mnist.npz"):
-    import keras
-    return keras.datasets.fashion_mnist.load_data()
-try:
-    import keras.datasets.mnist as _m
-    _m.load_data = _fashion_as_mnist
-    import keras.src.datasets.mnist as _s
-    _s.load_data = _fashion_as_mnist
-except Exception:
-    pass
-'''
+# The tutorials are Keras 2 programs (metrics' reset_states, fit on PerReplica values): TensorFlow 2.21 runs them
+# with its legacy Keras package, tf_keras, as TensorFlow documents for Keras 2 code.
+TF_ENV = {"TF_USE_LEGACY_KERAS": "1"}
 
 
 def run(cmd, env, timeout):
@@ -86,7 +77,9 @@ def training_rows(rounds, steps):
     return rows
 
 
-def example_rows(quick):
+def example_rows(quick, rounds):
+    """Each seed program end to end under both frameworks, alternated, at each framework's default thread count
+    (what a user runs); then once each from the same start (same_start.py) for the accuracy comparison."""
     work = pathlib.Path(tempfile.mkdtemp(prefix="bench_python_"))
     datasets = work / "datasets"
     home = work / "home"
@@ -94,9 +87,7 @@ def example_rows(quick):
         d.mkdir(parents=True)
         for f in FASHION.glob("*-ubyte.gz"):
             (d / f.name).symlink_to(f)
-    shim = work / "shim"
-    shim.mkdir()
-    (shim / "sitecustomize.py").write_text(SHIM)
+    defaults = {k: v for k, v in ENV.items() if k != "OMP_NUM_THREADS"}
     settings = {"multi_worker_ctl.py": {}, "keras_multi_worker_notebook.py": {},
                 "mirrored_custom_training.py": {"EPOCHS": "2"}, "multi_worker_keras.py": {}}
     rows = {}
@@ -104,15 +95,36 @@ def example_rows(quick):
         if quick:
             extra = dict(extra, EPOCHS="1", STEPS_PER_EPOCH="10")
         row = {"settings": extra}
-        for lib, path in (("lockstep", ROOT / "examples/python" / name),
-                          ("tensorflow", ROOT / "examples/python/tensorflow" / name)):
-            env = dict(ENV, **extra, HOME=str(home), LOCKSTEP_DATASETS=str(datasets), PYTHONPATH=str(shim),
-                       OUTPUT_DIR=str(work / f"{lib}_{name}"))
-            r, seconds = run([PY, path], env, 1800)
+        programs = {"lockstep": ROOT / "examples/python" / name, "tensorflow": ROOT / "examples/python/tensorflow" / name}
+
+        def env(lib, output):
+            own = {"LOCKSTEP_DATASETS": str(datasets)} if lib == "lockstep" else dict(TF_ENV, PYTHONPATH=str(ROOT / "bench/python/tf_datasets"))
+            return dict(defaults, **extra, **own, HOME=str(home), OUTPUT_DIR=str(work / output))
+
+        def outcome(r):
             acc = [l for l in r.stdout.splitlines() if l.startswith("final accuracy:")]
-            row[lib] = {"seconds": seconds, "accuracy": float(acc[-1].split(":")[1]) if acc and r.returncode == 0 else None,
-                        "error": None if r.returncode == 0 else (r.stderr.strip().splitlines() or ["?"])[-1][:200]}
+            if r.returncode == 0 and acc:
+                return float(acc[-1].split(":")[1]), None
+            return None, (r.stderr.strip().splitlines() or ["?"])[-1][:200]
+
+        for lib in programs:
+            row[lib] = {"seconds": [], "accuracy": None, "error": None}
+        for round_ in range(rounds):
+            for lib, program in programs.items():
+                r, seconds = run([PY, program], env(lib, f"{lib}_{name}_{round_}"), 1800)
+                row[lib]["seconds"].append(seconds)
+                row[lib]["accuracy"], row[lib]["error"] = outcome(r)
+        weights = work / f"{name}.initial"
+        weights.mkdir()
+        for lib in ("tensorflow", "lockstep"):  # TensorFlow writes the initial weights, lockstep reads them
+            r, _ = run([PY, ROOT / "bench/python/same_start.py", lib, weights, programs[lib]],
+                       env(lib, f"{lib}_{name}_same"), 1800)
+            row[lib]["same_start_accuracy"], error = outcome(r)
+            row[lib]["error"] = row[lib]["error"] or error
+        for lib in programs:
+            row[lib]["seconds"] = statistics.median(row[lib]["seconds"])
         rows[name] = row
+    shutil.rmtree(work)
     return rows
 
 
@@ -131,14 +143,24 @@ def report(result):
                      ("lockstep_add_python_number", "`a + 1.0`"), ("tensorflow_add", "TensorFlow 2.21 eager `tf.add(a, b)`")):
         if k in o:
             lines.append(f"| {label} | {o[k]:.0f} |")
-    lines += ["", "| seed program (examples/python), end to end | settings | lockstep s | accuracy | TensorFlow 2.21 s "
-              "| accuracy | TF / lockstep time |", "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    lines += ["", f"Seed programs end to end (wall time of the whole process, median of {result['rounds']}; each framework at its "
+              "default thread count). TensorFlow runs them with Keras 2 (`TF_USE_LEGACY_KERAS=1`, tf_keras 2.21), "
+              "which the tutorials are written for. The accuracy columns are from one more run of each from the same start "
+              "(`bench/python/same_start.py`: TensorFlow's initial weights, no shuffle).", "",
+              "| seed program | settings | lockstep s | TensorFlow 2.21 s | TF / lockstep time | accuracy lockstep "
+              "| accuracy TF | same start: lockstep | same start: TF | difference |",
+              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for name, row in e.items():
         ls, tfr = row["lockstep"], row["tensorflow"]
-        acc = lambda r: f"{r['accuracy']:.4f}" if r["accuracy"] is not None else f"failed: {r['error']}"
-        ratio = f"{tfr['seconds'] / ls['seconds']:.2f}" if ls["accuracy"] is not None and tfr["accuracy"] is not None else "-"
+        if ls["error"] or tfr["error"]:
+            failed = "; ".join(f"{lib} failed: {row[lib]['error']}" for lib in ("lockstep", "tensorflow") if row[lib]["error"])
+            lines.append(f"| `{name}` | | | | | {failed} | | | | |")
+            continue
         settings = ", ".join(f"{k}={v}" for k, v in row["settings"].items()) or "the tutorial's"
-        lines.append(f"| `{name}` | {settings} | {ls['seconds']:.1f} | {acc(ls)} | {tfr['seconds']:.1f} | {acc(tfr)} | {ratio} |")
+        difference = abs(ls["same_start_accuracy"] - tfr["same_start_accuracy"])
+        lines.append(f"| `{name}` | {settings} | {ls['seconds']:.1f} | {tfr['seconds']:.1f} | "
+                     f"{tfr['seconds'] / ls['seconds']:.2f} | {ls['accuracy']:.4f} | {tfr['accuracy']:.4f} | "
+                     f"{ls['same_start_accuracy']:.4f} | {tfr['same_start_accuracy']:.4f} | {difference:.4f} |")
     lines += ["", END]
     return "\n".join(lines)
 
@@ -148,13 +170,17 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--write", action="store_true")
+    parser.add_argument("--examples-only", action="store_true", help="only the seed programs (no --write)")
     args = parser.parse_args()
     rounds = 1 if args.quick else args.rounds
     result = {"date": time.strftime("%Y-%m-%d"), "cpu": cpu(), "rounds": rounds, "python": platform.python_version()}
+    result["examples"] = example_rows(args.quick, rounds)
+    if args.examples_only:
+        print(json.dumps(result["examples"], indent=1))
+        return
     result["training"] = training_rows(rounds, "50" if args.quick else "300")
     r, _ = run([PY, ROOT / "bench/python/overhead.py", "--tf"], ENV, 600)
     result["overhead"] = last_json(r.stdout)
-    result["examples"] = example_rows(args.quick)
     text = report(result)
     (BUILD / "bench-python.json").write_text(json.dumps(result, indent=1))
     (BUILD / "bench-python.md").write_text(text + "\n")

@@ -1,6 +1,7 @@
 """The Python examples (examples/python: the seed tutorials written for lockstep) on one worker and on two under
-`lockstep launch`, a worker killed mid-epoch that the job survives bit for bit, and each example's TensorFlow form
-differing from it in the import line only."""
+`lockstep launch`, a worker killed mid-epoch that the job survives bit for bit, each example's TensorFlow form
+differing from it in the import line only, and each reaching TensorFlow's accuracy from the same start."""
+import importlib.util
 import os
 import pathlib
 import signal
@@ -68,6 +69,34 @@ def test_runs_on_one_worker(name, datasets, tmp_path):
     r = run([sys.executable, EXAMPLES / name], environment(datasets, tmp_path))
     assert r.returncode == 0, r.stderr[-4000:]
     assert 0.0 < final_accuracy(r.stdout) <= 1.0
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_reaches_tensorflows_accuracy_from_the_same_start(name, datasets, tmp_path):
+    """Both forms run under bench/python/same_start.py: TensorFlow's initial weights, no shuffle. What remains
+    between the two accuracies is the frameworks' arithmetic (mirrored_custom_training.py trains a whole epoch)."""
+    missing = [m for m in ("tensorflow", "tf_keras") if importlib.util.find_spec(m) is None]
+    if missing:
+        unavailable = REPO / "build" / "venv" / "UNAVAILABLE"
+        reason = unavailable.read_text().strip() if unavailable.exists() else f"{', '.join(missing)} not in this venv"
+        pytest.skip(f"TensorFlow agreement test skipped: {reason}")
+    home = tmp_path / "home"
+    keras_cache = home / ".keras" / "datasets" / "fashion-mnist"
+    keras_cache.mkdir(parents=True)
+    for f in FASHION.glob("*-ubyte.gz"):
+        (keras_cache / f.name).symlink_to(f)
+    weights = tmp_path / "initial"
+    weights.mkdir()
+    accuracy = {}
+    for lib, program in (("tensorflow", EXAMPLES / "tensorflow" / name), ("lockstep", EXAMPLES / name)):
+        env = environment(datasets, tmp_path / lib, STEPS_PER_EPOCH="20", HOME=str(home), TF_USE_LEGACY_KERAS="1",
+                          TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="-1",
+                          PYTHONPATH=str(REPO / "bench" / "python" / "tf_datasets"))
+        r = run([sys.executable, REPO / "bench" / "python" / "same_start.py", lib, weights, program], env)
+        assert r.returncode == 0, r.stderr[-4000:]
+        accuracy[lib] = final_accuracy(r.stdout)
+    assert list(weights.iterdir()), "no model's initial weights were shared"
+    assert abs(accuracy["lockstep"] - accuracy["tensorflow"]) <= 0.01, accuracy
 
 
 @pytest.mark.parametrize("name", ["multi_worker_ctl.py", "keras_multi_worker_notebook.py", "multi_worker_keras.py"])
