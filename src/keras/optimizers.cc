@@ -285,23 +285,32 @@ class RMSpropOptimizer : public RuleOptimizer<RMSpropOptimizer> {
     return names;
   }
   template <typename T>
-  void run(T* __restrict w, const T* __restrict g, T* const* s, int64_t n, const Step& st) const {
+  void run(T* w, const T* g, T* const* s, int64_t n, const Step& st) const {
+    const bool with_momentum = o_.momentum > 0;
+    T* m = with_momentum ? s[1] : nullptr;
+    T* a = o_.centered ? s[with_momentum ? 2 : 1] : nullptr;
+    // One loop per variant, without branches inside, so that each vectorises (with them the plain variant ran a
+    // scalar sqrt and division per weight: 4 ms a step for the tutorial CNN's 2.8M weights).
+    if (a && m) return rule<true, true>(w, g, s[0], m, a, n, st);
+    if (a) return rule<true, false>(w, g, s[0], m, a, n, st);
+    if (m) return rule<false, true>(w, g, s[0], m, a, n, st);
+    rule<false, false>(w, g, s[0], m, a, n, st);
+  }
+  template <bool kCentered, bool kMomentum, typename T>
+  void rule(T* __restrict w, const T* __restrict g, T* __restrict v, T* __restrict m, T* __restrict a, int64_t n,
+            const Step& st) const {
     const T lr = static_cast<T>(st.learning_rate), rho = static_cast<T>(o_.rho),
             one_minus_rho = static_cast<T>(1 - o_.rho), eps = static_cast<T>(o_.epsilon),
             mu = static_cast<T>(o_.momentum);
-    const bool with_momentum = o_.momentum > 0;
-    T* __restrict v = s[0];
-    T* __restrict m = with_momentum ? s[1] : nullptr;
-    T* __restrict a = o_.centered ? s[with_momentum ? 2 : 1] : nullptr;
     for (int64_t i = 0; i < n; ++i) {
       v[i] = rho * v[i] + one_minus_rho * g[i] * g[i];
       T denominator = v[i] + eps;
-      if (a) {
+      if constexpr (kCentered) {
         a[i] = rho * a[i] + one_minus_rho * g[i];
         denominator = v[i] - a[i] * a[i] + eps;
       }
       const T increment = lr * g[i] / std::sqrt(denominator);
-      if (m) {
+      if constexpr (kMomentum) {
         m[i] = mu * m[i] + increment;
         w[i] -= m[i];
       } else {
