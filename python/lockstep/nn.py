@@ -73,7 +73,7 @@ def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):
 
 
 def l2_loss(t, name=None):
-    return _ops.multiply(_ops.reduce_sum(_ops.square(t)), 0.5)
+    return _ops.l2_loss(t)
 
 
 def bias_add(value, bias, data_format=None, name=None):

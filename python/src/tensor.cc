@@ -380,6 +380,7 @@ void bind_tensor(nb::module_& m) {
   ops.def("sigmoid", &unary<sigmoid>);
   ops.def("tanh", &unary<tanh>);
   ops.def("relu", &unary<nn::relu>);
+  ops.def("l2_loss", &unary<nn::l2_loss>);
   ops.def("stop_gradient", &unary<stop_gradient>);
   ops.def("identity", [](nb::handle a) { return to_tensor(a); });
   ops.def("add_n", [](std::vector<nb::object> xs) {

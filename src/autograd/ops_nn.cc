@@ -20,6 +20,11 @@ Tensor relu(const Tensor& x) {
   });
 }
 
+Tensor l2_loss(const Tensor& x) {
+  Tensor y = raw_ops::binary(raw_ops::BinaryOp::div, raw_ops::sum_of_squares(x), scalar(2, x.dtype()));
+  return recorded(y, {&x}, [x](const Tensor& dy, auto&) { return Grads{multiply(x, dy)}; });
+}
+
 Tensor sigmoid(const Tensor& x) { return lockstep::sigmoid(x); }
 Tensor tanh(const Tensor& x) { return lockstep::tanh(x); }
 

@@ -14,7 +14,7 @@ class L1L2Regularizer : public Regularizer {
   Tensor operator()(const Tensor& w) const override {
     Tensor penalty = zeros({}, w.dtype());
     if (l1_ > 0) penalty = penalty + reduce_sum(abs(w)) * l1_;
-    if (l2_ > 0) penalty = penalty + reduce_sum(square(w)) * l2_;
+    if (l2_ > 0) penalty = penalty + nn::l2_loss(w) * (2 * l2_);  // = l2 * sum(w ** 2), in one pass over w
     return penalty;
   }
   nlohmann::json get_config() const override {

@@ -29,7 +29,7 @@ Tensor reduce(cpu::Reduce op, const Tensor& x, const std::vector<int64_t>& axes,
   for (int64_t d = 0; d < x.rank(); ++d)
     if (std::find(reduced.begin(), reduced.end(), d) == reduced.end()) squeezed.push_back(kept_dims[static_cast<size_t>(d)]);
   Shape kept(kept_dims);
-  LS_CHECK(op == cpu::Reduce::sum || x.numel() > 0, InvalidArgumentError,
+  LS_CHECK(op == cpu::Reduce::sum || op == cpu::Reduce::sum_of_squares || x.numel() > 0, InvalidArgumentError,
            "max/min over an empty tensor of shape ", x.shape().str(), " has no value");
   std::vector<int64_t> out_strides = kept.strides();
   for (int64_t a : reduced) out_strides[static_cast<size_t>(a)] = 0;
@@ -42,6 +42,10 @@ Tensor reduce(cpu::Reduce op, const Tensor& x, const std::vector<int64_t>& axes,
 
 Tensor sum(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
   return reduce(cpu::Reduce::sum, x, axes, keepdims);
+}
+
+Tensor sum_of_squares(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
+  return reduce(cpu::Reduce::sum_of_squares, x, axes, keepdims);
 }
 
 Tensor max(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {

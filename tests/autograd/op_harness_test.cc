@@ -296,6 +296,15 @@ std::vector<Row> rows() {
       }
   r.push_back({"reduce_sum_long", {{{300, 257}}}, [](const Inputs& x) { return reduce_sum(x[0], {0}); },
                [](const Inputs& x) { return ref_reduce(x[0], {0}, false, "sum"); }});
+  // Long rows summed along their contiguous axis (the partial sums' path, with a tail of 1001 % 8 elements).
+  r.push_back({"reduce_sum_long_rows", {{{3, 1001}}}, [](const Inputs& x) { return reduce_sum(x[0], {-1}); },
+               [](const Inputs& x) { return ref_reduce(x[0], {-1}, false, "sum"); }});
+  r.push_back({"l2_loss", {{{7, 13}}}, [](const Inputs& x) { return nn::l2_loss(x[0]); },
+               [](const Inputs& x) {
+                 double total = 0;
+                 for (double v : x[0].to_vector<double>()) total += v * v / 2;
+                 return from_vector(std::vector<double>{total}, Shape{});
+               }});
   r.push_back({"argmax", {{{4, 6, 3}}}, [](const Inputs& x) { return cast(argmax(x[0], 1), DType::float64); },
                [](const Inputs& x) {
                  auto v = x[0].to_vector<double>();

@@ -83,6 +83,8 @@ Tensor max_pool2d(const Tensor& x, const Pool2dOptions& options = {});
 Tensor avg_pool2d(const Tensor& x, const Pool2dOptions& options = {});
 // Per-example loss [N] from integer labels [N] and logits [N, C] (tf.nn.sparse_softmax_cross_entropy_with_logits).
 Tensor sparse_softmax_cross_entropy_with_logits(const Tensor& labels, const Tensor& logits);
+// sum(x ** 2) / 2 over all of x, a scalar (tf.nn.l2_loss), in one pass over x.
+Tensor l2_loss(const Tensor& x);
 // NHWC images [N, H, W, C] enlarged to [N, H * height_factor, W * width_factor, C] (Keras' backend resize_images,
 // UpSampling2D's op): "nearest" repeats each pixel, "bilinear" interpolates as tf.image.resize does (half-pixel
 // centers). Composed of differentiable ops.

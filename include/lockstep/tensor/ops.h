@@ -49,6 +49,8 @@ Tensor cast(const Tensor& x, DType dtype);
 // The axes normalised to [0, rank), sorted and unique; empty means all.
 std::vector<int64_t> normalize_axes(const Shape& shape, const std::vector<int64_t>& axes);
 Tensor sum(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdims = false);
+// sum(x * x) in one pass, each square rounded as x * x is.
+Tensor sum_of_squares(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdims = false);
 Tensor mean(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdims = false);
 Tensor max(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdims = false);
 Tensor min(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdims = false);

@@ -14,7 +14,9 @@ namespace lockstep::kernels::cpu {
 enum class Binary { add, sub, mul, div, pow, maximum, minimum, relu_grad, equal, not_equal, less, less_equal, greater,
                     greater_equal, logical_and, logical_or };
 enum class Unary { neg, exp, log, sqrt, rsqrt, square, abs, sign, relu, sigmoid, tanh, logical_not };
-enum class Reduce { sum, max, min };
+// sum_of_squares adds x * x, each product rounded in x's type as square() rounds it (tf.nn.l2_loss's reduction,
+// without a squared copy of x).
+enum class Reduce { sum, max, min, sum_of_squares };
 
 bool is_comparison(Binary op);  // comparisons and logical ops produce bool
 
