@@ -4,6 +4,7 @@
 #pragma once
 #include <nanobind/nanobind.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -13,6 +14,24 @@
 namespace lockstep::python {
 
 namespace nb = nanobind;
+
+// A reference to a Python object that C++ may copy and drop on any thread, with or without the GIL: the last owner
+// drops it holding the GIL, and once the interpreter is finalizing leaks it rather than touch it.
+class PyRef {
+ public:
+  PyRef() = default;
+  explicit PyRef(nb::handle h)
+      : obj_(h.inc_ref().ptr(), [](PyObject* p) {
+          if (!Py_IsInitialized() || _Py_IsFinalizing()) return;
+          nb::gil_scoped_acquire gil;
+          Py_DECREF(p);
+        }) {}
+  nb::handle get() const { return obj_.get(); }
+  explicit operator bool() const { return obj_ != nullptr; }
+
+ private:
+  std::shared_ptr<PyObject> obj_;
+};
 
 // The dtype a Python value names: a lockstep.DType, the module's DType enum, a name ("float32") or a NumPy dtype.
 DType to_dtype(nb::handle value);

@@ -38,17 +38,6 @@ using data::ItemIterator;
 using data::NodePtr;
 using nlohmann::json;
 
-// A Python object owned by the C++ pipeline, which may drop it on any thread, with or without the GIL; once the
-// interpreter is finalizing it is leaked rather than touched.
-using PyRef = std::shared_ptr<PyObject>;
-PyRef keep(nb::handle h) {
-  return PyRef(h.inc_ref().ptr(), [](PyObject* p) {
-    if (!Py_IsInitialized() || _Py_IsFinalizing()) return;
-    nb::gil_scoped_acquire gil;
-    Py_DECREF(p);
-  });
-}
-
 nb::tuple slots_of(const Element& e) {
   nb::list out;
   for (const Tensor* t : {&e.x, &e.y, &e.sample_weight})
@@ -538,8 +527,8 @@ class GeneratorIterator final : public ItemIterator {
   explicit GeneratorIterator(const GeneratorNode& node) : node_(node) {}
   std::optional<Item> next() override {
     nb::gil_scoped_acquire gil;
-    if (!it_) it_ = keep(nb::handle(node_.make_.get())());
-    PyObject* slots = PyIter_Next(it_.get());
+    if (!it_) it_ = PyRef(node_.make_.get()());
+    PyObject* slots = PyIter_Next(it_.get().ptr());
     if (!slots) {
       if (PyErr_Occurred()) throw nb::python_error();
       return std::nullopt;
@@ -553,7 +542,7 @@ class GeneratorIterator final : public ItemIterator {
     const int64_t count = state.at("count").get<int64_t>();
     {
       nb::gil_scoped_acquire gil;
-      it_ = keep(nb::handle(node_.make_.get())());
+      it_ = PyRef(node_.make_.get()());
     }
     count_ = 0;
     for (int64_t i = 0; i < count; ++i)
@@ -724,7 +713,7 @@ void bind_dataset(nb::module_& m) {
           },
           nb::arg("file_pattern"), nb::arg("batch_size"), nb::arg("options"))
       .def_static("from_generator",
-                  [](nb::handle make) { return Dataset(std::make_shared<GeneratorNode>(keep(make))); })
+                  [](nb::handle make) { return Dataset(std::make_shared<GeneratorNode>(PyRef(make))); })
       .def_static("range", &Dataset::range, nb::arg("start"), nb::arg("stop"), nb::arg("step") = 1)
       .def_static(
           "TFRecordDataset",
@@ -743,11 +732,11 @@ void bind_dataset(nb::module_& m) {
             for (const Dataset& d : datasets) inputs.push_back(d.node_ptr());
             Combine fn = concatenate_slots;
             if (!combine.is_none())
-              fn = [f = keep(combine)](const std::vector<Element>& parts) {
+              fn = [f = PyRef(combine)](const std::vector<Element>& parts) {
                 nb::gil_scoped_acquire gil;
                 nb::list py;
                 for (const Element& e : parts) py.append(slots_of(e));
-                return element_from_python(nb::handle(f.get())(py));
+                return element_from_python(f.get()(py));
               };
             return Dataset(std::make_shared<ZipNode>(std::move(inputs), std::move(fn)), datasets[0].options());
           },
@@ -786,16 +775,16 @@ void bind_dataset(nb::module_& m) {
       // fn(slots) -> slots, called by whichever thread runs the pipeline.
       .def("map",
            [](const Dataset& d, nb::handle fn) {
-             return d.map([f = keep(fn)](const Element& e) {
+             return d.map([f = PyRef(fn)](const Element& e) {
                nb::gil_scoped_acquire gil;
-               return element_from_python(nb::handle(f.get())(slots_of(e)));
+               return element_from_python(f.get()(slots_of(e)));
              });
            })
       .def("filter",
            [](const Dataset& d, nb::handle predicate) {
-             return d.filter([f = keep(predicate)](const Element& e) {
+             return d.filter([f = PyRef(predicate)](const Element& e) {
                nb::gil_scoped_acquire gil;
-               return nb::cast<bool>(nb::handle(f.get())(slots_of(e)));
+               return nb::cast<bool>(f.get()(slots_of(e)));
              });
            })
       .def("concatenate",
@@ -805,9 +794,9 @@ void bind_dataset(nb::module_& m) {
       // fn(slots) -> the C++ Dataset to take elements from.
       .def("interleave",
            [](const Dataset& d, nb::handle fn, int64_t cycle_length, int64_t block_length) {
-             DatasetFn made = [f = keep(fn)](const Element& e) {
+             DatasetFn made = [f = PyRef(fn)](const Element& e) {
                nb::gil_scoped_acquire gil;
-               return nb::cast<Dataset>(nb::handle(f.get())(slots_of(e)));
+               return nb::cast<Dataset>(f.get()(slots_of(e)));
              };
              return Dataset(std::make_shared<InterleaveNode>(d.node_ptr(), std::move(made), cycle_length, block_length),
                             d.options());

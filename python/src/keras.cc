@@ -37,21 +37,6 @@ namespace kls = keras::losses;
 namespace ko = keras::optimizers;
 namespace kc = keras::callbacks;
 
-// A reference to a Python object that C++ may copy and drop on any thread: the last owner drops it with the GIL.
-class PyRef {
- public:
-  explicit PyRef(nb::handle h)
-      : obj_(h.inc_ref().ptr(), [](PyObject* p) {
-          if (!Py_IsInitialized()) return;  // the interpreter is gone, and the object with it
-          nb::gil_scoped_acquire gil;
-          Py_DECREF(p);
-        }) {}
-  nb::handle get() const { return obj_.get(); }
-
- private:
-  std::shared_ptr<PyObject> obj_;
-};
-
 // Python's sys.stdout and C's stdout buffer separately: flushing one before the other writes keeps the progress bar
 // (printed by C++) and a program's print() output in the order they happened, also when piped to a file.
 void flush_python_stdout() {
@@ -254,20 +239,27 @@ void bind_callbacks(nb::module_& k) {
 
 // ---- layers ----
 
-// A Python model with its own call() (a tf.keras.Model subclass) as the one layer of a C++ Sequential model, so
-// that compile/fit/evaluate/predict and the callbacks run it in the C++ loop. It holds the Python object weakly
-// (the object owns this layer's model); its weights and regularization losses are the Python model's.
-class KerasPyModelLayer : public keras::Layer {
+// A layer written in Python as a C++ layer, in one of two places:
+// - a Python model with its own call() (a tf.keras.Model subclass) as the one layer of a C++ Sequential model, so
+//   that compile/fit/evaluate/predict and the callbacks run it in the C++ loop. It holds the object weakly (the
+//   object owns that C++ model) and builds it for the data's shape.
+// - a Python layer or model called on symbolic tensors: a node of a functional model, which is what keeps it (held
+//   strongly). Its first symbolic call builds it for all its inputs' shapes (_output_shape_for).
+// Either way its weights and losses (regularization, add_loss) are the Python object's, and calls run its Python
+// code holding the GIL, recorded on the tape by the ops it calls.
+class PythonLayer : public keras::Layer {
  public:
-  KerasPyModelLayer(nb::handle model, const std::string& name)
-      : Layer("PythonModel", name), ref_(nb::steal(PyWeakref_NewRef(model.ptr(), nullptr))) {}
-  keras::LayerPtr clone() const override { return std::make_shared<KerasPyModelLayer>(*this); }
+  PythonLayer(nb::handle obj, const std::string& class_name, const std::string& name, bool wrapped_model)
+      : Layer(class_name, name),
+        ref_(wrapped_model ? nb::steal(PyWeakref_NewRef(obj.ptr(), nullptr)) : nb::borrow(obj)),
+        wrapped_model_(wrapped_model) {}
+  keras::LayerPtr clone() const override { return std::make_shared<PythonLayer>(*this); }
 
-  // The Python model's variables. Replica threads read the list while others ask again, so it is replaced only
-  // when the Python model's list has changed (its layers are built once; then never).
+  // The Python object's variables. Replica threads read the list while others ask again, so it is replaced only
+  // when the Python list has changed (its layers are built once; then never).
   const std::vector<Variable>& weights() const override {
     nb::gil_scoped_acquire gil;
-    std::vector<Variable> now = nb::cast<std::vector<Variable>>(model().attr("weights"));
+    std::vector<Variable> now = nb::cast<std::vector<Variable>>(object().attr("weights"));
     std::lock_guard lock(*mutex_);
     const bool same = now.size() == weights_->size() &&
                       std::equal(now.begin(), now.end(), weights_->begin(),
@@ -278,43 +270,62 @@ class KerasPyModelLayer : public keras::Layer {
   std::vector<Tensor> losses() const override {
     nb::gil_scoped_acquire gil;
     std::vector<Tensor> out;
-    for (nb::handle t : model().attr("losses")) out.push_back(to_tensor(t));
+    for (nb::handle t : object().attr("losses")) out.push_back(to_tensor(t));
     return out;
   }
   Shape compute_output_shape(const Shape& input_shape) const override {
-    std::vector<int64_t> dims{1};
-    dims.insert(dims.end(), input_shape.dims().begin(), input_shape.dims().end());
     nb::gil_scoped_acquire gil;
-    Tensor out = to_tensor(model()(zeros(Shape(dims), DType::float32)));
-    return Shape(std::vector<int64_t>(out.shape().dims().begin() + 1, out.shape().dims().end()));
+    return output_shape(with_batch(input_shape));
+  }
+  // (A functional model's node asks this also for a call on one tensor: that is a call on one tensor here.)
+  Shape compute_output_shape_list(const std::vector<Shape>& input_shapes) const override {
+    if (input_shapes.size() == 1) return compute_output_shape(input_shapes[0]);
+    nb::gil_scoped_acquire gil;
+    nb::list shapes;
+    for (const Shape& s : input_shapes) shapes.append(with_batch(s));
+    return output_shape(shapes);
   }
   nlohmann::json get_config() const override {
-    throw ValueError(make_message("model \"", name(),
-                                  "\" is a Python subclass of tf.keras.Model: its config cannot "
-                                  "be saved; use save_weights"));
+    throw ValueError(make_message("\"", name(), "\" is a Python subclass (", class_name(),
+                                  "): lockstep cannot save its config in a model file; use save_weights"));
   }
 
  protected:
   void build(const Shape& input_shape) override {
+    if (!wrapped_model_) return;  // a node's layer is built by its first symbolic call, for all its inputs
     nb::gil_scoped_acquire gil;
-    nb::list shape;
-    shape.append(nb::none());
-    for (int64_t d : input_shape.dims()) shape.append(d);
-    model().attr("build")(nb::tuple(shape));
+    object().attr("build")(with_batch(input_shape));
     weights();  // filled while the build holds the other replicas back
   }
   Tensor call(const Tensor& x, bool training) override {
     nb::gil_scoped_acquire gil;
-    return to_tensor(model()(x, nb::arg("training") = training));
+    return to_tensor(object()(x, nb::arg("training") = training));
+  }
+  Tensor call_list(const std::vector<Tensor>& xs, bool training) override {
+    nb::gil_scoped_acquire gil;
+    nb::list inputs;
+    for (const Tensor& x : xs) inputs.append(nb::cast(x));
+    return to_tensor(object()(inputs, nb::arg("training") = training));
   }
 
  private:
-  nb::object model() const {
+  static nb::tuple with_batch(const Shape& shape) {
+    nb::list dims;
+    dims.append(nb::none());
+    for (int64_t d : shape.dims()) dims.append(d < 0 ? nb::none() : nb::int_(d));
+    return nb::tuple(dims);
+  }
+  Shape output_shape(nb::handle input_shape) const {
+    return Shape(nb::cast<std::vector<int64_t>>(object().attr("_output_shape_for")(input_shape)));
+  }
+  nb::object object() const {
+    if (!wrapped_model_) return nb::borrow(ref_.get());
     nb::handle obj(PyWeakref_GetObject(ref_.get().ptr()));
     LS_CHECK(!obj.is_none(), RuntimeError, "the Python model of layer '", name(), "' no longer exists");
     return nb::borrow(obj);
   }
   PyRef ref_;
+  bool wrapped_model_;
   std::shared_ptr<std::vector<Variable>> weights_ = std::make_shared<std::vector<Variable>>();
   std::shared_ptr<std::mutex> mutex_ = std::make_shared<std::mutex>();
 };
@@ -365,8 +376,10 @@ void bind_layers(nb::module_& k) {
   nb::module_ layers = k.def_submodule("layers");
   layers.def("names", [] { return kl::registry().names(); });
   layers.def("python_model", [](nb::handle model, const std::string& name) -> keras::LayerPtr {
-    return std::make_shared<KerasPyModelLayer>(model, name);
+    return std::make_shared<PythonLayer>(model, "PythonModel", name, true);
   });
+  layers.def("python_layer", [](nb::handle layer, const std::string& class_name, const std::string& name)
+                                 -> keras::LayerPtr { return std::make_shared<PythonLayer>(layer, class_name, name, false); });
   layers.def("from_config", [](const std::string& class_name, const std::string& config) {
     return kl::from_config({{"class_name", class_name}, {"config", json::parse(config)}});
   });

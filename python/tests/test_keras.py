@@ -394,12 +394,6 @@ def test_fit_before_compile_and_bad_identifiers(tf):
 def test_what_lockstep_lacks_says_so(tf):
     with pytest.raises(NotImplementedError, match="tf.keras.layers.LSTM is not implemented by lockstep"):
         tf.keras.layers.LSTM(4)
-    class Custom(tf.keras.layers.Layer):
-        def call(self, x):
-            return x
-
-    with pytest.raises(NotImplementedError, match="symbolic"):
-        Custom()(tf.keras.Input(shape=(2,)))
 
 
 # ---- agreement with TensorFlow's Keras ----
@@ -457,8 +451,7 @@ def test_clone_model_input_output_and_symbolic_operators(tf):
     clone = tf.keras.models.clone_model(model)
     assert clone.count_params() == model.count_params()
     assert not np.array_equal(clone.get_weights()[0], model.get_weights()[0])
-    with pytest.raises(NotImplementedError, match="symbolic tensors"):
-        inputs / 255.0
+    assert (inputs / 255.0).shape == (None, 3)  # an operator layer (test_keras_subclass)
     with pytest.raises(NotImplementedError, match="symbolic tensors"):
         tf.reduce_sum(inputs)
 

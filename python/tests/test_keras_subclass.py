@@ -157,3 +157,85 @@ def test_variables_and_layers_held_in_attributes_lists_and_dicts_are_tracked(tf)
     model(np.ones((1, 3), np.float32))
     assert len(model.trainable_variables) == 7 and model.trainable_variables[0].name == "scale:0"
     assert len(model.layers) == 3
+
+
+def make_functional(tf):
+    """A functional model holding a Python layer with weights, a Python layer that adds an activity loss, a layer
+    taking two inputs, and a model used as a layer."""
+    Linear, _ = make_classes(tf)
+
+    class ActivityPenalty(tf.keras.layers.Layer):
+        def call(self, x):
+            self.add_loss(1e-2 * tf.reduce_sum(tf.square(x)))
+            return x
+
+    class Gate(tf.keras.layers.Layer):
+        def call(self, inputs):
+            a, b = inputs
+            return a * tf.nn.sigmoid(b)
+
+    inputs = tf.keras.Input(shape=(4, 4))
+    flat = tf.keras.layers.Flatten()(inputs)
+    hidden = ActivityPenalty()(Linear(8)(flat))
+    gated = Gate()([hidden, tf.keras.layers.Dense(8)(flat)])
+    head = tf.keras.Sequential([tf.keras.Input(shape=(8,)), tf.keras.layers.Dense(3)])
+    return tf.keras.Model(inputs, head(gated))
+
+
+def test_python_layers_and_models_are_layers_of_a_functional_model(tf, tmp_path):
+    tf.keras.utils.set_random_seed(2)
+    model = make_functional(tf)
+    x, y = data()
+    assert model.output_shape == (None, 3)
+    assert sorted(type(l).__name__ for l in model.layers) == ["ActivityPenalty", "Dense", "Flatten", "Gate",
+                                                              "InputLayer", "Linear", "Sequential"]
+    assert sorted(tuple(v.shape) for v in model.trainable_variables) == [(3,), (8,), (8,), (8, 3), (16, 8), (16, 8)]
+    model(x)
+    assert len(model.losses) == 2  # Linear's L2 penalty and the activity penalty of this call
+    model.compile(optimizer=tf.keras.optimizers.SGD(learning_rate=0.1),
+                  loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    before = model.get_weights()
+    history = model.fit(x, y, epochs=4, batch_size=8, verbose=0)
+    assert history.history["loss"][-1] < history.history["loss"][0]
+    assert all(not np.array_equal(a, b) for a, b in zip(before, model.get_weights()))
+    # The loss fit reports is the data loss plus every penalty.
+    plain = float(tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True)(y, model(x)))
+    evaluated = model.evaluate(x, y, batch_size=len(x), verbose=0)
+    np.testing.assert_allclose(evaluated, plain + float(tf.add_n(model.losses)), rtol=1e-5)
+    model.save_weights(str(tmp_path / "functional.weights.h5"))
+    with pytest.raises(ValueError, match=r"Python subclass \(Linear\).*save_weights"):
+        model.save(str(tmp_path / "functional.keras"))
+
+
+def test_functional_model_with_python_layers_agrees_with_tensorflow(tf):
+    real = tensorflow_or_skip()
+    ours, theirs = make_functional(tf), make_functional(real)
+    assert [type(l).__name__ for l in ours.layers] == [type(l).__name__ for l in theirs.layers]
+    theirs.set_weights(ours.get_weights())
+    x, _ = data(6)
+    np.testing.assert_allclose(ours(x).numpy(), np.asarray(theirs(x)), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(sorted(float(l) for l in ours.losses), sorted(float(l) for l in theirs.losses),
+                               rtol=1e-5)
+
+
+def make_with_operators(tf):
+    inputs = tf.keras.Input(shape=(4, 4))
+    scaled = inputs / 255.0
+    first, rest = scaled[:, 0], scaled[:, 1:]
+    mixed = tf.keras.layers.Flatten()(rest) * 2.0 - 1.0
+    hidden = tf.keras.layers.Dense(4)(mixed)
+    return tf.keras.Model(inputs, tf.keras.layers.Dense(3)(-(hidden + first) ** 2))
+
+
+def test_operators_on_symbolic_tensors_become_layers_that_agree_with_tensorflow(tf):
+    ours = make_with_operators(tf)
+    assert ours.output_shape == (None, 3)
+    assert "TFOpLambda" in [type(l).__name__ for l in ours.layers]
+    x, y = data()
+    x = x * 255
+    ours.compile(optimizer="sgd", loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    ours.fit(x, y, epochs=1, verbose=0)
+    real = tensorflow_or_skip()
+    theirs = make_with_operators(real)
+    theirs.set_weights(ours.get_weights())
+    np.testing.assert_allclose(ours(x).numpy(), np.asarray(theirs(x)), rtol=1e-5, atol=1e-6)

@@ -3,6 +3,7 @@ made by turning its arguments into the Keras config the C++ registry reads (so o
 layer), and is called eagerly on tensors or symbolically on KerasTensors to build a functional Model."""
 import inspect
 import json
+import operator
 
 import numpy as _np
 
@@ -90,16 +91,30 @@ class KerasTensor:
     def __repr__(self):
         return f"<KerasTensor shape={tuple(self.shape)}, dtype={self.dtype.name}>"
 
-    def _operator(self, *args):
-        raise NotImplementedError("operators and tf.* functions on symbolic tensors (Keras' automatic op layers) "
-                                  "are not implemented by lockstep (see docs/python.md): use layers such as "
-                                  "Rescaling, Add or Concatenate, or a subclassed model")
+    def _as_tensor(self, *args):
+        raise NotImplementedError("tf.* functions on symbolic tensors (Keras' automatic op layers) are not "
+                                  "implemented by lockstep (see docs/python.md): use operators (x / 255, a + b, "
+                                  "x[:, 0]), layers such as Concatenate, a Lambda layer or a subclassed model")
+
+    __array__ = _lockstep_tensor_ = _as_tensor
 
 
-for _op in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
-            "__pow__", "__matmul__", "__neg__", "__getitem__", "__array__", "_lockstep_tensor_"):
-    setattr(KerasTensor, _op, KerasTensor._operator)
-del _op
+def _operator(function, reflected=False):
+    """An operator on symbolic tensors, as Keras' op layers: a TFOpLambda layer of the model applies it to the
+    tensors when the model runs."""
+    def apply(*operands):
+        operands = operands[::-1] if reflected else operands
+        return TFOpLambda(function, operands)._apply_to([o for o in operands if isinstance(o, KerasTensor)])
+    return apply
+
+
+for _name, _function in (("add", operator.add), ("sub", operator.sub), ("mul", operator.mul),
+                         ("truediv", operator.truediv), ("pow", operator.pow), ("matmul", operator.matmul)):
+    setattr(KerasTensor, f"__{_name}__", _operator(_function))
+    setattr(KerasTensor, f"__r{_name}__", _operator(_function, reflected=True))
+KerasTensor.__neg__ = _operator(operator.neg)
+KerasTensor.__getitem__ = _operator(operator.getitem)
+del _name, _function
 
 
 class Layer:
@@ -143,15 +158,62 @@ class Layer:
 
     def __call__(self, inputs, *args, training=None, mask=None, **kwargs):
         if _symbolic(inputs):
-            raise NotImplementedError(f"calling the Python layer {type(self).__name__} on symbolic tensors (in a "
-                                      "functional model) is not implemented by lockstep; call it on tensors")
+            if args or kwargs:
+                raise NotImplementedError(f"calling the Python layer {type(self).__name__} on symbolic tensors with "
+                                          "arguments other than the inputs and training is not implemented by lockstep")
+            return self._symbolic_call(inputs)
         if not self.built:
             shape = getattr(inputs, "shape", None)
-            self.build(TensorShape(shape) if shape is not None else None)
+            if isinstance(inputs, (list, tuple)):
+                shape = [TensorShape(getattr(i, "shape", None)) for i in inputs]
+            self.build(TensorShape(shape) if shape is not None and not isinstance(shape, list) else shape)
             self.built = True
+        object.__setattr__(self, "_call_losses", [])  # add_loss keeps the losses of the latest call, as Keras
         if training is not None and "training" in inspect.signature(self.call).parameters:
             kwargs["training"] = training
         return self.call(inputs, *args, **kwargs)
+
+    def _symbolic_call(self, inputs):
+        """A call on symbolic tensors: this object becomes a node of the functional model (a C++ layer that runs
+        its Python call), built on the first call for the inputs' shapes; a second call shares its weights."""
+        node = self.__dict__.get("_node")
+        if node is None:
+            node = _k.layers.python_layer(self, type(self).__name__, self.name)
+            _serial.remember(self, node)
+            object.__setattr__(self, "_node", node)
+        if isinstance(inputs, KerasTensor):
+            return KerasTensor(node.call_symbolic(inputs._cpp))
+        return KerasTensor(node.call_symbolic_list([i._cpp for i in inputs]))
+
+    def _output_shape_for(self, input_shape):
+        """For a symbolic call on inputs of input_shape ((None, ...), or a list of them): builds the layer, and
+        gives the output's shape without the batch axis (-1 where unknown) from compute_output_shape when the
+        subclass defines it, else from a call on zeros (a batch of one, training=False)."""
+        shapes = [TensorShape(s) for s in input_shape] if isinstance(input_shape, list) else TensorShape(input_shape)
+        if not self.built:
+            self.build(shapes)
+            self.built = True
+        if type(self).compute_output_shape is not Layer.compute_output_shape:
+            out = TensorShape(self.compute_output_shape(shapes))
+        else:
+            zeros = lambda s: _np.zeros([1 if d is None else d for d in s], _np.float32)
+            probe = [zeros(s) for s in shapes] if isinstance(shapes, list) else zeros(shapes)
+            result = self(probe, training=False)
+            if isinstance(result, (list, tuple, dict)):
+                raise NotImplementedError(f"the Python layer {type(self).__name__} returns several tensors: a "
+                                          "functional model's Python layers must return one tensor in lockstep")
+            out = TensorShape(result.shape)
+        return [-1 if d is None else int(d) for d in list(out)[1:]]
+
+    def compute_output_shape(self, input_shape):
+        raise NotImplementedError(f"Layer {type(self).__name__} does not define compute_output_shape")
+
+    def add_loss(self, loss):
+        """A loss this call adds (an activity penalty): model.losses and fit's loss include it until the next
+        call of this layer replaces it."""
+        if callable(loss):
+            loss = loss()
+        self.__dict__.setdefault("_call_losses", []).append(loss)
 
     # add_weight's positional parameters: Keras 2 puts the name first, Keras 3 the shape.
     _ADD_WEIGHT_KERAS2 = ("name", "shape", "dtype", "initializer", "regularizer", "trainable", "constraint")
@@ -204,7 +266,8 @@ class Layer:
 
     @property
     def losses(self):
-        return [r(v) for v, r in self._regularized] + [t for l in self._layers_below() for t in l.losses]
+        return ([r(v) for v, r in self._regularized] + list(self.__dict__.get("_call_losses", [])) +
+                [t for l in self._layers_below() for t in l.losses])
 
     dtype = variable_dtype = property(lambda self: "float32")
     compute_dtype = property(lambda self: "float32")
@@ -241,8 +304,11 @@ _name_counts = {}
 
 def _unique_name(class_name):
     """Keras' default name for a Python layer or model: its class in snake_case, numbered from the second."""
-    base = "".join("_" + c.lower() if c.isupper() and i and not class_name[i - 1].isupper() else c.lower()
-                   for i, c in enumerate(class_name))
+    return _numbered("".join("_" + c.lower() if c.isupper() and i and not class_name[i - 1].isupper() else c.lower()
+                             for i, c in enumerate(class_name)))
+
+
+def _numbered(base):
     n = _name_counts.get(base, 0)
     _name_counts[base] = n + 1
     return base if n == 0 else f"{base}_{n}"
@@ -394,8 +460,7 @@ class InputLayer(_RegistryLayer):
 
 
 class Lambda(Layer):
-    """tf.keras.layers.Lambda: a Python function of the inputs as a layer; it runs from Python (in Sequential
-    models and subclassed models, not in functional ones)."""
+    """tf.keras.layers.Lambda: a Python function of the inputs as a layer; it runs from Python."""
 
     def __init__(self, function, output_shape=None, mask=None, arguments=None, **kwargs):
         super().__init__(**kwargs)
@@ -408,6 +473,22 @@ class Lambda(Layer):
         if self._takes_training:
             return self.function(inputs, training=training, **self.arguments)
         return self.function(inputs, **self.arguments)
+
+
+class TFOpLambda(Layer):
+    """An operator applied to symbolic tensors (made by KerasTensor's operators): `operands` are the operator's
+    arguments, the symbolic ones standing for this layer's inputs, in order."""
+
+    def __init__(self, function, operands):
+        super().__init__(name=_numbered(f"tf.__operators__.{function.__name__}"))
+        self._function, self._operands = function, operands
+
+    def _apply_to(self, inputs):
+        return self(inputs[0] if len(inputs) == 1 else list(inputs))
+
+    def call(self, inputs):
+        tensors = iter(inputs if isinstance(inputs, list) else [inputs])
+        return self._function(*[next(tensors) if isinstance(o, KerasTensor) else o for o in self._operands])
 
 
 def Input(shape=None, batch_size=None, dtype=None, sparse=None, batch_shape=None, name=None, tensor=None,

@@ -134,10 +134,8 @@ class Model(_layers.Layer):
     def __call__(self, inputs, training=None, mask=None, **kwargs):
         if self._cpp is None:
             return _layers.Layer.__call__(self, inputs, training=training, **kwargs)
-        if isinstance(inputs, _layers.KerasTensor) or (isinstance(inputs, (list, tuple)) and inputs and
-                                                        isinstance(inputs[0], _layers.KerasTensor)):
-            raise NotImplementedError("calling a model on symbolic tensors (a model used as a layer) is not "
-                                      "implemented by lockstep (see docs/python.md)")
+        if _layers._symbolic(inputs):  # a model used as a layer of a functional model
+            return self._symbolic_call(inputs)
         if isinstance(inputs, (list, tuple)) and self._list_inputs:
             out = self._cpp.call_list(list(inputs), bool(training))
             return out if self._list_outputs else out[0]
