@@ -267,6 +267,15 @@ class PythonLayer : public keras::Layer {
     if (!same) *weights_ = std::move(now);
     return *weights_;
   }
+  // Which of them train is the Python object's answer too (its own trainable flag and its sublayers').
+  std::vector<Variable> trainable_weights() const override {
+    nb::gil_scoped_acquire gil;
+    return nb::cast<std::vector<Variable>>(object().attr("trainable_weights"));
+  }
+  std::vector<Variable> non_trainable_weights() const override {
+    nb::gil_scoped_acquire gil;
+    return nb::cast<std::vector<Variable>>(object().attr("non_trainable_weights"));
+  }
   std::vector<Tensor> losses() const override {
     nb::gil_scoped_acquire gil;
     std::vector<Tensor> out;
@@ -339,6 +348,7 @@ void bind_layers(nb::module_& k) {
       .def_prop_ro("name", &keras::Layer::name)
       .def_prop_ro("class_name", &keras::Layer::class_name)
       .def_prop_ro("built", &keras::Layer::built)
+      .def_prop_rw("trainable", &keras::Layer::trainable, &keras::Layer::set_trainable)
       .def_prop_ro("dtype_policy", [](const keras::Layer& l) { return l.dtype_policy().name(); })
       .def("_id", [](const keras::Layer& l) { return reinterpret_cast<uintptr_t>(&l); })
       .def("get_config", [](const keras::Layer& l) { return l.get_config().dump(); })
@@ -370,8 +380,14 @@ void bind_layers(nb::module_& k) {
              nb::gil_scoped_release unlocked;
              return l(ts, {.training = training});
            })
-      .def("call_symbolic", [](keras::Layer& l, const keras::KerasTensor& x) { return l(x); })
-      .def("call_symbolic_list", [](keras::Layer& l, const std::vector<keras::KerasTensor>& xs) { return l(xs); });
+      .def("call_symbolic",
+           [](keras::Layer& l, const keras::KerasTensor& x, std::optional<bool> training) { return l(x, training); },
+           nb::arg("x"), nb::arg("training") = nb::none())
+      .def("call_symbolic_list",
+           [](keras::Layer& l, const std::vector<keras::KerasTensor>& xs, std::optional<bool> training) {
+             return l(xs, training);
+           },
+           nb::arg("xs"), nb::arg("training") = nb::none());
 
   nb::module_ layers = k.def_submodule("layers");
   layers.def("names", [] { return kl::registry().names(); });

@@ -1,5 +1,7 @@
 """Python subclasses of tf.keras.layers.Layer and tf.keras.Model: eager calls, tracked weights and losses, custom
 training loops, and compile/fit/evaluate/predict through the C++ loop (the model wrapped as one layer)."""
+import json
+
 import numpy as np
 import pytest
 
@@ -239,3 +241,46 @@ def test_operators_on_symbolic_tensors_become_layers_that_agree_with_tensorflow(
     theirs = make_with_operators(real)
     theirs.set_weights(ours.get_weights())
     np.testing.assert_allclose(ours(x).numpy(), np.asarray(theirs(x)), rtol=1e-5, atol=1e-6)
+
+
+def test_frozen_layers_and_a_frozen_base_model_as_in_transfer_learning(tf):
+    """The transfer-learning recipe: a frozen base model called with training=False, a new head trained; then the
+    base unfrozen but for its first layer and fine-tuned, its BatchNormalization still in inference mode."""
+    rng = np.random.default_rng(3)
+    x, y = rng.random((32, 6, 6, 3), dtype=np.float32), rng.integers(0, 2, 32)
+    base = tf.keras.Sequential([tf.keras.Input(shape=(6, 6, 3)), tf.keras.layers.Conv2D(4, 3, activation="relu"),
+                                tf.keras.layers.BatchNormalization(), tf.keras.layers.GlobalAveragePooling2D()])
+    base.trainable = False
+    inputs = tf.keras.Input(shape=(6, 6, 3))
+    model = tf.keras.Model(inputs, tf.keras.layers.Dense(1)(base(inputs, training=False)))
+    assert [len(model.trainable_weights), len(model.non_trainable_weights)] == [2, 6]
+    loss = tf.keras.losses.BinaryCrossentropy(from_logits=True)
+    model.compile(optimizer=tf.keras.optimizers.Adam(0.01), loss=loss)
+    frozen = base.get_weights()
+    model.fit(x, y, epochs=2, batch_size=8, verbose=0)
+    for a, b in zip(frozen, base.get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+    base.trainable = True
+    base.layers[0].trainable = False
+    assert [base.layers[0].trainable, base.layers[1].trainable] == [False, True]
+    assert len(model.trainable_weights) == 4  # BatchNormalization's gamma and beta, the head's kernel and bias
+    model.compile(optimizer=tf.keras.optimizers.Adam(0.01), loss=loss)
+    model.fit(x, y, epochs=1, batch_size=8, verbose=0)
+    tuned = base.get_weights()  # conv kernel, bias; gamma, beta, moving mean, moving variance
+    for i in (0, 1, 4, 5):  # the frozen conv, and the moving statistics (inference mode: never updated)
+        np.testing.assert_array_equal(tuned[i], frozen[i])
+    assert not np.array_equal(tuned[2], frozen[2])
+
+
+def test_trainable_false_in_constructors_and_python_layers(tf):
+    Linear, _ = make_classes(tf)
+    dense = tf.keras.layers.Dense(3, trainable=False)
+    dense.build((None, 2))
+    assert not dense.trainable and dense.trainable_weights == [] and len(dense.non_trainable_weights) == 2
+    linear = Linear(2, trainable=False)
+    linear(np.ones((1, 3), np.float32))
+    assert linear.trainable_weights == [] and len(linear.non_trainable_weights) == 2
+    model = tf.keras.Sequential([tf.keras.Input(shape=(2,)), tf.keras.layers.Dense(2)], trainable=False)
+    assert model.trainable_weights == [] and not model.layers[0].trainable
+    assert json.loads(model.to_json())["config"]["layers"][1]["config"]["trainable"] is False

@@ -41,14 +41,14 @@ DType KerasTensor::dtype() const {
   return node_->dtype;
 }
 
-KerasTensor Layer::operator()(const KerasTensor& x) {
-  return record_call({x}, false);
+KerasTensor Layer::operator()(const KerasTensor& x, std::optional<bool> training) {
+  return record_call({x}, false, training);
 }
-KerasTensor Layer::operator()(const std::vector<KerasTensor>& xs) {
-  return record_call(xs, true);
+KerasTensor Layer::operator()(const std::vector<KerasTensor>& xs, std::optional<bool> training) {
+  return record_call(xs, true, training);
 }
 
-KerasTensor Layer::record_call(const std::vector<KerasTensor>& xs, bool list_input) {
+KerasTensor Layer::record_call(const std::vector<KerasTensor>& xs, bool list_input, std::optional<bool> training) {
   LS_CHECK(!xs.empty(), ValueError, "layer \"", name_, "\" was called on an empty list of tensors");
   LS_CHECK(class_name_ != "InputLayer", ValueError, "an InputLayer (\"", name_,
            "\") cannot be called: use keras::Input(shape) as a tensor");
@@ -70,6 +70,7 @@ KerasTensor Layer::record_call(const std::vector<KerasTensor>& xs, bool list_inp
   node->dtype = compute_dtype();
   node->inputs = xs;
   node->list_input = list_input;
+  node->training = training;
   node->id = g_node_ids++;
   // The graph's handle on this layer: itself when shared, else its one copy (which shares the weights).
   node->layer = weak_from_this().lock();
@@ -190,7 +191,9 @@ std::vector<Tensor> run_graph(Model::State& s, const std::vector<Tensor>& xs, Ca
     if (!n->layer) continue;
     std::vector<Tensor> ins;
     for (const KerasTensor& t : n->inputs) ins.push_back(values.at(t.node().get()));
-    values[n.get()] = n->list_input ? (*n->layer)(ins, options) : (*n->layer)(ins[0], options);
+    CallOptions o = options;
+    if (n->training) o.training = *n->training;
+    values[n.get()] = n->list_input ? (*n->layer)(ins, o) : (*n->layer)(ins[0], o);
   }
   std::vector<Tensor> out;
   for (const NodePtr& n : g.outputs) out.push_back(values.at(n.get()));

@@ -202,20 +202,20 @@ Tensor Layer::autocast(const Variable& v) const {
 nlohmann::json Layer::get_config() const {
   const nlohmann::json policy = {{"module", "keras"}, {"class_name", "DTypePolicy"},
                                  {"config", {{"name", dtype_policy_.name()}}}, {"registered_name", nullptr}};
-  return {{"name", name_}, {"trainable", true}, {"dtype", policy}};
+  return {{"name", name_}, {"trainable", trainable()}, {"dtype", policy}};
 }
 
 std::vector<Variable> Layer::trainable_weights() const {
   std::vector<Variable> out;
   for (const Variable& v : weights())
-    if (v.trainable()) out.push_back(v);
+    if (v.trainable() && trainable()) out.push_back(v);
   return out;
 }
 
 std::vector<Variable> Layer::non_trainable_weights() const {
   std::vector<Variable> out;
   for (const Variable& v : weights())
-    if (!v.trainable()) out.push_back(v);
+    if (!v.trainable() || !trainable()) out.push_back(v);
   return out;
 }
 
@@ -260,6 +260,7 @@ InputLayer::InputLayer(Shape shape, DType dtype, std::string name)
       node_(std::make_shared<detail::Node>(detail::Node{.layer = nullptr,
                                                         .inputs = {},
                                                         .list_input = false,
+                                                        .training = std::nullopt,
                                                         .shape = shape_,
                                                         .dtype = dtype_,
                                                         .input_name = this->name()})) {}
@@ -525,7 +526,7 @@ Tensor BatchNormalization::call(const Tensor& x_in, bool training) {
   std::vector<int64_t> axes;
   for (int64_t d = 0; d + 1 < x.rank(); ++d) axes.push_back(d);
   Tensor mean, variance;
-  if (training) {
+  if (training && trainable()) {  // a frozen BatchNormalization normalises with its moving statistics, as Keras'
     mean = reduce_mean(x, axes);
     variance = reduce_mean(square(x - mean), axes);
     NoGradGuard no_grad;
@@ -716,10 +717,10 @@ Registry<LayerPtr>::Entry entry() {
               return L::from_config(c);
             } else {
               const ConfigReader r(L::kClassName, c);
-              r.only("trainable", {true});
               r.only("data_format", {"channels_last"});
               LayerPtr layer = L::from_config(c);
               if (c.contains("dtype")) layer->set_dtype_policy(policy_from_config(c["dtype"]));
+              layer->set_trainable(c.value("trainable", true));
               return layer;
             }
           }};

@@ -203,6 +203,31 @@ TEST(Fit, LearnsAndReportsHistory) {
   EXPECT_EQ(model.optimizer()->iterations(), 5 * 10);  // ceil(300 / 32) = 10 steps per epoch
 }
 
+// layer.trainable = false: fit leaves a frozen layer's weights as they were (BatchNormalization's moving statistics
+// too: it normalises with them), the rest trains, and the setting goes through the config.
+TEST(Fit, FrozenLayersKeepTheirWeights) {
+  auto [x, y] = blobs(96);
+  Sequential model({Input({2}), kl::Dense(8, {.activation = "relu"}), kl::BatchNormalization(), kl::Dense(3)});
+  model.compile({.optimizer = optimizers::Adam({.learning_rate = 0.05}),
+                 .loss = losses::SparseCategoricalCrossentropy({.from_logits = true})});
+  const LayerPtr dense = model.layers()[0], norm = model.layers()[1], head = model.layers()[2];
+  dense->set_trainable(false);
+  norm->set_trainable(false);
+  EXPECT_EQ(model.trainable_variables().size(), 2u);  // the head's kernel and bias
+  EXPECT_EQ(model.non_trainable_variables().size(), 6u);
+  const std::vector<Tensor> before = model.get_weights();
+  model.fit(x, y, {.epochs = 2, .batch_size = 32, .verbose = 0});
+  const std::vector<Tensor> after = model.get_weights();
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(after[i].to_vector<float>(), before[i].to_vector<float>()) << i;
+  EXPECT_NE(after[6].to_vector<float>(), before[6].to_vector<float>());
+  const nlohmann::json config = model.get_config();
+  EXPECT_EQ(config["layers"][1]["config"]["trainable"], false);
+  Sequential copy = Sequential::from_config(config);
+  EXPECT_FALSE(copy.layers()[0]->trainable());
+  EXPECT_TRUE(copy.layers()[2]->trainable());
+  EXPECT_EQ(copy.trainable_variables().size(), 2u);
+}
+
 TEST(Fit, ValidationStepsPerEpochAndErrors) {
   auto [x, y] = blobs(128);
   Sequential model({Input({2}), kl::Dense(3)});

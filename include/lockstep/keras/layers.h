@@ -68,8 +68,10 @@ class Layer : public std::enable_shared_from_this<Layer> {
   // Records a call on symbolic tensors for a functional Model, building the layer for their shapes. The graph
   // holds this layer: the object itself when a shared_ptr owns it, else one copy per object (sharing the
   // weights), so Dense(64)(x) on a temporary is safe and calling one layer object twice shares its weights.
-  KerasTensor operator()(const KerasTensor& x);
-  KerasTensor operator()(const std::vector<KerasTensor>& xs);
+  // `training` set fixes the mode this call runs in whatever the model's (Keras 2's base(x, training=False), which
+  // keeps a fine-tuned base model's BatchNormalization in inference mode).
+  KerasTensor operator()(const KerasTensor& x, std::optional<bool> training = std::nullopt);
+  KerasTensor operator()(const std::vector<KerasTensor>& xs, std::optional<bool> training = std::nullopt);
 
   virtual Shape compute_output_shape(const Shape& input_shape) const { return input_shape; }
   // For layers that take several inputs; the default takes exactly one.
@@ -84,10 +86,15 @@ class Layer : public std::enable_shared_from_this<Layer> {
   DType compute_dtype() const { return dtype_policy_.compute_dtype(); }
   void set_dtype_policy(mixed_precision::DTypePolicy policy) { dtype_policy_ = std::move(policy); }
 
-  // Virtual, with losses(), for a layer whose weights live elsewhere: a Python model wrapped as one layer.
+  // Virtual, with losses() and the split below, for a layer whose weights live elsewhere: a Python layer or model.
   virtual const std::vector<Variable>& weights() const { return weights_; }
-  std::vector<Variable> trainable_weights() const;
-  std::vector<Variable> non_trainable_weights() const;
+  virtual std::vector<Variable> trainable_weights() const;
+  virtual std::vector<Variable> non_trainable_weights() const;
+  // Keras' layer.trainable: a frozen layer's weights are all non-trainable (fit and the optimizer leave them
+  // alone), and a frozen BatchNormalization runs in inference mode. Copies of a layer share the setting, as they
+  // share the weights; set it before compile, as Keras asks.
+  bool trainable() const { return *trainable_; }
+  void set_trainable(bool trainable) { *trainable_ = trainable; }
   // Regularization penalties of this layer's weights, computed now (differentiable).
   virtual std::vector<Tensor> losses() const;
   int64_t count_params() const;
@@ -108,12 +115,13 @@ class Layer : public std::enable_shared_from_this<Layer> {
   std::string class_name_, name_;
   mixed_precision::DTypePolicy dtype_policy_ = mixed_precision::global_policy();
   bool built_ = false;
+  std::shared_ptr<bool> trainable_ = std::make_shared<bool>(true);
   Shape built_shape_;
   std::vector<Variable> weights_;
   std::vector<std::pair<Variable, regularizers::RegularizerPtr>> regularized_;
   std::weak_ptr<Layer> graph_copy_;  // the copy a functional graph holds of this object, while it lives
   // A symbolic call's node; list_input when called with a list (merging layers).
-  KerasTensor record_call(const std::vector<KerasTensor>& xs, bool list_input);
+  KerasTensor record_call(const std::vector<KerasTensor>& xs, bool list_input, std::optional<bool> training);
 };
 
 namespace detail {
@@ -122,6 +130,7 @@ struct Node {
   LayerPtr layer;  // null for a model input
   std::vector<KerasTensor> inputs;
   bool list_input = false;  // called with a list (merging layers)
+  std::optional<bool> training;  // fixed by the symbolic call, else the model's
   Shape shape;              // the output's, without batch
   DType dtype = DType::float32;
   std::string input_name;  // a model input: its InputLayer's name

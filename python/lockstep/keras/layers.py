@@ -127,8 +127,7 @@ class Layer:
         if unknown:
             raise _serial.UnrecognizedArgumentsError(f"Unrecognized keyword arguments passed to "
                                                      f"{type(self).__name__}: {unknown}")
-        if not trainable:
-            raise NotImplementedError("trainable=False layers are not implemented by lockstep (see docs/python.md)")
+        object.__setattr__(self, "_trainable", bool(trainable))
         object.__setattr__(self, "_own_weights", [])
         object.__setattr__(self, "_sublayers", [])
         self._cpp = None
@@ -161,7 +160,7 @@ class Layer:
             if args or kwargs:
                 raise NotImplementedError(f"calling the Python layer {type(self).__name__} on symbolic tensors with "
                                           "arguments other than the inputs and training is not implemented by lockstep")
-            return self._symbolic_call(inputs)
+            return self._symbolic_call(inputs, training)
         if not self.built:
             shape = getattr(inputs, "shape", None)
             if isinstance(inputs, (list, tuple)):
@@ -173,17 +172,18 @@ class Layer:
             kwargs["training"] = training
         return self.call(inputs, *args, **kwargs)
 
-    def _symbolic_call(self, inputs):
+    def _symbolic_call(self, inputs, training=None):
         """A call on symbolic tensors: this object becomes a node of the functional model (a C++ layer that runs
-        its Python call), built on the first call for the inputs' shapes; a second call shares its weights."""
+        its Python call), built on the first call for the inputs' shapes; a second call shares its weights. A
+        training argument given here fixes the mode of this call (Keras 2's base_model(x, training=False))."""
         node = self.__dict__.get("_node")
         if node is None:
             node = _k.layers.python_layer(self, type(self).__name__, self.name)
             _serial.remember(self, node)
             object.__setattr__(self, "_node", node)
         if isinstance(inputs, KerasTensor):
-            return KerasTensor(node.call_symbolic(inputs._cpp))
-        return KerasTensor(node.call_symbolic_list([i._cpp for i in inputs]))
+            return KerasTensor(node.call_symbolic(inputs._cpp, training))
+        return KerasTensor(node.call_symbolic_list([i._cpp for i in inputs], training))
 
     def _output_shape_for(self, input_shape):
         """For a symbolic call on inputs of input_shape ((None, ...), or a list of them): builds the layer, and
@@ -260,9 +260,32 @@ class Layer:
         return out
 
     variables = weights
-    trainable_weights = trainable_variables = property(lambda self: [v for v in self.weights if v.trainable])
-    non_trainable_weights = non_trainable_variables = property(lambda self: [v for v in self.weights
-                                                                             if not v.trainable])
+
+    @property
+    def trainable_weights(self):
+        """Nothing when the layer is frozen; else its own trainable variables and its sublayers' trainable ones."""
+        if not self.trainable:
+            return []
+        out = [v for v in self._own_weights if v.trainable] + [w for l in self._layers_below() for w in l.trainable_weights]
+        return [v for i, v in enumerate(out) if all(v is not u for u in out[:i])]
+
+    @property
+    def non_trainable_weights(self):
+        trainable = self.trainable_weights
+        return [v for v in self.weights if all(v is not t for t in trainable)]
+
+    trainable_variables, non_trainable_variables = trainable_weights, non_trainable_weights
+
+    @property
+    def trainable(self):
+        return self.__dict__.get("_trainable", True)
+
+    @trainable.setter
+    def trainable(self, value):
+        """Freezes (or thaws) the layer and every layer inside it, as Keras does; compile again afterwards."""
+        object.__setattr__(self, "_trainable", bool(value))
+        for layer in self._layers_below():
+            layer.trainable = value
 
     @property
     def losses(self):
@@ -272,10 +295,9 @@ class Layer:
     dtype = variable_dtype = property(lambda self: "float32")
     compute_dtype = property(lambda self: "float32")
     input_shape = property(lambda self: None if self._input_shape is None else (None,) + tuple(self._input_shape))
-    trainable = property(lambda self: True)
 
     def get_config(self):
-        return {"name": self.name, "trainable": True, "dtype": "float32"}
+        return {"name": self.name, "trainable": self.trainable, "dtype": "float32"}
 
     @classmethod
     def from_config(cls, config):
@@ -365,9 +387,9 @@ class _RegistryLayer(Layer):
 
     def __call__(self, inputs, *args, training=None, mask=None, **kwargs):
         if isinstance(inputs, KerasTensor):
-            return KerasTensor(self._cpp.call_symbolic(inputs._cpp))
+            return KerasTensor(self._cpp.call_symbolic(inputs._cpp, training))
         if _symbolic(inputs):
-            return KerasTensor(self._cpp.call_symbolic_list([i._cpp for i in inputs]))
+            return KerasTensor(self._cpp.call_symbolic_list([i._cpp for i in inputs], training))
         if self._cpp.class_name in _MERGING and isinstance(inputs, (list, tuple)):
             return self._cpp.call_list(list(inputs), bool(training))
         return self._cpp.call(inputs, bool(training))
@@ -395,13 +417,11 @@ class _RegistryLayer(Layer):
 
     @property
     def trainable(self):
-        return True
+        return self._cpp.trainable
 
     @trainable.setter
     def trainable(self, value):
-        if not value:
-            raise NotImplementedError("freezing a layer (layer.trainable = False) is not implemented by lockstep "
-                                      "(see docs/python.md)")
+        self._cpp.trainable = bool(value)
 
     def get_config(self):
         return json.loads(self._cpp.get_config())

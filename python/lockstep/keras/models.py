@@ -96,8 +96,6 @@ class Model(_layers.Layer):
         if kwargs:
             raise _layers._serial.UnrecognizedArgumentsError(f"Unrecognized keyword arguments passed to Model: "
                                                               f"{kwargs}")
-        if not trainable:
-            raise NotImplementedError("Model(trainable=False) is not implemented by lockstep")
         if isinstance(inputs, dict) or isinstance(outputs, dict):
             raise NotImplementedError("functional models with dict inputs or outputs are not implemented by lockstep")
         self._list_inputs = isinstance(inputs, (list, tuple))
@@ -109,6 +107,8 @@ class Model(_layers.Layer):
                 raise TypeError(f"Model(inputs, outputs) takes tf.keras.Input tensors and layer outputs on them; got "
                                 f"{t!r}")
         self._init(_k.Model([t._cpp for t in self.inputs], [t._cpp for t in self.outputs], name or ""))
+        if not trainable:
+            self.trainable = False
 
     def _init(self, cpp):
         self._cpp, self._input_shape, self._batch_size = cpp, None, None
@@ -135,7 +135,7 @@ class Model(_layers.Layer):
         if self._cpp is None:
             return _layers.Layer.__call__(self, inputs, training=training, **kwargs)
         if _layers._symbolic(inputs):  # a model used as a layer of a functional model
-            return self._symbolic_call(inputs)
+            return self._symbolic_call(inputs, training)
         if isinstance(inputs, (list, tuple)) and self._list_inputs:
             out = self._cpp.call_list(list(inputs), bool(training))
             return out if self._list_outputs else out[0]
@@ -175,6 +175,20 @@ class Model(_layers.Layer):
     non_trainable_weights = non_trainable_variables = _either(lambda self: self._cpp.non_trainable_variables(),
                                                               _layers.Layer.non_trainable_weights)
     losses = _either(lambda self: self._cpp.losses(), _layers.Layer.losses)
+
+    @property
+    def trainable(self):
+        return self.__dict__.get("_trainable", True)
+
+    @trainable.setter
+    def trainable(self, value):
+        """Freezes (or thaws) every layer of the model, as Keras does; compile again afterwards."""
+        if self._cpp is None:
+            _layers.Layer.trainable.fset(self, value)
+            return
+        self.__dict__["_trainable"] = bool(value)
+        for layer in self.layers:
+            layer.trainable = value
 
     @property
     def built(self):
@@ -508,14 +522,14 @@ class Sequential(Model):
     Python, and trains through the C++ loop as a subclassed model does."""
 
     def __init__(self, layers=None, trainable=True, name=None):
-        if not trainable:
-            raise NotImplementedError("Sequential(trainable=False) is not implemented by lockstep")
         self._init(_k.Sequential([], name or ""))
         self._list_inputs = self._list_outputs = False
         self.inputs = self.outputs = None
         self._entries = []
         for layer in layers or []:
             self.add(layer)
+        if not trainable:
+            self.trainable = False
 
     def add(self, layer):
         if isinstance(layer, _layers.KerasTensor):
