@@ -26,6 +26,7 @@ TEST(BenchCli, StepEndsWithMsPerStepAndReportsThreadsAndFlops) {
   EXPECT_TRUE(std::regex_match(last_line(r.out), kMsPerStep)) << r.out;
   EXPECT_EQ(lines_after(r.out, "threads 1 per worker").size(), 1u) << r.out;
   EXPECT_EQ(lines_after(r.out, "start-up: first step done").size(), 1u) << r.out;
+  EXPECT_EQ(lines_after(r.out, "cpu: ").size(), 1u) << r.out;  // what the figures were measured on
   // The tutorial CNN: 64 x 3 x 2 x (26*26*32*9 + 21632*128 + 128*10) multiply-adds.
   EXPECT_EQ(lines_after(r.out, "FLOPs per step 1.139e+09 per replica").size(), 1u) << r.out;
 }
