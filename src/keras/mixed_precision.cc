@@ -9,7 +9,7 @@
 namespace lockstep::keras::mixed_precision {
 namespace {
 
-// mixed_bfloat16 is chosen for speed, which only bfloat16 instructions give: without them the policy is kept (its
+// mixed_bfloat16 is chosen for speed, which it can give only with bfloat16 instructions: without them the policy is kept (its
 // numerics are what was asked for) and the user told once per process, so once per worker (BENCHMARKS.md has the
 // figures quoted).
 void warn_without_bfloat16_instructions() {
@@ -18,10 +18,9 @@ void warn_without_bfloat16_instructions() {
     const kernels::cpu::CpuFeatures& cpu = kernels::cpu::cpu_features();
     if (cpu.bfloat16_instructions) return;
     log(LogLevel::warning, "mixed_bfloat16 on a CPU without bfloat16 instructions (oneDNN ISA ", cpu.onednn_isa,
-        "; no AVX512_BF16 or AMX-BF16): lockstep widens bfloat16 to float32 to compute, so a step is no faster than "
-        "under float32 and can be slower (measured: 0.67x float32's speed on an AMD Zen 3, 1.00x on an Intel Xeon "
-        "with oneDNN held to AVX2), with mixed_bfloat16's numerics. Use float32 for speed on this CPU "
-        "(docs/performance.md)");
+        "; no AVX512_BF16 or AMX-BF16): lockstep widens bfloat16 to float32 to compute, so a step is slower than under "
+        "float32 (measured: 0.53x-0.67x its speed on an AMD Zen 3, and on an Intel Xeon with oneDNN held to AVX2 or "
+        "AVX512_CORE), with mixed_bfloat16's numerics. Use float32 for speed on this CPU (docs/performance.md)");
   });
 }
 
