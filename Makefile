@@ -43,7 +43,8 @@ bench: build
 	OMP_NUM_THREADS=1 /usr/bin/python3 bench/peers/torch_cnn.py --threads 1
 
 # lockstep against PyTorch, TensorFlow, OpenMPI and the machine's limits in one run (about 20 minutes), rewriting
-# the bench-compare section of BENCHMARKS.md; `bench/compare.sh --quick` is a few minutes' check of the same.
+# BENCHMARKS.md's bench-compare section for this CPU kind and its mixed_bfloat16 rows (other CPU kinds' are kept);
+# `bench/compare.sh --quick` is a few minutes' check of the same.
 bench-compare:
 	bench/compare.sh --build $(BUILD) -j $(JOBS)
 

@@ -5,8 +5,10 @@ installs what this needs, then calls it).
 Every figure it reports is a ratio to something measured in the same run: a peer (PyTorch, TensorFlow,
 OpenMPI) run alternately with lockstep in each round (A B A B ...), the ratio taken per round and then
 the median; or a limit (single-thread SGEMM, FMA peak, STREAM triad, iperf3 loopback). Every child has
-a timeout. Writes the report to <build>/bench-compare.md and .json, and with --write into BENCHMARKS.md
-between the bench-compare markers.
+a timeout. Writes the report to <build>/bench-compare.md and .json, and with --write into BENCHMARKS.md:
+its section for this CPU kind (vendor, family and model, as lockstep --version reports them) between the
+bench-compare markers that name that kind, and this kind's rows of the mixed_bfloat16 table, leaving the
+sections and rows of other CPU kinds as they are: figures are compared only within one CPU kind.
 
 Usage: bench/compare.py --build DIR [--quick] [--write] [--tf-python PATH | --tf-skip REASON]
 """
@@ -30,7 +32,11 @@ TORCH_PYTHON = "/usr/bin/python3"  # Debian's python3-torch
 ENV = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", TF_CPP_MIN_LOG_LEVEL="2",
            CUDA_VISIBLE_DEVICES="-1")
 ENV.pop("TF_CONFIG", None)
-BEGIN, END = "<!-- bench-compare:begin -->", "<!-- bench-compare:end -->"
+# BENCHMARKS.md's markers: one section per CPU kind (begin/end followed by the kind), and the table of the
+# mixed_bfloat16 step with a row per CPU kind and oneDNN ISA.
+BEGIN, END = "<!-- bench-compare:begin", "<!-- bench-compare:end"
+CPUS_BEGIN, CPUS_END = "<!-- bench-compare:cpus:begin -->", "<!-- bench-compare:cpus:end -->"
+HELD_ISA = "AVX2"  # the path of CPUs without bfloat16 instructions, measured also where the CPU has them
 
 
 class Run:
@@ -157,14 +163,14 @@ class Compare:
         self.rounds = {"step": 1 if q else 5, "scaling": 1 if q else 3, "allreduce": 1 if q else 3, "startup": 1 if q else 5}
         self.steps, self.warmup = (30, 5) if q else (100, 10)
 
-    def lockstep_step(self, *extra, workers=1, steps=None, warmup=None, mpi=False):
+    def lockstep_step(self, *extra, workers=1, steps=None, warmup=None, mpi=False, env=ENV):
         cmd = [self.lockstep, "bench", "step", "--threads", "1", "--steps", str(steps or self.steps),
                "--warmup", str(warmup or self.warmup), *extra]
         if mpi:  # ranks of mpirun: the MPI backend, over OpenMPI's shared-memory transport
             cmd = MPIRUN + [str(workers)] + cmd
         elif workers > 1:
             cmd = [self.lockstep, "launch", "-n", str(workers), "--", "lockstep", *cmd[1:]]
-        r = run(cmd, 300, log=self.log)
+        r = run(cmd, 300, env=env, log=self.log)
         if workers > 1 and r.lines:  # the launcher prefixes every line; the last is worker 0's ms/step
             r.lines = [(t, re.sub(r"^\[worker \d+\] ", "", line)) for t, line in r.lines]
         return parse_lockstep_step(r)
@@ -194,6 +200,7 @@ class Compare:
             "l2": field("L2 cache"), "l3": field("L3 cache"), "cpuinfo_mhz": mhz,
             "load_average": shell("cut -d' ' -f1-3 /proc/loadavg"),
         }
+        self.result["machine"].update(lockstep_cpu(shell(f"{self.lockstep} --version")))
         dpkg = lambda p: shell(f"dpkg-query -W -f='${{Version}}' {p} 2>/dev/null")
         self.result["versions"] = {
             "lockstep": shell(f"git -C {ROOT} rev-parse --short HEAD") + (" (with local changes)" if shell(f"git -C {ROOT} status --porcelain --untracked-files=no") else ""),
@@ -286,16 +293,25 @@ class Compare:
         print(f"  step {name}: {json.dumps(row)}", flush=True)
         return row
 
-    def dtype_policy(self):
-        """Keras' mixed_bfloat16 against float32: the step, alternating, and (not with --quick) the test accuracy
-        after one epoch of the tutorial CNN on Fashion-MNIST with Adam."""
+    def policy_step(self, env=ENV):
+        """mixed_bfloat16's step against float32's, alternating."""
         f32, bf16 = [], []
         for _ in range(self.rounds["step"]):
-            f32.append(self.lockstep_step("--dtype-policy", "float32"))
-            bf16.append(self.lockstep_step("--dtype-policy", "mixed_bfloat16"))
+            f32.append(self.lockstep_step("--dtype-policy", "float32", env=env))
+            bf16.append(self.lockstep_step("--dtype-policy", "mixed_bfloat16", env=env))
         ratios = [a["ms"] / b["ms"] for a, b in zip(f32, bf16) if a and b]
-        row = {"float32_ms": median([r["ms"] for r in f32 if r]), "bf16_ms": median([r["ms"] for r in bf16 if r]),
-               "speedup": median(ratios)}
+        return {"float32_ms": median([r["ms"] for r in f32 if r]), "bf16_ms": median([r["ms"] for r in bf16 if r]),
+                "speedup": median(ratios), "speedup_range": (min(ratios), max(ratios)) if ratios else None}
+
+    def dtype_policy(self):
+        """Keras' mixed_bfloat16 against float32: the step, alternating, also with oneDNN held to AVX2 where the CPU
+        has bfloat16 instructions (the path of CPUs without them), and (not with --quick) the test accuracy after one
+        epoch of the tutorial CNN on Fashion-MNIST with Adam."""
+        row = self.policy_step()
+        row["onednn_isa"] = self.result["machine"].get("onednn_isa")
+        if self.result["machine"].get("bfloat16_instructions"):
+            row["held"] = self.policy_step(env=dict(ENV, ONEDNN_MAX_CPU_ISA=HELD_ISA))
+            row["held"]["onednn_isa"] = HELD_ISA.lower()
         if not self.quick:
             for policy in ("float32", "mixed_bfloat16"):
                 metrics = os.path.join(self.build, f"bench-accuracy-{policy}.json")
@@ -409,6 +425,7 @@ class Compare:
         L.append(f"- Machine: `{m['model']}`, CPU family {m['family']} model {m['model_number']}, {m['cpus']} CPUs"
                  f"{', ' + m['hypervisor'] + ' guest' if m['hypervisor'] else ''}; SIMD flags: {m['simd_flags']}; "
                  f"L2 {m['l2']}, L3 {m['l3']}; /proc/cpuinfo {m['cpuinfo_mhz']} MHz; load average at the start {m['load_average']}.")
+        L.append(f"- lockstep's report (`lockstep --version`): `{m.get('cpu_line')}`.")
         L.append("- Versions: " + ", ".join(f"{k} {val}" for k, val in v.items() if val))
         L.append("- Threads: every run has one thread per worker (`--threads 1`, `torch.set_num_threads(1)`, TF's intra/inter-op "
                  "pools of 1, and OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=1 in the environment); lockstep prints "
@@ -462,8 +479,14 @@ class Compare:
         dp = r["dtype_policy"]
         accuracy = (f"; test accuracy after 1 epoch {fmt(dp['mixed_bfloat16_accuracy'])}% vs {fmt(dp['float32_accuracy'])}% "
                     "(target: within 0.5 points)") if "float32_accuracy" in dp and "mixed_bfloat16_accuracy" in dp else ""
-        L.append(f"mixed_bfloat16 (`--dtype-policy mixed_bfloat16`): {fmt(dp['bf16_ms'])} ms/step vs float32 {fmt(dp['float32_ms'])} ms, "
-                 f"speed-up {fmt(dp['speedup'])}× (target ≥ 1.6×){accuracy}.")
+        L.append(f"mixed_bfloat16 (`--dtype-policy mixed_bfloat16`, oneDNN ISA {dp['onednn_isa']}): {fmt(dp['bf16_ms'])} ms/step vs "
+                 f"float32 {fmt(dp['float32_ms'])} ms, speed-up {fmt(dp['speedup'])}×{range_text(dp['speedup_range'])} "
+                 f"(target ≥ 1.6× where the CPU has bfloat16 instructions){accuracy}.")
+        if "held" in dp:
+            h = dp["held"]
+            L.append(f"With oneDNN held to {HELD_ISA} (`ONEDNN_MAX_CPU_ISA={HELD_ISA}`, the path of CPUs without bfloat16 "
+                     f"instructions): {fmt(h['bf16_ms'])} ms/step vs float32 {fmt(h['float32_ms'])} ms, "
+                     f"{fmt(h['speedup'])}×{range_text(h['speedup_range'])}.")
         L.append("")
         L.append(f"**Scaling**: samples/s of 2 workers × 1 thread over 1 worker × 1 thread, 64 per worker ({self.rounds['scaling']} rounds; "
                  "2 workers on this machine's 2 cores). MirroredStrategy: 2 replicas in one process over 1 replica.")
@@ -531,7 +554,8 @@ def representative_commands(c):
             f"/usr/bin/python3 bench/peers/torch_cnn.py --model M --optimizer O --threads 1 --steps {s} --warmup {w}"]
     if c.tf_python:
         cmds.append(f"{os.path.relpath(c.tf_python, ROOT)} bench/peers/tf_cnn.py --model M --optimizer O --threads 1 --steps {s} --warmup {w}")
-    cmds += [f"{rel}/bin/lockstep bench step --dtype-policy float32|mixed_bfloat16 --threads 1 --steps {s} --warmup {w}",
+    cmds += [f"[ONEDNN_MAX_CPU_ISA={HELD_ISA}] {rel}/bin/lockstep bench step --dtype-policy float32|mixed_bfloat16 --threads 1 "
+             f"--steps {s} --warmup {w}",
              f"{rel}/bin/lockstep train --model tutorial_cnn --dataset fashion_mnist --epochs 1 --batch-size 64 --optimizer adam "
              "--threads 1 --dtype-policy float32|mixed_bfloat16 (accuracy)",
              f"{rel}/bin/lockstep launch -n 2 -- lockstep bench step --threads 1 --steps {s} --warmup {w}",
@@ -546,14 +570,54 @@ def representative_commands(c):
     return cmds
 
 
-def rewrite_benchmarks(section):
+def lockstep_cpu(version_output):
+    """The CPU as `lockstep --version` reports it (kernels/cpu/features.h): its line, kind, oneDNN ISA."""
+    m = re.search(r"^cpu: (.*), (\S+) family (\d+) model (\d+) stepping \d+;.*; oneDNN ISA (\S+), bfloat16 instructions (yes|no)$",
+                  version_output, re.M)
+    if not m:
+        return {"cpu_line": None, "kind": "unknown CPU", "onednn_isa": None, "bfloat16_instructions": False}
+    return {"cpu_line": m.group(0), "kind": f"{m.group(2)} family {m.group(3)} model {m.group(4)}",
+            "onednn_isa": m.group(5), "bfloat16_instructions": m.group(6) == "yes"}
+
+
+def policy_rows(c):
+    """This run's rows of the mixed_bfloat16 table: CPU kind, model name, oneDNN ISA, float32 and mixed_bfloat16
+    ms/step, the speed-up and where it comes from."""
+    m, dp = c.result["machine"], c.result["dtype_policy"]
+    how = (f"`make bench-compare` {c.result['date']} at {c.result['versions']['lockstep']}, "
+           f"{c.rounds['step']} alternating rounds")
+    runs = [(dp, m["onednn_isa"], how)]
+    if "held" in dp:
+        runs.append((dp["held"], f"{dp['held']['onednn_isa']} (`ONEDNN_MAX_CPU_ISA={HELD_ISA}`)", how))
+    return [f"| `{m['kind']}` | {m['model']} | {isa} | {fmt(p['float32_ms'])} | {fmt(p['bf16_ms'])} | "
+            f"{fmt(p['speedup'])}×{range_text(p['speedup_range'])} | {source} |" for p, isa, source in runs]
+
+
+def replace_rows(table, rows):
+    """`table` (the lines between the CPU markers) with `rows` in place of those of the same CPU kind and ISA."""
+    key = lambda line: tuple(cell.strip() for cell in line.split("|")[1:4:2])  # the kind and the ISA
+    new = {key(r) for r in rows}
+    kept = [line for line in table if not (line.startswith("| `") and key(line) in new)]
+    return kept + rows
+
+
+def rewrite_benchmarks(section, kind, rows):
+    """This CPU kind's section and its rows of the mixed_bfloat16 table; other kinds' are kept."""
     path = os.path.join(ROOT, "BENCHMARKS.md")
     text = open(path).read()
-    block = f"{BEGIN}\n{section}\n{END}"
-    if BEGIN in text and END in text:
-        text = text[:text.index(BEGIN)] + block + text[text.index(END) + len(END):]
+    begin, end = f"{BEGIN} {kind} -->", f"{END} {kind} -->"
+    block = f"{begin}\n{section}\n{end}"
+    if begin in text and end in text:
+        text = text[:text.index(begin)] + block + text[text.index(end) + len(end):]
+    elif END in text:  # after the last CPU kind's section
+        at = text.index("-->", text.rindex(END)) + len("-->")
+        text = text[:at] + "\n\n" + block + text[at:]
     else:
         text = text.rstrip("\n") + "\n\n## lockstep against its peers and the machine's limits (`make bench-compare`)\n\n" + block + "\n"
+    if CPUS_BEGIN in text and CPUS_END in text:
+        a, b = text.index(CPUS_BEGIN) + len(CPUS_BEGIN), text.index(CPUS_END)
+        table = replace_rows(text[a:b].strip("\n").split("\n"), rows)
+        text = text[:a] + "\n" + "\n".join(table) + "\n" + text[b:]
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         f.write(text)
@@ -584,8 +648,8 @@ def main():
         json.dump({"result": c.result, "runs": c.log}, f, indent=1)
     print(section)
     if a.write:
-        rewrite_benchmarks(section)
-        print("\nBENCHMARKS.md: the bench-compare section is rewritten.")
+        rewrite_benchmarks(section, c.result["machine"]["kind"], policy_rows(c))
+        print(f"\nBENCHMARKS.md: the bench-compare section of {c.result['machine']['kind']} and its mixed_bfloat16 rows are rewritten.")
 
 
 if __name__ == "__main__":

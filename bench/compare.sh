@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # `make bench-compare`: lockstep against PyTorch, TensorFlow and OpenMPI and against this machine's limits, in one
-# run, with the table of BENCHMARKS.md rewritten from it. Builds Release, installs the peers (Debian's
-# python3-torch, iperf3 and OpenMPI; tensorflow-cpu from PyPI in a virtualenv under the build directory),
-# compiles the limit programs, then runs bench/compare.py, which alternates lockstep and each peer.
+# run, with this CPU kind's section and rows of BENCHMARKS.md rewritten from it. Builds Release, installs the
+# peers (Debian's python3-torch, iperf3 and OpenMPI; tensorflow-cpu from PyPI in a virtualenv under the build
+# directory), compiles the limit programs, then runs bench/compare.py, which alternates lockstep and each peer.
 #   bench/compare.sh [--quick] [--no-write] [--build DIR]
 # --quick: one round of fewer steps (a few minutes, for development); it writes only DIR/bench-compare.md unless
-# --write is given. The default run takes about 20 minutes on a 2-core machine and rewrites BENCHMARKS.md.
+# --write is given. The default run takes about 20 minutes on a 2-core machine and rewrites BENCHMARKS.md (this
+# CPU kind's parts only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

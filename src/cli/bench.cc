@@ -26,6 +26,7 @@
 #include "lockstep/distribute/strategy/strategy.h"
 #include "lockstep/keras/callbacks.h"
 #include "lockstep/keras/layers.h"
+#include "lockstep/kernels/cpu/features.h"
 
 namespace lockstep::cli {
 
@@ -99,6 +100,7 @@ int run_allreduce(const AllreduceArgs& a) {
   const DType dtype = a.dtype == "bfloat16" ? DType::bfloat16 : DType::float32;
   const size_t element = dtype_size(dtype);
   const int n = comm->size();
+  if (comm->rank() == 0) std::printf("%s\n", kernels::cpu::cpu_features().summary().c_str());
   for (const int64_t mib : a.sizes_mib) {
     const size_t bytes = static_cast<size_t>(mib) << 20, count = bytes / element;
     std::vector<unsigned char> buffer(bytes);
@@ -267,6 +269,7 @@ int run_step(const StepArgs& a) {
     cross->all_reduce(&rss, 1, DType::float64, distribute::ReduceOp::MAX);
   if (!chief) return 0;
   const double s = timer->seconds(), per_step = s / static_cast<double>(a.steps);
+  std::printf("%s\n", kernels::cpu::cpu_features().summary().c_str());
   std::printf("model %s, optimizer %s, %s data, %d worker(s) x %d replica(s), batch %lld per replica (global %lld), %s%s\n",
               a.model.c_str(), a.optimizer.c_str(), a.dataset.c_str(), strategy->num_workers(), strategy->num_local_replicas(),
               static_cast<long long>(a.batch_size), static_cast<long long>(global), a.dtype_policy.c_str(),

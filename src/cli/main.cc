@@ -14,6 +14,7 @@
 #include "lockstep/core/error.h"
 #include "lockstep/core/failure_report.h"
 #include "lockstep/core/version.h"
+#include "lockstep/kernels/cpu/features.h"
 
 namespace {
 
@@ -68,7 +69,10 @@ int main(int argc, char** argv) {
     std::_Exit(kInternalError);
   });
   CLI::App app{"lockstep: synchronous data-parallel training (TensorFlow's MultiWorkerMirroredStrategy, in C++)"};
-  app.set_version_flag("--version", std::string("lockstep ") + lockstep::version());
+  // The CPU too: which kernels run, and what mixed_bfloat16 gains here, depend on it.
+  app.set_version_flag("--version", [] {
+    return std::string("lockstep ") + lockstep::version() + "\n" + lockstep::kernels::cpu::cpu_features().summary();
+  });
   app.require_subcommand(1);
   try {
     std::function<int()> train = lockstep::cli::add_train_command(app);

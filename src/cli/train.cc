@@ -25,6 +25,7 @@
 #include "lockstep/distribute/collective/cross_worker.h"
 #include "lockstep/distribute/strategy/strategy.h"
 #include "lockstep/keras/saving.h"
+#include "lockstep/kernels/cpu/features.h"
 #include "lockstep/train/preemption.h"
 #include "lockstep/train/summary.h"
 
@@ -646,6 +647,7 @@ int run_train(const TrainArgs& a) {
   loop.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   nlohmann::json metrics = measure(strategy, model, data, loop);
   metrics["restarts"] = plan.restarts;
+  metrics["cpu"] = kernels::cpu::cpu_features();  // what the figures were measured on
   report(a, strategy, model, metrics);
   return 0;
 }

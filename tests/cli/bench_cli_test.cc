@@ -26,6 +26,7 @@ TEST(BenchCli, StepEndsWithMsPerStepAndReportsThreadsAndFlops) {
   EXPECT_TRUE(std::regex_match(last_line(r.out), kMsPerStep)) << r.out;
   EXPECT_EQ(lines_after(r.out, "threads 1 per worker").size(), 1u) << r.out;
   EXPECT_EQ(lines_after(r.out, "start-up: first step done").size(), 1u) << r.out;
+  EXPECT_EQ(lines_after(r.out, "cpu: ").size(), 1u) << r.out;  // what the figures were measured on
   // The tutorial CNN: 64 x 3 x 2 x (26*26*32*9 + 21632*128 + 128*10) multiply-adds.
   EXPECT_EQ(lines_after(r.out, "FLOPs per step 1.139e+09 per replica").size(), 1u) << r.out;
 }
@@ -59,15 +60,16 @@ TEST(BenchCli, StepUnderLaunchPrintsOnceFromWorkerZero) {
       << r.out;
 }
 
-TEST(BenchCli, AllreduceUnderLaunchPrintsOneLinePerSizeFromRankZero) {
+TEST(BenchCli, AllreduceUnderLaunchPrintsTheCpuThenOneLinePerSizeFromRankZero) {
   Result r = run_lockstep("launch -n 2 -- lockstep bench allreduce --sizes-mib 1,2 --iters 2 --implementation ring",
                           "", 120);
   ASSERT_EQ(r.code, 0) << r.err;
   std::vector<std::string> lines = lines_after(r.out, "[worker 0] ");
-  ASSERT_EQ(lines.size(), 2u) << r.out;
-  for (const std::string& line : lines) EXPECT_TRUE(std::regex_match(line, kAllreduceLine)) << line;
-  EXPECT_NE(lines[0].find(" 1 MiB"), std::string::npos) << lines[0];
-  EXPECT_NE(lines[1].find(" 2 MiB"), std::string::npos) << lines[1];
+  ASSERT_EQ(lines.size(), 3u) << r.out;
+  EXPECT_EQ(lines[0].rfind("cpu: ", 0), 0u) << lines[0];
+  for (size_t i = 1; i < lines.size(); ++i) EXPECT_TRUE(std::regex_match(lines[i], kAllreduceLine)) << lines[i];
+  EXPECT_NE(lines[1].find(" 1 MiB"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[2].find(" 2 MiB"), std::string::npos) << lines[2];
   EXPECT_TRUE(lines_after(r.out, "[worker 1]").empty()) << r.out;
 }
 

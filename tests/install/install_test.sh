@@ -33,9 +33,11 @@ if grep -rlI -e "$build" -e "$source" "$prefix" --include='*.cmake' --include='*
 fi
 
 step "the installed CLI"
-version=$("$prefix/bin/lockstep" --version)
-echo "$version"
+output=$("$prefix/bin/lockstep" --version)
+echo "$output"
+version=$(head -1 <<<"$output")  # then the CPU it runs on
 [[ $version == "lockstep "[0-9]*.[0-9]*.[0-9]* ]] || fail "lockstep --version printed '$version'"
+[[ $(sed -n 2p <<<"$output") == "cpu: "* ]] || fail "lockstep --version printed no cpu line: '$output'"
 if command -v man >/dev/null; then  # man-db is not in every minimal image
   MANPATH=$prefix/share/man man -w lockstep | grep -q "^$prefix/" || fail "man -w lockstep misses the installed page"
 fi

@@ -252,17 +252,6 @@ TEST_P(MatmulTest, Bfloat16OperandsMatchTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, MatmulTest, testing::ValuesIn(matmul_shapes()));
 
-// oneDNN's bfloat16 kernels run exactly where the CPU has AVX-512 BF16 and oneDNN may use it (ctest also runs the
-// bfloat16 tests with oneDNN held to AVX2, the path of CPUs without it).
-TEST(MatmulBfloat16, OneDnnKernelsWhereTheCpuHasThem) {
-  const char* isa = std::getenv("ONEDNN_MAX_CPU_ISA");
-  if (isa && std::string(isa) == "AVX2") {
-    EXPECT_FALSE(has_bfloat16_matmul());
-  } else if (__builtin_cpu_supports("avx512bf16")) {
-    EXPECT_TRUE(has_bfloat16_matmul());
-  }
-}
-
 // The transpose of a large A runs on the OpenMP threads: they must write the caller's buffer.
 TEST(MatmulThreads, LargeTransposedAOnTwoThreadsMatchesTheReference) {
   RandomFloats random_floats;

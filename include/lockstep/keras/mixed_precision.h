@@ -6,9 +6,10 @@
 //   keras::mixed_precision::set_global_policy("mixed_bfloat16");
 //   auto model = keras::Sequential({...});
 //
-// Matmuls (Dense) run on oneDNN's bfloat16 kernels where the CPU has AVX-512 BF16; every other op, and every op on
-// CPUs without it, widens bfloat16 to float32 and rounds its result, which gives Keras' numerics but costs a pass
-// over memory each way (BENCHMARKS.md has the speed on both kinds of CPU).
+// Matmuls (Dense) run on oneDNN's bfloat16 kernels where the CPU has bfloat16 instructions (AVX512_BF16, AMX); every
+// other op, and every op on CPUs without them, widens bfloat16 to float32 and rounds its result, which gives Keras'
+// numerics but costs a pass over memory each way (docs/performance.md has the speed on each kind of CPU). Making a
+// mixed_bfloat16 policy on a CPU without bfloat16 instructions logs one warning per process; the policy stays.
 #pragma once
 #include <string>
 

@@ -49,10 +49,11 @@ struct MatmulShape {
 };
 void matmul(const MatmulShape& s, const float* a, const float* b, float* c);
 // The same product in bfloat16 (Keras' mixed_bfloat16 matmuls), accumulated in float32 and rounded once to nearest
-// even: with oneDNN's bfloat16 kernels where the CPU has them (AVX-512 BF16, AMX), else on the operands widened to
-// float32. Products of bfloat16 numbers are exact in float32, so the two differ only in the order of the additions.
+// even: with oneDNN's bfloat16 kernels where the CPU has bfloat16 instructions (AVX512_BF16, AMX), else on the
+// operands widened to float32. Products of bfloat16 numbers are exact in float32, so the two differ only in the order
+// of the additions.
 void matmul(const MatmulShape& s, const bfloat16* a, const bfloat16* b, bfloat16* c);
-// Whether the bfloat16 matmul runs on oneDNN's bfloat16 kernels on this CPU.
+// Whether the bfloat16 matmul runs on oneDNN's bfloat16 kernels on this CPU (cpu_features().bfloat16_instructions).
 bool has_bfloat16_matmul();
 
 // Softmax over the last axis of a rows x cols matrix; log_softmax when `log`.
