@@ -3,7 +3,24 @@
 A TensorFlow 2 program runs on lockstep after changing its import to `import lockstep as tf`. What lockstep does
 not implement raises NotImplementedError naming the symbol; docs/python.md lists what it does.
 """
-from . import _lockstep
+
+
+def _check_cpu():
+    """The module is compiled for the build's baseline CPU (x86-64-v3 by default): on a CPU below it, one clear
+    ImportError instead of SIGILL. The check is a small library compiled for plain x86-64 (lockstep/core/cpu.h)."""
+    import ctypes
+    import os
+
+    check = ctypes.CDLL(os.path.join(os.path.dirname(__file__), "liblockstep_cpu_check.so"))
+    check.lockstep_cpu_baseline_error.restype = ctypes.c_char_p
+    error = check.lockstep_cpu_baseline_error()
+    if error:
+        raise ImportError(f"lockstep: {error.decode()}")
+
+
+_check_cpu()
+
+from . import _lockstep  # noqa: E402
 
 __version__ = _lockstep.__version__
 

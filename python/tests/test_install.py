@@ -40,3 +40,15 @@ def test_pip_install_from_the_repository_root(tmp_path):
     cli = subprocess.run([venv / "bin" / "lockstep", "--version"], capture_output=True, text=True, timeout=60)
     assert cli.returncode == 0 and lockstep.__version__ in cli.stdout
     shutil.rmtree(venv)
+
+
+def test_a_cpu_below_the_build_baseline_is_refused_at_import():
+    """Told the CPU lacks AVX2, `import lockstep` raises one ImportError naming it, before the module (compiled
+    for x86-64-v3) is loaded; the real CPU imports."""
+    env = dict(os.environ, LOCKSTEP_CPU_PRETEND_MISSING="avx2")
+    r = subprocess.run([sys.executable, "-c", "import lockstep"], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode != 0
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: lockstep: this CPU lacks") and "avx2" in last, r.stderr
+    ok = subprocess.run([sys.executable, "-c", "import lockstep"], capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0, ok.stderr
