@@ -20,6 +20,12 @@ def _check_cpu():
 
 _check_cpu()
 
+# OpenMP (libgomp, loaded with the module) spins 300000 turns at a barrier before it sleeps. When another process
+# holds a core, a team then waits on a thread that is not running: the custom-loop seed program took 2.5x as long
+# beside one busy process, against 2% slower on an idle machine with 10000 turns (docs/performance.md). A value the
+# user set stays.
+__import__("os").environ.setdefault("GOMP_SPINCOUNT", "10000")
+
 from . import _lockstep  # noqa: E402
 
 __version__ = _lockstep.__version__

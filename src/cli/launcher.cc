@@ -230,11 +230,12 @@ std::string random_token() {
 
 // The launcher's environment without TF_CONFIG and LOCKSTEP_RESTART_COUNT, plus extra_env, plus
 // OMP_NUM_THREADS = cores / workers unless it is already set, so that N workers on one host do not each
-// start a thread per core, plus a fresh LOCKSTEP_CLUSTER_TOKEN unless a token is given, so that only this
-// job's workers can join it.
+// start a thread per core, plus GOMP_SPINCOUNT=10000 unless set (an OpenMP team that spins 300000 turns at a
+// barrier waits far longer when another process holds a core: docs/performance.md), plus a fresh
+// LOCKSTEP_CLUSTER_TOKEN unless a token is given, so that only this job's workers can join it.
 std::vector<std::string> worker_environment(const LaunchOptions& o) {
   std::vector<std::string> env;
-  bool has_threads = o.extra_env.count("OMP_NUM_THREADS") > 0;
+  bool has_threads = o.extra_env.count("OMP_NUM_THREADS") > 0, has_spin = o.extra_env.count("GOMP_SPINCOUNT") > 0;
   bool has_token = o.extra_env.count("LOCKSTEP_CLUSTER_TOKEN") + o.extra_env.count("LOCKSTEP_CLUSTER_TOKEN_FILE") > 0;
   for (char** e = environ; *e; ++e) {
     const std::string_view entry(*e);
@@ -244,6 +245,7 @@ std::vector<std::string> worker_environment(const LaunchOptions& o) {
     // A token file given to the launcher wins over a token inherited from its environment.
     if (name == "LOCKSTEP_CLUSTER_TOKEN" && o.extra_env.count("LOCKSTEP_CLUSTER_TOKEN_FILE")) continue;
     has_threads |= name == "OMP_NUM_THREADS";
+    has_spin |= name == "GOMP_SPINCOUNT";
     has_token |= name == "LOCKSTEP_CLUSTER_TOKEN" || name == "LOCKSTEP_CLUSTER_TOKEN_FILE";
     env.emplace_back(entry);
   }
@@ -251,6 +253,7 @@ std::vector<std::string> worker_environment(const LaunchOptions& o) {
     if (name != "TF_CONFIG" && name != kRestartCountVariable && name != kFailurePipeVariable)
       env.push_back(name + "=" + value);
   if (!has_threads) env.push_back("OMP_NUM_THREADS=" + std::to_string(std::max(1, usable_cores() / o.num_workers)));
+  if (!has_spin) env.push_back("GOMP_SPINCOUNT=10000");
   if (!has_token) env.push_back("LOCKSTEP_CLUSTER_TOKEN=" + random_token());
   return env;
 }

@@ -97,6 +97,15 @@ TEST(LaunchCli, ThreadsPerWorkerAreCoresOverWorkers) {
   EXPECT_EQ(lines_after(r.out, "[worker 0] "), std::vector<std::string>{"7"});
 }
 
+// OpenMP's barrier spin is shortened unless the user set it (docs/performance.md says why).
+TEST(LaunchCli, OpenMpSpinsBrieflyUnlessTold) {
+  Result r = run_lockstep("launch -n 2 -- /bin/sh -c 'echo $GOMP_SPINCOUNT'", "env -u GOMP_SPINCOUNT", 60);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(lines_after(r.out, "[worker 1] "), std::vector<std::string>{"10000"});
+  r = run_lockstep("launch -n 2 -- /bin/sh -c 'echo $GOMP_SPINCOUNT'", "GOMP_SPINCOUNT=300000", 60);
+  EXPECT_EQ(lines_after(r.out, "[worker 0] "), std::vector<std::string>{"300000"});
+}
+
 // Workers share a fresh random token unless one is given; a --cluster-token-file beats an inherited token.
 TEST(LaunchCli, WorkersShareAFreshClusterTokenUnlessOneIsGiven) {
   const std::string show = " -- /bin/sh -c 'echo \"$LOCKSTEP_CLUSTER_TOKEN|$LOCKSTEP_CLUSTER_TOKEN_FILE\"'";
