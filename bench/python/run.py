@@ -131,7 +131,8 @@ def example_rows(quick, rounds):
 def report(result):
     t, o, e = result["training"], result["overhead"], result["examples"]
     lines = [BEGIN, "", f"`build/venv/bin/python3 bench/python/run.py --write` on {result['date']}: {result['cpu']}, "
-             f"1 thread per process (OMP_NUM_THREADS=1, `--threads 1`, tf.config.threading). Medians of "
+             f"training and op rows with 1 thread per process (OMP_NUM_THREADS=1, `--threads 1`, "
+             f"tf.config.threading). Medians of "
              f"{result['rounds']} alternating rounds.", "",
              "| tutorial CNN, batch 64, Adam | from C++ (samples/s) | from Python (samples/s) | Python / C++ |",
              "| --- | ---: | ---: | ---: |"]
