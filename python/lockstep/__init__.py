@@ -40,6 +40,16 @@ from .dtypes import (DType, as_dtype, bfloat16, bool, double, float32, float64, 
                      string, uint8)
 from . import _nest as nest  # noqa: E402
 
+from . import _core, _symbolic  # noqa: E402
+
+# tf.* functions called on a functional model's symbolic tensors become layers of it (Keras 2's op layers).
+_symbolic.install(globals(), "tf", [n for n in _core.__all__ if n not in (
+    "executing_eagerly", "device", "name_scope", "init_scope", "control_dependencies", "no_op", "is_tensor", "print",
+    "get_static_value")])
+for _module, _prefix in ((math, "tf.math"), (nn, "tf.nn")):
+    _symbolic.install(vars(_module), _prefix, [n for n in dir(_module) if not n.startswith("_")])
+del _module, _prefix
+
 _unimplemented.install(globals(), "tf")
 
 

@@ -1,6 +1,7 @@
 """Python subclasses of tf.keras.layers.Layer and tf.keras.Model: eager calls, tracked weights and losses, custom
 training loops, and compile/fit/evaluate/predict through the C++ loop (the model wrapped as one layer)."""
 import json
+import types
 
 import numpy as np
 import pytest
@@ -225,20 +226,25 @@ def make_with_operators(tf):
     scaled = inputs / 255.0
     first, rest = scaled[:, 0], scaled[:, 1:]
     mixed = tf.keras.layers.Flatten()(rest) * 2.0 - 1.0
-    hidden = tf.keras.layers.Dense(4)(mixed)
-    return tf.keras.Model(inputs, tf.keras.layers.Dense(3)(-(hidden + first) ** 2))
+    hidden = tf.nn.relu(tf.keras.layers.Dense(4)(mixed))
+    pooled = tf.reduce_mean(tf.reshape(scaled, [-1, 16]), axis=1, keepdims=True)
+    joined = tf.concat([-(hidden + first) ** 2, tf.math.square(pooled)], axis=-1)
+    return tf.keras.Model(inputs, tf.keras.layers.Dense(3)(joined))
 
 
-def test_operators_on_symbolic_tensors_become_layers_that_agree_with_tensorflow(tf):
+def test_operators_and_tf_functions_on_symbolic_tensors_become_layers_that_agree_with_tensorflow(tf):
     ours = make_with_operators(tf)
     assert ours.output_shape == (None, 3)
-    assert "TFOpLambda" in [type(l).__name__ for l in ours.layers]
+    names = [l.name for l in ours.layers if type(l).__name__ == "TFOpLambda"]
+    assert {"tf.nn.relu", "tf.reduce_mean", "tf.reshape", "tf.concat", "tf.math.square"} <= set(names), names
     x, y = data()
     x = x * 255
     ours.compile(optimizer="sgd", loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     ours.fit(x, y, epochs=1, verbose=0)
     real = tensorflow_or_skip()
-    theirs = make_with_operators(real)
+    tf_keras = pytest.importorskip("tf_keras", reason="TensorFlow's Keras 2 (tf_keras), whose op layers these are")
+    theirs = make_with_operators(types.SimpleNamespace(keras=tf_keras, nn=real.nn, math=real.math, reshape=real.reshape,
+                                                       reduce_mean=real.reduce_mean, concat=real.concat))
     theirs.set_weights(ours.get_weights())
     np.testing.assert_allclose(ours(x).numpy(), np.asarray(theirs(x)), rtol=1e-5, atol=1e-6)
 

@@ -7,7 +7,7 @@ import operator
 
 import numpy as _np
 
-from .. import _lockstep, _unimplemented, dtypes as _dtypes
+from .. import _lockstep, _nest, _unimplemented, dtypes as _dtypes
 from .._tensor import TensorShape
 from . import _serial, activations as _activations
 
@@ -92,19 +92,23 @@ class KerasTensor:
         return f"<KerasTensor shape={tuple(self.shape)}, dtype={self.dtype.name}>"
 
     def _as_tensor(self, *args):
-        raise NotImplementedError("tf.* functions on symbolic tensors (Keras' automatic op layers) are not "
-                                  "implemented by lockstep (see docs/python.md): use operators (x / 255, a + b, "
-                                  "x[:, 0]), layers such as Concatenate, a Lambda layer or a subclassed model")
+        raise SymbolicTensorError("a symbolic tensor (a Keras model's input or a layer's output on one) has no value: "
+                                  "this function cannot take one in lockstep (see docs/python.md); use a layer, a "
+                                  "Lambda layer or a subclassed model")
 
     __array__ = _lockstep_tensor_ = _as_tensor
+
+
+class SymbolicTensorError(NotImplementedError):
+    """Raised where a symbolic tensor is used as a value; lockstep's tf.* functions catch it and become a
+    TFOpLambda layer (lockstep._symbolic)."""
 
 
 def _operator(function, reflected=False):
     """An operator on symbolic tensors, as Keras' op layers: a TFOpLambda layer of the model applies it to the
     tensors when the model runs."""
     def apply(*operands):
-        operands = operands[::-1] if reflected else operands
-        return TFOpLambda(function, operands)._apply_to([o for o in operands if isinstance(o, KerasTensor)])
+        return TFOpLambda(function, operands[::-1] if reflected else operands)._apply()
     return apply
 
 
@@ -496,19 +500,23 @@ class Lambda(Layer):
 
 
 class TFOpLambda(Layer):
-    """An operator applied to symbolic tensors (made by KerasTensor's operators): `operands` are the operator's
-    arguments, the symbolic ones standing for this layer's inputs, in order."""
+    """An operator or a tf.* function applied to symbolic tensors, as Keras 2's op layers: `args` and `kwargs` are
+    the call's arguments, the symbolic tensors among them (in lists and dicts too) standing for this layer's inputs,
+    in order."""
 
-    def __init__(self, function, operands):
-        super().__init__(name=_numbered(f"tf.__operators__.{function.__name__}"))
-        self._function, self._operands = function, operands
+    def __init__(self, function, args, kwargs=None, name=None):
+        super().__init__(name=_numbered(name or f"tf.__operators__.{function.__name__}"))
+        self._function, self._arguments = function, [list(args), dict(kwargs or {})]
+        self._symbolic = [x for x in _nest.flatten(self._arguments) if isinstance(x, KerasTensor)]
 
-    def _apply_to(self, inputs):
-        return self(inputs[0] if len(inputs) == 1 else list(inputs))
+    def _apply(self):
+        return self(self._symbolic[0] if len(self._symbolic) == 1 else list(self._symbolic))
 
     def call(self, inputs):
-        tensors = iter(inputs if isinstance(inputs, list) else [inputs])
-        return self._function(*[next(tensors) if isinstance(o, KerasTensor) else o for o in self._operands])
+        tensors = iter([inputs] if len(self._symbolic) == 1 else inputs)
+        args, kwargs = _nest.map_structure(lambda x: next(tensors) if isinstance(x, KerasTensor) else x,
+                                           self._arguments)
+        return self._function(*args, **kwargs)
 
 
 def Input(shape=None, batch_size=None, dtype=None, sparse=None, batch_shape=None, name=None, tensor=None,
