@@ -394,6 +394,13 @@ void bind_layers(nb::module_& k) {
   layers.def("python_model", [](nb::handle model, const std::string& name) -> keras::LayerPtr {
     return std::make_shared<PythonLayer>(model, "PythonModel", name, true);
   });
+  layers.def("adapt", [](const keras::LayerPtr& layer, nb::handle data) {
+    auto normalization = std::dynamic_pointer_cast<kl::Normalization>(layer);
+    LS_CHECK(normalization, ValueError, "layer \"", layer->name(), "\" has no adapt(): only Normalization does");
+    Tensor t = to_tensor(data);
+    nb::gil_scoped_release unlocked;
+    normalization->adapt(t);
+  });
   layers.def("python_layer", [](nb::handle layer, const std::string& class_name, const std::string& name)
                                  -> keras::LayerPtr { return std::make_shared<PythonLayer>(layer, class_name, name, false); });
   layers.def("from_config", [](const std::string& class_name, const std::string& config) {
@@ -469,6 +476,8 @@ void bind_losses(nb::module_& k) {
   });
   per_example("mean_squared_error",
               [](const Tensor& t, const Tensor& p, bool, double) { return kls::mean_squared_error(t, p); });
+  per_example("mean_absolute_error",
+              [](const Tensor& t, const Tensor& p, bool, double) { return kls::mean_absolute_error(t, p); });
 }
 
 void bind_metrics(nb::module_& k) {

@@ -73,3 +73,34 @@ def test_layer_names_and_shapes(tf):
     conv = tf.keras.layers.Conv2D(4, 3)
     assert conv.compute_output_shape((None, 8, 8, 1)) == (None, 6, 6, 4)
     assert tf.keras.layers.MaxPool2D is tf.keras.layers.MaxPooling2D
+
+
+def test_normalization_adapts_and_agrees_with_tensorflow_also_through_a_keras_file(tf, tmp_path):
+    real = tensorflow_or_skip()
+    rng = np.random.default_rng(5)
+    x = (rng.random((64, 3)) * [1, 10, 100] + [0, -5, 50]).astype(np.float32)
+    ours, theirs = tf.keras.layers.Normalization(), real.keras.layers.Normalization()
+    ours.adapt(x)
+    theirs.adapt(x)
+    np.testing.assert_allclose(ours.get_weights()[0], np.asarray(theirs.mean).ravel(), rtol=1e-5)
+    np.testing.assert_allclose(ours.get_weights()[1], np.asarray(theirs.variance).ravel(), rtol=1e-4)
+    np.testing.assert_allclose(ours(x).numpy(), np.asarray(theirs(x)), rtol=1e-4, atol=1e-5)
+    ours.adapt(tf.data.Dataset.from_tensor_slices(x).batch(10))  # a Dataset of batches gives the same statistics
+    np.testing.assert_allclose(ours(x).numpy(), np.asarray(theirs(x)), rtol=1e-4, atol=1e-5)
+    given = tf.keras.layers.Normalization(mean=3.0, variance=4.0, invert=True)
+    np.testing.assert_allclose(given(np.array([[0.0], [1.0]], np.float32)).numpy().ravel(), [3.0, 5.0])
+    with pytest.raises(ValueError, match="axis"):
+        tf.keras.layers.Normalization(axis=None)
+    # A regression model with it and the MAE loss, saved by lockstep and loaded by Keras 3.
+    model = tf.keras.Sequential([tf.keras.Input(shape=(3,)), ours, tf.keras.layers.Dense(1)])
+    model.compile(optimizer=tf.keras.optimizers.Adam(0.01), loss="mean_absolute_error")
+    y = x @ np.array([1.0, 0.1, 0.01], np.float32)
+    history = model.fit(x, y, epochs=3, verbose=0)
+    assert history.history["loss"][-1] < history.history["loss"][0]
+    model.save(str(tmp_path / "regression.keras"))
+    back = real.keras.models.load_model(str(tmp_path / "regression.keras"))
+    np.testing.assert_allclose(np.asarray(back.predict(x, verbose=0)), model.predict(x, verbose=0), rtol=1e-4,
+                               atol=1e-5)
+    np.testing.assert_allclose(float(tf.keras.losses.MeanAbsoluteError()(y[:, None], model(x))),
+                               float(real.keras.losses.MeanAbsoluteError()(y[:, None], np.asarray(model(x)))),
+                               rtol=1e-5)

@@ -232,7 +232,7 @@ int64_t Layer::count_params() const {
 }
 
 Variable Layer::add_weight(const std::string& name, const Shape& shape, const InitializerRef& initializer,
-                           bool trainable, regularizers::RegularizerPtr regularizer) {
+                           bool trainable, regularizers::RegularizerPtr regularizer, DType dtype) {
   if (int64_t* left = detail::t_weights_left) {
     int64_t n = 1;
     bool too_many = false;
@@ -241,7 +241,7 @@ Variable Layer::add_weight(const std::string& name, const Shape& shape, const In
              " needs more parameters than the saved weights hold: the model config is corrupt; save the model again");
     *left -= n;
   }
-  Variable v((*initializer.ptr)(shape, DType::float32), {.name = name_ + "/" + name, .trainable = trainable});
+  Variable v((*initializer.ptr)(shape, dtype), {.name = name_ + "/" + name, .trainable = trainable});
   weights_.push_back(v);
   if (regularizer) regularized_.emplace_back(v, std::move(regularizer));
   return v;
@@ -733,7 +733,7 @@ const Registry<LayerPtr>& registry() {
       "layer", {entry<InputLayer>(), entry<Reshape>(), entry<Flatten>(), entry<Conv2D>(), entry<MaxPooling2D>(),
                 entry<AveragePooling2D>(), entry<GlobalAveragePooling2D>(), entry<GlobalMaxPooling2D>(), entry<Dense>(),
                 entry<Dropout>(), entry<BatchNormalization>(), entry<LayerNormalization>(), entry<Activation>(),
-                entry<Embedding>(), entry<Rescaling>(), entry<Add>(), entry<Concatenate>(), entry<UpSampling2D>()});
+                entry<Embedding>(), entry<Normalization>(), entry<Rescaling>(), entry<Add>(), entry<Concatenate>(), entry<UpSampling2D>()});
   return r;
 }
 

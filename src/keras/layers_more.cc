@@ -1,5 +1,8 @@
 // The layers typical Keras image and text models add to the basic ones: global pooling, Embedding,
-// LayerNormalization, Rescaling, and the merging layers Add and Concatenate. Gradients come from the ops.
+// LayerNormalization, Normalization, Rescaling, and the merging layers Add and Concatenate. Gradients come from the
+// ops.
+#include <algorithm>
+
 #include "keras-impl.h"
 #include "lockstep/keras/layers.h"
 
@@ -124,6 +127,61 @@ nlohmann::json LayerNormalization::get_config() const {
   c["beta_initializer"] = opt_.beta_initializer.ptr->get_config();
   c["gamma_initializer"] = opt_.gamma_initializer.ptr->get_config();
   for (const char* k : {"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"}) c[k] = nullptr;
+  return c;
+}
+
+// ---- Normalization ----
+
+Normalization::Normalization(NormalizationOptions options) : Layer(kClassName, options.name), opt_(std::move(options)) {
+  LS_CHECK(opt_.mean.has_value() == opt_.variance.has_value(), ValueError, "Normalization \"", name(),
+           "\": give both mean and variance, or neither (and call adapt)");
+}
+
+void Normalization::build(const Shape& s) {
+  LS_CHECK(s.rank() >= 1, ValueError, "Normalization \"", name(), "\" needs inputs of rank >= 2 (a batch of features)");
+  const int64_t features = s[-1];
+  if (opt_.mean) {
+    for (const auto* given : {&*opt_.mean, &*opt_.variance})
+      LS_CHECK(given->size() == 1 || static_cast<int64_t>(given->size()) == features, ValueError, "Normalization \"",
+               name(), "\": ", given->size(), " statistics for ", features, " features; give one or one per feature");
+    return;
+  }
+  mean_ = add_weight("mean", Shape{features}, "zeros", false);
+  variance_ = add_weight("variance", Shape{features}, "ones", false);
+  add_weight("count", Shape{}, "zeros", false, nullptr, DType::int64);  // Keras 3 keeps it (at 0) for old files
+}
+
+void Normalization::adapt(const Tensor& data) {
+  LS_CHECK(!opt_.mean, ValueError, "Normalization \"", name(), "\" was given its mean and variance: adapt has nothing to set");
+  LS_CHECK(data.rank() >= 1 && data.numel() > 0, ValueError, "Normalization \"", name(),
+           "\": adapt needs a non-empty array of examples, got shape ", data.shape().str());
+  const Tensor x = cast(data.rank() == 1 ? reshape(data, Shape{data.dim(0), 1}) : data, DType::float64);
+  ensure_built(Shape(std::vector<int64_t>(x.shape().dims().begin() + 1, x.shape().dims().end())));
+  std::vector<int64_t> axes;
+  for (int64_t d = 0; d + 1 < x.rank(); ++d) axes.push_back(d);
+  NoGradGuard no_grad;
+  const Tensor mean = reduce_mean(x, axes);
+  mean_.assign(cast(mean, DType::float32));
+  variance_.assign(cast(reduce_mean(square(x - mean), axes), DType::float32));
+}
+
+Tensor Normalization::call(const Tensor& x_in, bool) {
+  const Tensor x = x_in.dtype() == compute_dtype() ? x_in : cast(x_in, compute_dtype());
+  auto statistic = [&](const std::optional<std::vector<double>>& given, const Variable& weight) {
+    if (!given) return autocast(weight);
+    return cast(from_vector(*given, Shape{static_cast<int64_t>(given->size())}), x.dtype());
+  };
+  const Tensor mean = statistic(opt_.mean, mean_);
+  const Tensor deviation = maximum(sqrt(statistic(opt_.variance, variance_)), scalar(1e-7, x.dtype()));
+  return opt_.invert ? mean + x * deviation : (x - mean) / deviation;
+}
+
+nlohmann::json Normalization::get_config() const {
+  nlohmann::json c = Layer::get_config();
+  c["axis"] = nlohmann::json::array({-1});
+  c["invert"] = opt_.invert;
+  c["mean"] = opt_.mean ? nlohmann::json(*opt_.mean) : nlohmann::json(nullptr);
+  c["variance"] = opt_.variance ? nlohmann::json(*opt_.variance) : nlohmann::json(nullptr);
   return c;
 }
 
@@ -261,6 +319,28 @@ std::shared_ptr<LayerNormalization> LayerNormalization::from_config(const nlohma
   if (c.contains("beta_initializer")) o.beta_initializer = initializers::from_config(c["beta_initializer"]);
   if (c.contains("gamma_initializer")) o.gamma_initializer = initializers::from_config(c["gamma_initializer"]);
   return std::make_shared<LayerNormalization>(o);
+}
+
+std::shared_ptr<Normalization> Normalization::from_config(const nlohmann::json& c) {
+  const std::string name = c.value("name", "");
+  nlohmann::json axis = c.value("axis", nlohmann::json(-1));
+  if (axis.is_array() && axis.size() == 1) axis = axis[0];
+  check_supported(axis.is_number_integer() && axis.get<int64_t>() == -1, kClassName, name, "axis=" + axis.dump(),
+                  "only the last axis (-1) is");
+  auto statistic = [&](const char* key) -> std::optional<std::vector<double>> {
+    const nlohmann::json v = c.value(key, nlohmann::json(nullptr));
+    if (v.is_null()) return std::nullopt;
+    LS_CHECK(v.is_number() || (v.is_array() && !v.empty() && std::all_of(v.begin(), v.end(), [](const auto& e) {
+                                 return e.is_number();
+                               })),
+             ValueError, "Normalization \"", name, "\": ", key, " must be a number or a list of numbers, got ",
+             v.dump().substr(0, 40));
+    return v.is_number() ? std::vector<double>{v.get<double>()} : v.get<std::vector<double>>();
+  };
+  return std::make_shared<Normalization>(NormalizationOptions{.mean = statistic("mean"),
+                                                              .variance = statistic("variance"),
+                                                              .invert = c.value("invert", false),
+                                                              .name = name});
 }
 
 std::shared_ptr<Rescaling> Rescaling::from_config(const nlohmann::json& c) {

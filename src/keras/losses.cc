@@ -135,11 +135,22 @@ Tensor binary_crossentropy(const Tensor& y_true, const Tensor& y_pred, bool from
   return reduce_mean(bce, {-1});
 }
 
-Tensor mean_squared_error(const Tensor& y_true, const Tensor& y_pred) {
-  check_has_classes("mean_squared_error", y_pred);
+namespace {
+// A regression loss: `elementwise` of the difference, averaged over the last axis.
+Tensor mean_over_last_axis(const char* loss, const Tensor& y_true, const Tensor& y_pred, Tensor (*elementwise)(const Tensor&)) {
+  check_has_classes(loss, y_pred);
   auto [t, p] = squeeze_or_expand_to_same_rank(as_dtype(y_true, y_pred.dtype()), y_pred);
-  check_same_shape("mean_squared_error", t, p);
-  return reduce_mean(square(p - t), {-1});
+  check_same_shape(loss, t, p);
+  return reduce_mean(elementwise(p - t), {-1});
+}
+}  // namespace
+
+Tensor mean_squared_error(const Tensor& y_true, const Tensor& y_pred) {
+  return mean_over_last_axis("mean_squared_error", y_true, y_pred, square);
+}
+
+Tensor mean_absolute_error(const Tensor& y_true, const Tensor& y_pred) {
+  return mean_over_last_axis("mean_absolute_error", y_true, y_pred, abs);
 }
 
 // ---- Loss objects ----
@@ -218,6 +229,11 @@ std::shared_ptr<Loss> MeanSquaredError(MeanSquaredErrorOptions o) {
                                                "MeanSquaredError");
 }
 
+std::shared_ptr<Loss> MeanAbsoluteError(MeanAbsoluteErrorOptions o) {
+  return std::make_shared<LossFunctionWrapper>(mean_absolute_error, o.reduction, o.name, nlohmann::json::object(),
+                                               "MeanAbsoluteError");
+}
+
 namespace {
 // A loss's Options from its config: the options it has that the config holds, the defaults for the rest. The
 // reduction Keras writes as "sum_over_batch_size" (AUTO when absent).
@@ -251,7 +267,10 @@ const Registry<std::shared_ptr<Loss>>& registry() {
                 {"binary_crossentropy"}},
                {"MeanSquaredError",
                 [](const nlohmann::json& c) { return MeanSquaredError(options_from<MeanSquaredErrorOptions>(c)); },
-                {"mse", "mean_squared_error"}}});
+                {"mse", "mean_squared_error"}},
+               {"MeanAbsoluteError",
+                [](const nlohmann::json& c) { return MeanAbsoluteError(options_from<MeanAbsoluteErrorOptions>(c)); },
+                {"mae", "mean_absolute_error"}}});
   return r;
 }
 

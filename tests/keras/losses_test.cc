@@ -116,6 +116,14 @@ TEST(Losses, MeanSquaredError) {
   expect_values((*loss)(i64({1, 2}, Shape{2, 1}), f32({2, 4}, Shape{2, 1})), {1.0, 4.0});
 }
 
+TEST(Losses, MeanAbsoluteError) {
+  auto loss = MeanAbsoluteError({.reduction = Reduction::NONE});
+  expect_values((*loss)(f64({1, 2, 3, 4}, Shape{2, 2}), f64({1.5, 2, 1, 8}, Shape{2, 2})), {0.25, 3.0});
+  expect_values((*loss)(f64({1, 2}, Shape{2}), f64({2, 0}, Shape{2, 1})), {1.0, 2.0});
+  EXPECT_EQ(get("mae")->name(), "mean_absolute_error");
+  EXPECT_DOUBLE_EQ((*get("mean_absolute_error"))(f64({1, 2}, Shape{2, 1}), f64({2, 0}, Shape{2, 1})).item<double>(), 1.5);
+}
+
 // ---- reductions and sample weights ----
 
 TEST(Losses, ReductionsAndSampleWeights) {

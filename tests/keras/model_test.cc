@@ -115,6 +115,29 @@ TEST(Layers, BatchNormalizationUsesBatchThenMovingStatistics) {
   EXPECT_EQ(bn.trainable_weights().size(), 2u);
 }
 
+// Normalization: adapt's statistics per feature of the last axis, (x - mean) / sqrt(variance), given statistics
+// and invert, Keras 3's three weights (mean, variance and an int64 count), and the config.
+TEST(Layers, NormalizationAdaptsAndInverts) {
+  kl::Normalization norm;
+  const Tensor x = from_vector<float>({1, 10, 3, 30, 5, 50}, {3, 2});  // features (1, 3, 5) and (10, 30, 50)
+  norm.adapt(x);
+  ASSERT_EQ(norm.weights().size(), 3u);
+  EXPECT_EQ(norm.weights()[0].value().to_vector<float>(), (std::vector<float>{3, 30}));
+  EXPECT_EQ(norm.weights()[2].dtype(), DType::int64);
+  EXPECT_TRUE(norm.trainable_weights().empty());
+  const std::vector<float> y = norm(x).to_vector<float>();
+  const float sd = std::sqrt(8.0f / 3);  // the population variance of (1, 3, 5)
+  EXPECT_NEAR(y[0], -2 / sd, 1e-5);
+  EXPECT_NEAR(y[5], 2 / sd, 1e-5);  // (50 - 30) / (10 sd)
+  kl::Normalization given({.mean = std::vector<double>{3.0}, .variance = std::vector<double>{4.0}, .invert = true});
+  EXPECT_EQ(given(from_vector<float>({0, 1}, {2, 1})).to_vector<float>(), (std::vector<float>{3, 5}));
+  EXPECT_THROW(given.adapt(x), ValueError);
+  EXPECT_THROW(kl::Normalization({.mean = std::vector<double>{1.0}}), ValueError);
+  const nlohmann::json config = given.get_config();
+  EXPECT_EQ(config["mean"], nlohmann::json::array({3.0}));
+  EXPECT_EQ(config["invert"], true);
+}
+
 // Found by fuzz_model_config: an empty "kernel_size", "strides" or "pool_size" list was read past its end.
 TEST(Sequential, ConfigWithAnEmptySizeListIsRefused) {
   const nlohmann::json config = fashion_cnn().get_config();

@@ -105,7 +105,8 @@ class Layer : public std::enable_shared_from_this<Layer> {
   // For layers that take several inputs; the default takes exactly one.
   virtual Tensor call_list(const std::vector<Tensor>& xs, bool training);
   Variable add_weight(const std::string& name, const Shape& shape, const InitializerRef& initializer,
-                      bool trainable = true, regularizers::RegularizerPtr regularizer = nullptr);
+                      bool trainable = true, regularizers::RegularizerPtr regularizer = nullptr,
+                      DType dtype = DType::float32);
   // Checks that a built layer is called with the feature shape it was built for.
   void check_input(const Tensor& x) const;
   // A weight's value in the compute dtype (Keras' autocasting), recorded so its gradient reaches the variable.
@@ -468,6 +469,34 @@ class LayerNormalization : public Layer {
  private:
   LayerNormalizationOptions opt_;
   Variable gamma_, beta_;
+};
+
+struct NormalizationOptions {
+  // Given statistics (one number, or one per feature of the last axis); without them the layer holds mean and
+  // variance as non-trainable weights that adapt() sets from data.
+  std::optional<std::vector<double>> mean, variance;
+  bool invert = false;  // x * std + mean: undoes the normalisation
+  std::string name = "";
+};
+// Keras' Normalization over the last axis (axis=-1): (x - mean) / max(sqrt(variance), 1e-7) per feature.
+class Normalization : public Layer {
+ public:
+  static constexpr const char* kClassName = "Normalization";
+  static std::shared_ptr<Normalization> from_config(const nlohmann::json& config);
+  explicit Normalization(NormalizationOptions options = {});
+  LayerPtr clone() const override { return std::make_shared<Normalization>(*this); }
+  nlohmann::json get_config() const override;
+  // Keras' layer.adapt(data): mean and variance of `data` [N, ..., features] over every axis but the last,
+  // accumulated in double; builds the layer for data's shape first.
+  void adapt(const Tensor& data);
+
+ protected:
+  void build(const Shape& input_shape) override;
+  Tensor call(const Tensor& x, bool training) override;
+
+ private:
+  NormalizationOptions opt_;
+  Variable mean_, variance_;
 };
 
 // y = x * scale + offset (images from [0, 255] to [0, 1] with scale = 1 / 255).

@@ -89,6 +89,8 @@ Tensor binary_crossentropy(const Tensor& y_true, const Tensor& y_pred, bool from
                            double label_smoothing = 0);
 // mean((y_pred - y_true)^2) over the last axis: [N, D] -> [N].
 Tensor mean_squared_error(const Tensor& y_true, const Tensor& y_pred);
+// mean(|y_pred - y_true|) over the last axis: [N, D] -> [N].
+Tensor mean_absolute_error(const Tensor& y_true, const Tensor& y_pred);
 
 // Keras' squeeze_or_expand_to_same_rank: when the ranks differ by one and the longer one ends in a size-1
 // axis, that axis is dropped, or (if the shorter one has rank 1 and expand_rank_1) one is added to the
@@ -117,10 +119,15 @@ struct MeanSquaredErrorOptions {
   Reduction reduction = Reduction::AUTO;
   std::string name = "mean_squared_error";
 };
+struct MeanAbsoluteErrorOptions {
+  Reduction reduction = Reduction::AUTO;
+  std::string name = "mean_absolute_error";
+};
 std::shared_ptr<Loss> SparseCategoricalCrossentropy(SparseCategoricalCrossentropyOptions options = {});
 std::shared_ptr<Loss> CategoricalCrossentropy(CategoricalCrossentropyOptions options = {});
 std::shared_ptr<Loss> BinaryCrossentropy(BinaryCrossentropyOptions options = {});
 std::shared_ptr<Loss> MeanSquaredError(MeanSquaredErrorOptions options = {});
+std::shared_ptr<Loss> MeanAbsoluteError(MeanAbsoluteErrorOptions options = {});
 
 // Every loss lockstep has, by Keras class name, with Keras' short names ("sparse_categorical_crossentropy", "mse").
 const Registry<std::shared_ptr<Loss>>& registry();

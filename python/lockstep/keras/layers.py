@@ -44,6 +44,7 @@ _SIGNATURES = {
                   "embeddings_constraint=None, mask_zero=False, weights=None, lora_rank=None, lora_alpha=None, "
                   "quantization_config=None"),
     "Rescaling": "scale, offset=0.0",
+    "Normalization": "axis=-1, mean=None, variance=None, invert=False",
     "Add": "",
     "Concatenate": "axis=-1",
     "UpSampling2D": "size=(2, 2), data_format=None, interpolation='nearest'",
@@ -526,12 +527,32 @@ def Input(shape=None, batch_size=None, dtype=None, sparse=None, batch_shape=None
                       input_tensor=tensor, optional=optional, name=name).output
 
 
+def _normalization_init(self, axis=-1, *args, **kwargs):
+    if axis is None or (isinstance(axis, (list, tuple)) and list(axis) != [-1]):
+        raise ValueError(f"Normalization(axis={axis!r}) is not supported by lockstep: it normalises each feature "
+                         "of the last axis (axis=-1)")
+    _RegistryLayer.__init__(self, axis, *args, **kwargs)
+
+
+def _adapt(self, data, batch_size=None, steps=None):
+    """Keras' Normalization.adapt: the mean and variance of `data` (an array, or a Dataset of feature batches,
+    `steps` of them if given) over every axis but the last."""
+    if not hasattr(data, "shape"):
+        batches = data.take(steps) if steps is not None else data
+        data = _np.concatenate([_np.asarray(b) for b in batches])
+    _k.layers.adapt(self._cpp, data)
+
+
+# Methods that one layer class has beyond the shared ones.
+_METHODS = {"Normalization": {"__init__": _normalization_init, "adapt": _adapt}}
+
 # One class per C++ layer: Keras' signature where the table has one, else keyword arguments only.
 for _name in _k.layers.names():
     if _name != "InputLayer":
         globals()[_name] = type(_name, (_RegistryLayer,), {
             "_class_name": _name, "_signature": _serial.signature(_SIGNATURES.get(_name, "**config")),
-            "__module__": __name__, "__doc__": f"tf.keras.layers.{_name}, as lockstep's C++ layer registry makes it."})
+            "__module__": __name__, "__doc__": f"tf.keras.layers.{_name}, as lockstep's C++ layer registry makes it.",
+            **_METHODS.get(_name, {})})
 del _name
 class Softmax(_RegistryLayer):
     """tf.keras.layers.Softmax over the last axis: lockstep's Activation("softmax") layer (saved as that)."""

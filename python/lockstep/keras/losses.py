@@ -99,6 +99,7 @@ _define("CategoricalCrossentropy", "from_logits=False, label_smoothing=0.0, axis
 _define("BinaryCrossentropy", "from_logits=False, label_smoothing=0.0, axis=-1, reduction='sum_over_batch_size', "
         "name='binary_crossentropy', dtype=None")
 _define("MeanSquaredError", "reduction='sum_over_batch_size', name='mean_squared_error', dtype=None")
+_define("MeanAbsoluteError", "reduction='sum_over_batch_size', name='mean_absolute_error', dtype=None")
 
 
 # ---- per-example functions; compile() takes them by name (their _keras_name), so the C++ loss runs them ----
@@ -132,6 +133,14 @@ def mean_squared_error(y_true, y_pred):
 
 
 mse = MSE = mean_squared_error
+
+
+@_function("mean_absolute_error")
+def mean_absolute_error(y_true, y_pred):
+    return _l.mean_absolute_error(y_true, y_pred, False, 0.0)
+
+
+mae = MAE = mean_absolute_error
 
 
 def get(identifier):
