@@ -59,7 +59,7 @@ demo: build
 	  --optimizer adam --learning-rate 0.001 --metrics-out $(BUILD)/demo-metrics.json
 
 # libFuzzer targets (fuzz/) in a clang build of their own with ASan and UBSan, $(BUILD)/fuzz-build; the binaries
-# land in $(BUILD)/fuzz. `make fuzz-run SECONDS=N` runs each for N seconds over its corpus (scripts/fuzz).
+# land in $(BUILD)/fuzz. `make fuzz-run SECONDS=N` runs each for N seconds over its corpus, JOBS at a time (scripts/fuzz).
 SECONDS ?= 10
 fuzz:
 	@scripts/install-deps --fuzz
@@ -69,7 +69,7 @@ fuzz:
 	cmake --build $(BUILD)/fuzz-build -j $(JOBS) --target fuzz
 
 fuzz-run: fuzz
-	scripts/fuzz --build $(BUILD) --seconds $(SECONDS)
+	scripts/fuzz --build $(BUILD) --seconds $(SECONDS) --jobs $(JOBS)
 
 # Debian packages of this build (CPack): $(BUILD)/lockstep_<version>_amd64.deb (the CLI, its man page) and
 # lockstep-dev_<version>_amd64.deb (headers, static libraries, CMake and pkg-config files).

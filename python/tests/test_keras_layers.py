@@ -101,6 +101,14 @@ def test_normalization_adapts_and_agrees_with_tensorflow_also_through_a_keras_fi
     back = real.keras.models.load_model(str(tmp_path / "regression.keras"))
     np.testing.assert_allclose(np.asarray(back.predict(x, verbose=0)), model.predict(x, verbose=0), rtol=1e-4,
                                atol=1e-5)
+    # And the other way: Keras 3's uncompiled model (its compile_config is {}) with an adapted Normalization.
+    keras_norm = real.keras.layers.Normalization()
+    keras_norm.adapt(x)
+    keras_model = real.keras.Sequential([real.keras.Input(shape=(3,)), keras_norm, real.keras.layers.Dense(2)])
+    keras_model.save(str(tmp_path / "keras.keras"))
+    mine = tf.keras.models.load_model(str(tmp_path / "keras.keras"))
+    np.testing.assert_allclose(mine.predict(x, verbose=0), np.asarray(keras_model.predict(x, verbose=0)), rtol=1e-4,
+                               atol=1e-5)
     np.testing.assert_allclose(float(tf.keras.losses.MeanAbsoluteError()(y[:, None], model(x))),
                                float(real.keras.losses.MeanAbsoluteError()(y[:, None], np.asarray(model(x)))),
                                rtol=1e-5)

@@ -345,7 +345,9 @@ Model load_keras_archive(const std::string& path, const LoadOptions& options) {
 
   const H5Reader h5(files.at(1), path + ": " + kWeights);
   assign_layer_weights(model, h5, path + ": " + kWeights);
-  if (!options.compile || !doc.contains("compile_config") || doc["compile_config"].is_null()) return model;
+  // An uncompiled model's compile_config is null, or {} from newer Keras.
+  const nlohmann::json compiled = doc.value("compile_config", nlohmann::json(nullptr));
+  if (!options.compile || compiled.is_null() || compiled.empty()) return model;
   compile_from_config(model, doc["compile_config"], where);
   if (h5.has("optimizer/vars")) restore_optimizer(model, h5, path + ": " + kWeights);
   return model;
