@@ -167,10 +167,11 @@ class Layer:
                                           "arguments other than the inputs and training is not implemented by lockstep")
             return self._symbolic_call(inputs, training)
         if not self.built:
-            shape = getattr(inputs, "shape", None)
             if isinstance(inputs, (list, tuple)):
-                shape = [TensorShape(getattr(i, "shape", None)) for i in inputs]
-            self.build(TensorShape(shape) if shape is not None and not isinstance(shape, list) else shape)
+                self.build([TensorShape(getattr(i, "shape", None)) for i in inputs])
+            else:
+                shape = getattr(inputs, "shape", None)
+                self.build(None if shape is None else TensorShape(shape))
             self.built = True
         object.__setattr__(self, "_call_losses", [])  # add_loss keeps the losses of the latest call, as Keras
         if training is not None and "training" in inspect.signature(self.call).parameters:
