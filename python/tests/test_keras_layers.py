@@ -24,6 +24,7 @@ CASES = [
     ("UpSampling2D", (2,), {"interpolation": "bilinear"}, (1, 3, 3, 2), False),
     ("Softmax", (), {}, (2, 5), False),
     ("ReLU", (), {}, (2, 5), False),
+    ("LeakyReLU", (), {"negative_slope": 0.2}, (2, 5), False),
 ]
 
 

@@ -185,6 +185,24 @@ nlohmann::json Normalization::get_config() const {
   return c;
 }
 
+// ---- LeakyReLU ----
+
+LeakyReLU::LeakyReLU(double negative_slope, std::string name)
+    : Layer(kClassName, std::move(name)), negative_slope_(negative_slope) {
+  LS_CHECK(negative_slope >= 0, ValueError, "LeakyReLU \"", this->name(), "\": negative_slope must be >= 0, got ",
+           negative_slope);
+}
+
+Tensor LeakyReLU::call(const Tensor& x, bool) {
+  return where(greater_equal(x, scalar(0, x.dtype())), x, x * negative_slope_);
+}
+
+nlohmann::json LeakyReLU::get_config() const {
+  nlohmann::json c = Layer::get_config();
+  c["negative_slope"] = negative_slope_;
+  return c;
+}
+
 // ---- Rescaling ----
 
 Rescaling::Rescaling(double scale, double offset, std::string name)
@@ -341,6 +359,12 @@ std::shared_ptr<Normalization> Normalization::from_config(const nlohmann::json& 
                                                               .variance = statistic("variance"),
                                                               .invert = c.value("invert", false),
                                                               .name = name});
+}
+
+std::shared_ptr<LeakyReLU> LeakyReLU::from_config(const nlohmann::json& c) {
+  const nlohmann::json slope = c.value("alpha", c.value("negative_slope", nlohmann::json(0.3)));  // Keras 2's alpha
+  LS_CHECK(slope.is_number(), ValueError, "LeakyReLU: negative_slope must be a number, got ", slope.dump().substr(0, 40));
+  return std::make_shared<LeakyReLU>(slope.get<double>(), c.value("name", ""));
 }
 
 std::shared_ptr<Rescaling> Rescaling::from_config(const nlohmann::json& c) {

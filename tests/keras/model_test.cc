@@ -132,7 +132,7 @@ TEST(Layers, NormalizationAdaptsAndInverts) {
   kl::Normalization given({.mean = std::vector<double>{3.0}, .variance = std::vector<double>{4.0}, .invert = true});
   EXPECT_EQ(given(from_vector<float>({0, 1}, {2, 1})).to_vector<float>(), (std::vector<float>{3, 5}));
   EXPECT_THROW(given.adapt(x), ValueError);
-  EXPECT_THROW(kl::Normalization({.mean = std::vector<double>{1.0}}), ValueError);
+  EXPECT_THROW(kl::Normalization({.mean = std::vector<double>{1.0}, .variance = std::nullopt}), ValueError);
   const nlohmann::json config = given.get_config();
   EXPECT_EQ(config["mean"], nlohmann::json::array({3.0}));
   EXPECT_EQ(config["invert"], true);

@@ -499,6 +499,22 @@ class Normalization : public Layer {
   Variable mean_, variance_;
 };
 
+// x where x >= 0, else x * negative_slope (Keras' LeakyReLU; Keras 2 called the slope alpha).
+class LeakyReLU : public Layer {
+ public:
+  static constexpr const char* kClassName = "LeakyReLU";
+  static std::shared_ptr<LeakyReLU> from_config(const nlohmann::json& config);
+  explicit LeakyReLU(double negative_slope = 0.3, std::string name = "");
+  LayerPtr clone() const override { return std::make_shared<LeakyReLU>(*this); }
+  nlohmann::json get_config() const override;
+
+ protected:
+  Tensor call(const Tensor& x, bool training) override;
+
+ private:
+  double negative_slope_;
+};
+
 // y = x * scale + offset (images from [0, 255] to [0, 1] with scale = 1 / 255).
 class Rescaling : public Layer {
  public:

@@ -45,6 +45,7 @@ _SIGNATURES = {
                   "quantization_config=None"),
     "Rescaling": "scale, offset=0.0",
     "Normalization": "axis=-1, mean=None, variance=None, invert=False",
+    "LeakyReLU": "negative_slope=0.3, alpha=None",
     "Add": "",
     "Concatenate": "axis=-1",
     "UpSampling2D": "size=(2, 2), data_format=None, interpolation='nearest'",
