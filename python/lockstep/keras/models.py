@@ -176,19 +176,9 @@ class Model(_layers.Layer):
                                                               _layers.Layer.non_trainable_weights)
     losses = _either(lambda self: self._cpp.losses(), _layers.Layer.losses)
 
-    @property
-    def trainable(self):
-        return self.__dict__.get("_trainable", True)
-
-    @trainable.setter
-    def trainable(self, value):
-        """Freezes (or thaws) every layer of the model, as Keras does; compile again afterwards."""
-        if self._cpp is None:
-            _layers.Layer.trainable.fset(self, value)
-            return
-        self.__dict__["_trainable"] = bool(value)
-        for layer in self.layers:
-            layer.trainable = value
+    def _layers_below(self):
+        """The layers `trainable` reaches (Layer's setter freezes them): the C++ model's, or a subclass's own."""
+        return self.layers if self._cpp is not None else _layers.Layer._layers_below(self)
 
     @property
     def built(self):
