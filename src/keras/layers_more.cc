@@ -135,6 +135,13 @@ nlohmann::json LayerNormalization::get_config() const {
 Normalization::Normalization(NormalizationOptions options) : Layer(kClassName, options.name), opt_(std::move(options)) {
   LS_CHECK(opt_.mean.has_value() == opt_.variance.has_value(), ValueError, "Normalization \"", name(),
            "\": give both mean and variance, or neither (and call adapt)");
+  if (opt_.mean) {
+    auto tensor = [](const std::vector<double>& v) {
+      return cast(from_vector(v, Shape{static_cast<int64_t>(v.size())}), DType::float32);
+    };
+    given_mean_ = tensor(*opt_.mean);
+    given_variance_ = tensor(*opt_.variance);
+  }
 }
 
 void Normalization::build(const Shape& s) {
@@ -167,12 +174,12 @@ void Normalization::adapt(const Tensor& data) {
 
 Tensor Normalization::call(const Tensor& x_in, bool) {
   const Tensor x = x_in.dtype() == compute_dtype() ? x_in : cast(x_in, compute_dtype());
-  auto statistic = [&](const std::optional<std::vector<double>>& given, const Variable& weight) {
-    if (!given) return autocast(weight);
-    return cast(from_vector(*given, Shape{static_cast<int64_t>(given->size())}), x.dtype());
+  auto statistic = [&](const Tensor& given, const Variable& weight) {
+    if (!given.defined()) return autocast(weight);
+    return given.dtype() == x.dtype() ? given : cast(given, x.dtype());
   };
-  const Tensor mean = statistic(opt_.mean, mean_);
-  const Tensor deviation = maximum(sqrt(statistic(opt_.variance, variance_)), scalar(1e-7, x.dtype()));
+  const Tensor mean = statistic(given_mean_, mean_);
+  const Tensor deviation = maximum(sqrt(statistic(given_variance_, variance_)), scalar(1e-7, x.dtype()));
   return opt_.invert ? mean + x * deviation : (x - mean) / deviation;
 }
 

@@ -496,6 +496,7 @@ class Normalization : public Layer {
 
  private:
   NormalizationOptions opt_;
+  Tensor given_mean_, given_variance_;  // the given statistics as float32 tensors, made once
   Variable mean_, variance_;
 };
 
