@@ -1,5 +1,5 @@
-// gloo between real processes: forked workers on 127.0.0.1 meet through a store in a temporary directory
-// and all-reduce. One is killed with SIGKILL in the middle of a collective loop: the survivor must throw
+// gloo and shared memory between real processes: forked workers on 127.0.0.1 meet through a store in a temporary
+// directory and all-reduce. One is killed with SIGKILL in the middle of a collective loop: the survivor must throw
 // UnavailableError naming it within seconds, not hang. Stray clients hammer every listening socket of a
 // starting job: the mesh must still come up.
 #include <arpa/inet.h>
@@ -21,6 +21,7 @@
 
 #include "lockstep/core/error.h"
 #include "lockstep/distribute/collective/gloo.h"
+#include "lockstep/distribute/collective/shared_memory.h"
 
 namespace lockstep::distribute {
 namespace {
@@ -69,16 +70,28 @@ class FileStore final : public KeyValueStore {
 
 constexpr size_t kCount = 1 << 16;
 
-// One worker process. Exit codes: 0 = caught UnavailableError after the peer died (or the peer finished),
-// 1 = wrong all_reduce result, 2 = DeadlineExceededError, 3 = other error.
-int worker(const fs::path& dir, int rank) {
-  FileStore store(dir);
+enum class Backend { gloo, shared_memory };
+
+std::unique_ptr<Communicator> connect(Backend backend, KeyValueStore& store, int rank) {
+  if (backend == Backend::shared_memory) {
+    SharedMemoryOptions options;
+    options.peer_names = {"worker:0", "worker:1"};
+    options.connect_timeout = std::chrono::seconds(20);
+    return make_shared_memory_communicator(store, rank, 2, options);
+  }
   GlooOptions options;
   options.peer_names = {"worker:0", "worker:1"};
   options.connect_timeout = std::chrono::seconds(20);
   options.prefix = "job";
+  return make_gloo_communicator(store, rank, 2, options);
+}
+
+// One worker process. Exit codes: 0 = caught UnavailableError after the peer died (or the peer finished),
+// 1 = wrong all_reduce result, 2 = DeadlineExceededError, 3 = other error.
+int worker(Backend backend, const fs::path& dir, int rank) {
+  FileStore store(dir);
   try {
-    auto comm = make_gloo_communicator(store, rank, 2, options);
+    auto comm = connect(backend, store, rank);
     std::vector<float> v(kCount);
     for (int step = 0; step < 10; ++step) {
       std::fill(v.begin(), v.end(), static_cast<float>(rank + step));
@@ -143,7 +156,8 @@ int wait_for_exit(pid_t& pid, milliseconds timeout) {
   }
 }
 
-TEST(GlooProcessTest, SurvivorOfAKilledPeerThrowsUnavailableWithinSeconds) {
+// Two worker processes all-reduce in a loop; one is killed: the other must fail within seconds, naming it.
+void survivor_of_a_killed_peer_fails_naming_it(Backend backend) {
   const TempDir temp("lockstep-collective");
   ASSERT_FALSE(temp.path.empty());
   const fs::path& dir = temp.path;
@@ -151,7 +165,7 @@ TEST(GlooProcessTest, SurvivorOfAKilledPeerThrowsUnavailableWithinSeconds) {
   for (int rank = 0; rank < 2; ++rank) {
     const pid_t pid = ::fork();
     ASSERT_GE(pid, 0);
-    if (pid == 0) ::_exit(worker(dir, rank));  // the child never returns into the test runner
+    if (pid == 0) ::_exit(worker(backend, dir, rank));  // the child never returns into the test runner
     children.pids.push_back(pid);
   }
   FileStore store(dir);
@@ -170,6 +184,15 @@ TEST(GlooProcessTest, SurvivorOfAKilledPeerThrowsUnavailableWithinSeconds) {
   EXPECT_NE(message.find("worker:1 (rank 1)"), std::string::npos) << message;
   EXPECT_NE(message.find("lockstep launch --max-restarts"), std::string::npos) << message;
   std::cout << "    survivor failed " << seconds << " s after the kill: " << message << "\n";
+}
+
+TEST(GlooProcessTest, SurvivorOfAKilledPeerThrowsUnavailableWithinSeconds) {
+  survivor_of_a_killed_peer_fails_naming_it(Backend::gloo);
+}
+
+// The survivor learns of the exit from the peer's pidfd, at once.
+TEST(SharedMemoryProcessTest, SurvivorOfAKilledPeerThrowsUnavailableWithinSeconds) {
+  survivor_of_a_killed_peer_fails_naming_it(Backend::shared_memory);
 }
 
 // The store for the stray-connection test: a get() of a peer's pair addresses (gloo's key "job/<rank>") waits

@@ -15,6 +15,7 @@
 
 #include "lockstep/core/error.h"
 #include "lockstep/distribute/collective/gloo.h"
+#include "lockstep/distribute/collective/shared_memory.h"
 #include "lockstep/distribute/collective/local.h"
 
 namespace lockstep::distribute {
@@ -87,6 +88,16 @@ Backend gloo_backend() {
             for (int r = 0; r < size; ++r) options.peer_names.push_back("worker:" + std::to_string(r));
             options.connect_timeout = std::chrono::seconds(20);
             run_threads(size, [&](int r) { body(*make_gloo_communicator(store, r, size, options)); });
+          }};
+}
+
+Backend shared_memory_backend() {
+  return {"SharedMemory", false, [](int size, const Body& body) {
+            MemoryStore store;
+            SharedMemoryOptions options;
+            for (int r = 0; r < size; ++r) options.peer_names.push_back("worker:" + std::to_string(r));
+            options.connect_timeout = std::chrono::seconds(20);
+            run_threads(size, [&](int r) { body(*make_shared_memory_communicator(store, r, size, options)); });
           }};
 }
 
@@ -362,7 +373,7 @@ TEST_P(CollectiveTest, RankThatNeverJoinsGivesDeadlineExceededWithinTheTimeout) 
   std::cout << "    " << GetParam().name << " timeout message: " << messages[0] << "\n";
 }
 
-INSTANTIATE_TEST_SUITE_P(Collective, CollectiveTest, ::testing::Values(local_backend(), gloo_backend()),
+INSTANTIATE_TEST_SUITE_P(Collective, CollectiveTest, ::testing::Values(local_backend(), gloo_backend(), shared_memory_backend()),
                          [](const ::testing::TestParamInfo<Backend>& info) { return info.param.name; });
 
 // ---- local-only behaviour ----

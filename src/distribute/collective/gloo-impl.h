@@ -28,20 +28,6 @@ namespace lockstep::distribute::detail {
 
 using Clock = std::chrono::steady_clock;
 
-// Who is who in a gloo communicator, for messages (names) and for the errors' culprits (tasks).
-struct GlooPeers {
-  int rank = 0;
-  int size = 1;
-  std::vector<std::string> names;  // GlooOptions.peer_names
-  std::vector<std::string> tasks;  // GlooOptions.peer_tasks
-
-  // "rank 2" or "worker:2 at host:port (rank 2)".
-  std::string name(int r) const;
-  // The task of rank r ("worker:2"), or empty.
-  std::string task(int r) const;
-  std::string self() const { return name(rank); }
-};
-
 // gloo prefixes messages with "[/path/file.cc:123] "; the reader wants the part after it.
 std::string strip_location(const std::string& message);
 
@@ -50,7 +36,7 @@ std::string strip_location(const std::string& message);
 // rendezvous shares one deadline; running past it names the rank whose key is missing.
 class StoreAdapter final : public gloo::rendezvous::Store {
  public:
-  StoreAdapter(KeyValueStore& store, const GlooOptions& options, const GlooPeers& peers);
+  StoreAdapter(KeyValueStore& store, const GlooOptions& options, const Peers& peers);
 
   void set(const std::string& key, const std::vector<char>& data) override;
   std::vector<char> get(const std::string& key) override;
@@ -62,7 +48,7 @@ class StoreAdapter final : public gloo::rendezvous::Store {
 
   KeyValueStore& store_;
   const GlooOptions& options_;
-  const GlooPeers& peers_;
+  const Peers& peers_;
   const Clock::time_point deadline_;
   std::unordered_map<std::string, std::vector<char>> values_;
 };
@@ -151,7 +137,7 @@ class Watchdog {
     uint64_t wakes;
   };
 
-  explicit Watchdog(const GlooPeers& peers) : peers_(peers) {}
+  explicit Watchdog(const Peers& peers) : peers_(peers) {}
   ~Watchdog();
 
   // Starts watching `context` (connected, its transport `transport`).
@@ -176,7 +162,7 @@ class Watchdog {
   bool any_past_deadline(Clock::time_point now) const;
   void break_connections();
 
-  const GlooPeers& peers_;
+  const Peers& peers_;
   std::shared_ptr<gloo::Context> context_;
   TrackingContext* transport_ = nullptr;
   char canary_byte_ = 0;

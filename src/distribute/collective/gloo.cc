@@ -36,7 +36,7 @@ std::shared_ptr<gloo::transport::Context> GlooDevice::createContext(int rank, in
 namespace {
 
 namespace tcp = gloo::transport::tcp;
-using detail::GlooPeers;
+using detail::Peers;
 using detail::Watchdog;
 using std::chrono::milliseconds;
 
@@ -186,7 +186,7 @@ class GlooCommunicator final : public Communicator {
         Culprit{peers_.task(peer)});
   }
 
-  const GlooPeers peers_;
+  const Peers peers_;
   std::shared_ptr<detail::GlooDevice> device_;
   std::shared_ptr<gloo::rendezvous::Context> context_;  // null when size is 1
   std::shared_ptr<detail::TrackingContext> transport_;  // context_'s transport

@@ -1,4 +1,4 @@
-// gloo's rendezvous store on the coordination service's KeyValueStore, and the names of a communicator's peers.
+// gloo's rendezvous store on the coordination service's KeyValueStore.
 #include <algorithm>
 #include <cctype>
 
@@ -7,16 +7,6 @@
 namespace lockstep::distribute::detail {
 
 using std::chrono::milliseconds;
-
-std::string GlooPeers::name(int r) const {
-  if (r >= 0 && static_cast<size_t>(r) < names.size() && !names[static_cast<size_t>(r)].empty())
-    return make_message(names[static_cast<size_t>(r)], " (rank ", r, ")");
-  return make_message("rank ", r);
-}
-
-std::string GlooPeers::task(int r) const {
-  return r >= 0 && static_cast<size_t>(r) < tasks.size() ? tasks[static_cast<size_t>(r)] : std::string();
-}
 
 std::string strip_location(const std::string& message) {
   if (message.size() > 1 && message[0] == '[') {
@@ -40,7 +30,7 @@ int key_rank(const std::string& key) {
 
 }  // namespace
 
-StoreAdapter::StoreAdapter(KeyValueStore& store, const GlooOptions& options, const GlooPeers& peers)
+StoreAdapter::StoreAdapter(KeyValueStore& store, const GlooOptions& options, const Peers& peers)
     : store_(store), options_(options), peers_(peers), deadline_(Clock::now() + options.connect_timeout) {}
 
 void StoreAdapter::set(const std::string& key, const std::vector<char>& data) {

@@ -1,6 +1,6 @@
 // The local backend: replica threads meet in phases on per-tag shared state (one mutex, one condition
-// variable); all_reduce reduces in rank order into a shared buffer, each rank a slice, then every rank
-// copies the result out, so all replicas hold the same bits.
+// variable); all_reduce reduces each slice in rank order, each rank one slice, and writes it into every rank's
+// buffer, so all replicas hold the same bits.
 #include "lockstep/distribute/collective/local.h"
 
 #include <algorithm>
@@ -56,11 +56,6 @@ struct TagState {
   std::vector<char> here;       // who has arrived in the current phase
   std::optional<Call> call;     // the collective the first rank to arrive asked for
   std::vector<void*> pointers;  // each rank's buffer
-  // Two result buffers used alternately: collective k+2 cannot start writing buffer k%2 before every rank
-  // has arrived at it, that is, finished copying collective k's result out.
-  std::unique_ptr<std::byte[]> scratch[2];
-  size_t capacity[2] = {0, 0};
-  int active = 0;
 };
 
 }  // namespace
@@ -83,9 +78,8 @@ struct LocalGroupState {
   }
 
   // Joins phase 0 of a collective: checks that this rank asks for the same collective as the others and
-  // posts its buffer. The last rank to arrive sizes the result buffer (`scratch_bytes`) for everyone.
-  void arrive(std::unique_lock<std::mutex>& lock, TagState& t, const Visit& v, const Call& call, void* pointer,
-              size_t scratch_bytes = 0) {
+  // posts its buffer.
+  void arrive(std::unique_lock<std::mutex>& lock, TagState& t, const Visit& v, const Call& call, void* pointer) {
     if (failure) failure->raise();
     if (!t.call) {
       t.call = call;
@@ -97,15 +91,7 @@ struct LocalGroupState {
                                             "; every replica must issue the same collectives in the same order")});
     }
     t.pointers[static_cast<size_t>(v.rank)] = pointer;
-    meet(lock, t, v, [&] {
-      t.call.reset();
-      if (scratch_bytes == 0) return;
-      t.active ^= 1;
-      if (t.capacity[t.active] < scratch_bytes) {
-        t.scratch[t.active] = std::make_unique_for_overwrite<std::byte[]>(scratch_bytes);
-        t.capacity[t.active] = scratch_bytes;
-      }
-    });
+    meet(lock, t, v, [&] { t.call.reset(); });
   }
 
   // Waits until every rank has reached this phase on this tag. The last to arrive runs `on_complete` under
@@ -159,27 +145,22 @@ class LocalCommunicator final : public Communicator {
     });
     std::unique_lock lock(s_->mutex);
     TagState& t = s_->tag(options.tag);
-    s_->arrive(lock, t, v, {"all_reduce", count, dtype, op}, data, count * element);
-    const std::vector<void*> inputs = t.pointers;
-    std::byte* result = t.scratch[t.active].get();
+    s_->arrive(lock, t, v, {"all_reduce", count, dtype, op}, data);
+    const std::vector<void*> buffers = t.pointers;
     lock.unlock();
-
-    // This rank's slice of the result, summed in rank order whoever computes it.
-    const size_t begin = count * static_cast<size_t>(rank_) / static_cast<size_t>(s_->size);
-    const size_t end = count * static_cast<size_t>(rank_ + 1) / static_cast<size_t>(s_->size);
+    // This rank's slice, summed in rank order into rank 0's buffer and copied from there into every other
+    // rank's: the ranks' slices are disjoint, so each only ever touches its own part of the others' buffers.
+    const size_t begin = count * static_cast<size_t>(rank_) / static_cast<size_t>(s_->size) * element;
+    const size_t end = count * static_cast<size_t>(rank_ + 1) / static_cast<size_t>(s_->size) * element;
     if (end > begin) {
-      std::byte* out = result + begin * element;
-      std::memcpy(out, static_cast<const std::byte*>(inputs[0]) + begin * element, (end - begin) * element);
-      for (size_t r = 1; r < inputs.size(); ++r) {
-        reduce(out, out, static_cast<const std::byte*>(inputs[r]) + begin * element, end - begin);
-      }
-      if (op == ReduceOp::MEAN) divide(out, end - begin, s_->size);
+      std::byte* out = static_cast<std::byte*>(buffers[0]) + begin;
+      for (size_t r = 1; r < buffers.size(); ++r)
+        reduce(out, out, static_cast<const std::byte*>(buffers[r]) + begin, (end - begin) / element);
+      if (op == ReduceOp::MEAN) divide(out, (end - begin) / element, s_->size);
+      for (size_t r = 1; r < buffers.size(); ++r) std::memcpy(static_cast<std::byte*>(buffers[r]) + begin, out, end - begin);
     }
-
     lock.lock();
-    s_->meet(lock, t, v);
-    lock.unlock();
-    if (count > 0) std::memcpy(data, result, count * element);
+    s_->meet(lock, t, v);  // no rank returns before every slice has landed in its buffer
   }
 
   void broadcast(void* data, size_t bytes, int root, const CollectiveOptions& options) override {

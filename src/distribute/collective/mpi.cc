@@ -81,12 +81,6 @@ std::string mpi_error_string(int code) {
   return std::string(text, static_cast<size_t>(length));
 }
 
-std::string peer_name(const std::vector<std::string>& names, int rank) {
-  if (rank >= 0 && static_cast<size_t>(rank) < names.size() && !names[static_cast<size_t>(rank)].empty())
-    return make_message(names[static_cast<size_t>(rank)], " (rank ", rank, ")");
-  return make_message("rank ", rank);
-}
-
 // ---- reductions ----
 
 // inout[i] = in[i] (op) inout[i], with the rule the local and gloo backends use.
@@ -155,7 +149,7 @@ struct Channel {
 class MPICommunicator final : public Communicator {
  public:
   MPICommunicator(MPIWorld world, const MPIOptions& options)
-      : rank_(world.rank), size_(world.size), names_(options.peer_names) {}
+      : rank_(world.rank), size_(world.size), peers_{world.rank, world.size, options.peer_names, {}} {}
 
   ~MPICommunicator() override {
     // After a timeout no MPI call may follow (see g_abandoned); after MPI_Finalize none can.
@@ -245,24 +239,16 @@ class MPICommunicator final : public Communicator {
   }
 
  private:
-  // A ring reduce-scatter, then a ring all-gather, over point-to-point messages: each rank sends and receives
-  // 2(n-1)/n of the buffer, the least any all-reduce can, and reduces 1/n of it. OpenMPI's MPI_Iallreduce
+  // lockstep's ring (detail::ring_all_reduce) over MPI's point-to-point messages. OpenMPI's MPI_Iallreduce
   // (libnbc) reduces to one rank and broadcasts back for 2-3 ranks, so every byte crosses twice in turn; its
   // shared-memory transport copies a large point-to-point message once, straight between the two processes.
-  // The reduce-scatter goes in pieces of kRingPiece bytes, received into a buffer of that size and reduced
-  // while still in cache. Each segment is reduced on one rank and copied to the others, so all ranks hold the
-  // same bits.
   void ring_all_reduce(char* data, size_t count, size_t element, detail::ReduceFunction reduce, Channel& channel,
                        const CollectiveOptions& options, Clock::time_point deadline) {
-    const auto n = static_cast<size_t>(size_), me = static_cast<size_t>(rank_);
     const int next = (rank_ + 1) % size_, prev = (rank_ + size_ - 1) % size_;
-    // Segment i of the buffer, in bytes.
-    auto begin = [&](size_t segment) { return segment * count / n * element; };
-    auto length = [&](size_t segment) { return begin(segment + 1) - begin(segment); };
-    // Sends `out_bytes` at `out` to the next rank while receiving `in_bytes` from the previous one into `in`,
-    // in messages of at most kMaxCount bytes (MPI counts are int).
     std::vector<MPI_Request>& requests = channel.requests;
-    auto exchange = [&](int message_tag, const char* out, size_t out_bytes, char* in, size_t in_bytes) {
+    // In messages of at most kMaxCount bytes (MPI counts are int).
+    auto exchange = [&](size_t step, const char* out, size_t out_bytes, char* in, size_t in_bytes) {
+      const int message_tag = static_cast<int>(step);
       requests.clear();
       for (size_t at = 0; at < std::max(out_bytes, in_bytes); at += kMaxCount) {
         MPI_Request request;
@@ -282,29 +268,10 @@ class MPICommunicator final : public Communicator {
       complete(requests.data(), static_cast<int>(requests.size()), "all_reduce", options.tag, options.timeout,
                deadline);
     };
-    const size_t piece = kRingPiece / element * element;
-    channel.staging.resize(std::min(piece, length(n - 1)));  // the last segment is the longest
-    char* const staging = reinterpret_cast<char*>(channel.staging.data());
-    // Reduce-scatter: at step s this rank sends segment (me - s) and reduces segment (me - s - 1) into its
-    // own, so that it ends holding segment (me + 1) reduced over all ranks.
-    for (size_t s = 0; s + 1 < n; ++s) {
-      const size_t out = (me + n - s) % n, in = (me + 2 * n - s - 1) % n;
-      for (size_t at = 0; at < std::max(length(out), length(in)); at += piece) {
-        const size_t out_bytes = at < length(out) ? std::min(piece, length(out) - at) : 0;
-        const size_t in_bytes = at < length(in) ? std::min(piece, length(in) - at) : 0;
-        exchange(static_cast<int>(s), data + begin(out) + at, out_bytes, staging, in_bytes);
-        char* mine = data + begin(in) + at;
-        reduce(mine, staging, mine, in_bytes / element);
-      }
-    }
-    // All-gather: the fully reduced segments go round the ring, received in place.
-    for (size_t s = 0; s + 1 < n; ++s) {
-      const size_t out = (me + 1 + n - s) % n, in = (me + n - s) % n;
-      exchange(static_cast<int>(n + s), data + begin(out), length(out), data + begin(in), length(in));
-    }
+    detail::ring_all_reduce(data, count, element, rank_, size_, reduce, kRingPiece, channel.staging, exchange);
   }
 
-  std::string self() const { return peer_name(names_, rank_); }
+  std::string self() const { return peers_.self(); }
   std::string op_name(const char* kind, uint32_t tag) const {
     return make_message("MPI ", kind, " (tag ", tag, ") on ", self(), " of ", size_);
   }
@@ -416,7 +383,7 @@ class MPICommunicator final : public Communicator {
 
   const int rank_;
   const int size_;
-  const std::vector<std::string> names_;
+  const detail::Peers peers_;
   MPI_Comm parent_ = MPI_COMM_NULL;  // the duplicate of MPI_COMM_WORLD the channels are made from
   std::mutex create_mutex_;          // held while a channel is being made
   std::mutex mutex_;                 // guards channels_ and failure_

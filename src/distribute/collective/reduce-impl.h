@@ -1,17 +1,39 @@
 // Shared by the collective backends: element-wise reductions, one combine rule per ReduceOp and dtype, so
-// every backend rounds the same way (bfloat16 goes through float32 at every step), and the error a broken
-// communicator repeats.
+// every backend rounds the same way (bfloat16 goes through float32 at every step), the ring all-reduce of the
+// point-to-point backends, the names of a communicator's peers, and the error a broken communicator repeats.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "lockstep/core/dtype.h"
 #include "lockstep/core/error.h"
 #include "lockstep/distribute/collective/communicator.h"
 
 namespace lockstep::distribute::detail {
+
+// Who is who in a communicator, for messages (names) and for the errors' culprits (tasks).
+struct Peers {
+  int rank = 0;
+  int size = 1;
+  std::vector<std::string> names;  // e.g. "worker:1 at host:port", or empty
+  std::vector<std::string> tasks;  // e.g. "worker:1", or empty
+
+  // "rank 2" or "worker:2 at host:port (rank 2)".
+  std::string name(int r) const {
+    if (r >= 0 && static_cast<size_t>(r) < names.size() && !names[static_cast<size_t>(r)].empty())
+      return make_message(names[static_cast<size_t>(r)], " (rank ", r, ")");
+    return make_message("rank ", r);
+  }
+  // The task of rank r ("worker:2"), or empty.
+  std::string task(int r) const {
+    return r >= 0 && static_cast<size_t>(r) < tasks.size() ? tasks[static_cast<size_t>(r)] : std::string();
+  }
+  std::string self() const { return name(rank); }
+};
 
 // Why a communicator stopped, and the task it blames; every later collective throws the same.
 struct Failure {
@@ -95,6 +117,40 @@ decltype(auto) visit_reducible(DType dtype, const std::string& what, F&& f) {
   }
   throw InvalidArgumentError(make_message(what, " cannot reduce dtype ", dtype_name(dtype),
                                           "; use float32, bfloat16, float64, int64 or int32 (cast first)"));
+}
+
+// A ring all-reduce over point-to-point messages, in place over `count` elements of `element` bytes at `data`:
+// a ring reduce-scatter, then a ring all-gather. Each rank sends and receives 2(n-1)/n of the buffer, the least
+// any all-reduce can, and reduces 1/n of it; each segment is reduced on one rank and copied to the others, so all
+// ranks hold the same bits. The reduce-scatter goes in pieces of about `piece` bytes, received into `staging` and
+// reduced while still in cache. exchange(step, out, out_bytes, in, in_bytes) sends out_bytes at out to rank + 1
+// while receiving in_bytes from rank - 1 into in; step (0 to 2n - 3) tells one call's messages apart.
+template <typename Exchange>
+void ring_all_reduce(char* data, size_t count, size_t element, int rank, int size, ReduceFunction reduce,
+                     size_t piece, std::vector<std::byte>& staging, Exchange&& exchange) {
+  const auto n = static_cast<size_t>(size), me = static_cast<size_t>(rank);
+  auto begin = [&](size_t segment) { return segment * count / n * element; };  // segment i, in bytes
+  auto length = [&](size_t segment) { return begin(segment + 1) - begin(segment); };
+  piece = std::max(piece / element, size_t{1}) * element;
+  staging.resize(std::min(piece, length(n - 1)));  // the last segment is the longest
+  char* const in_piece = reinterpret_cast<char*>(staging.data());
+  // Reduce-scatter: at step s this rank sends segment (me - s) and reduces segment (me - s - 1) into its own,
+  // so that it ends holding segment (me + 1) reduced over all ranks.
+  for (size_t s = 0; s + 1 < n; ++s) {
+    const size_t out = (me + n - s) % n, in = (me + 2 * n - s - 1) % n;
+    for (size_t at = 0; at < std::max(length(out), length(in)); at += piece) {
+      const size_t out_bytes = at < length(out) ? std::min(piece, length(out) - at) : 0;
+      const size_t in_bytes = at < length(in) ? std::min(piece, length(in) - at) : 0;
+      exchange(s, data + begin(out) + at, out_bytes, in_piece, in_bytes);
+      char* mine = data + begin(in) + at;
+      reduce(mine, in_piece, mine, in_bytes / element);
+    }
+  }
+  // All-gather: the fully reduced segments go round the ring, received in place.
+  for (size_t s = 0; s + 1 < n; ++s) {
+    const size_t out = (me + 1 + n - s) % n, in = (me + n - s) % n;
+    exchange(n - 1 + s, data + begin(out), length(out), data + begin(in), length(in));
+  }
 }
 
 inline const char* reduce_op_name(ReduceOp op) {

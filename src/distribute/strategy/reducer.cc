@@ -10,7 +10,7 @@ namespace lockstep::distribute {
 
 struct GradientReducer::Replica {
   int index = 0;
-  std::vector<std::vector<float>> buffers;
+  std::vector<Tensor> buffers;  // float32, one per bucket; finalize returns views of them
   std::vector<bfloat16> wire;  // a bucket as sent under GradientCompression::BFLOAT16
   std::vector<int> remaining;
   std::vector<bool> launched;
@@ -77,7 +77,8 @@ void GradientReducer::ensure_layout() {
   for (int i = 0; i < strategy_.num_local_replicas(); ++i) {
     auto r = std::make_unique<Replica>();
     r->index = i;
-    for (size_t b = 0; b < bucket_elements_.size(); ++b) r->buffers.emplace_back(bucket_elements_[b]);
+    for (size_t b = 0; b < bucket_elements_.size(); ++b)
+      r->buffers.push_back(Tensor::empty(Shape({static_cast<int64_t>(bucket_elements_[b])}), DType::float32));
     r->remaining = bucket_variables_;
     r->launched.assign(bucket_elements_.size(), false);
     Replica* raw = r.get();
@@ -108,15 +109,17 @@ void GradientReducer::ensure_layout() {
   }
 }
 
-void GradientReducer::all_reduce_bucket(Replica& r, std::vector<float>& bucket, const CollectiveOptions& o) {
+void GradientReducer::all_reduce_bucket(Replica& r, Tensor& bucket, const CollectiveOptions& o) {
+  float* const data = bucket.data<float>();
+  const auto n = static_cast<size_t>(bucket.numel());
   if (strategy_.communication_options().gradient_compression == GradientCompression::NONE) {
-    strategy_.impl_->hierarchical_all_reduce(r.index, bucket.data(), bucket.size(), DType::float32, o);
+    strategy_.impl_->hierarchical_all_reduce(r.index, data, n, DType::float32, o);
     return;
   }
-  r.wire.resize(bucket.size());
-  std::transform(bucket.begin(), bucket.end(), r.wire.begin(), [](float x) { return bfloat16(x); });
-  strategy_.impl_->hierarchical_all_reduce(r.index, r.wire.data(), r.wire.size(), DType::bfloat16, o);
-  std::transform(r.wire.begin(), r.wire.end(), bucket.begin(), [](bfloat16 x) { return static_cast<float>(x); });
+  r.wire.resize(n);
+  std::transform(data, data + n, r.wire.begin(), [](float x) { return bfloat16(x); });
+  strategy_.impl_->hierarchical_all_reduce(r.index, r.wire.data(), n, DType::bfloat16, o);
+  std::transform(r.wire.begin(), r.wire.end(), data, [](bfloat16 x) { return static_cast<float>(x); });
 }
 
 void GradientReducer::launch(Replica& r, size_t bucket) {
@@ -132,7 +135,7 @@ void GradientReducer::fill(Replica& r, int64_t variable_id, const Tensor& g) {
   LS_CHECK(g.shape() == slot->second.shape, InvalidArgumentError, "gradient of shape ", g.shape().str(),
            " for a variable of shape ", slot->second.shape.str());
   Tensor f = raw_ops::cast(g, DType::float32).contiguous();
-  std::memcpy(r.buffers[slot->second.bucket].data() + slot->second.offset, f.data<float>(),
+  std::memcpy(r.buffers[slot->second.bucket].data<float>() + slot->second.offset, f.data<float>(),
               static_cast<size_t>(f.numel()) * sizeof(float));
   r.filled[variable_id] = true;
   if (--r.remaining[slot->second.bucket] == 0) launch(r, slot->second.bucket);
@@ -165,10 +168,14 @@ std::vector<Tensor> GradientReducer::finalize(int replica, const std::vector<Ten
       std::rethrow_exception(e);
     }
   }
+  // Views of the buckets, not copies (DDP's gradient_as_bucket_view): valid until this replica's next step
+  // fills the buckets again.
   std::vector<Tensor> out;
   for (const Variable& v : variables) {
     const Slot& s = slots_.at(v.unique_id());
-    out.push_back(raw_ops::cast(from_data(r.buffers[s.bucket].data() + s.offset, s.shape, DType::float32), v.dtype()));
+    const Tensor view(r.buffers[s.bucket].storage(), s.shape, s.shape.strides(), static_cast<int64_t>(s.offset),
+                      DType::float32);
+    out.push_back(raw_ops::cast(view, v.dtype()));
   }
   start_step(r);
   return out;

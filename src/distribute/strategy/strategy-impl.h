@@ -54,7 +54,8 @@ class GradientReducer {
   explicit GradientReducer(Strategy& strategy);
   ~GradientReducer();
   void watch(const Variable& v);
-  // The all-reduced gradients of `variables` for this replica; fills what hooks did not see.
+  // The all-reduced gradients of `variables` for this replica; fills what hooks did not see. They are views of the
+  // replica's buckets, valid until its next step's gradients arrive.
   std::vector<Tensor> finalize(int replica, const std::vector<Tensor>& gradients, const std::vector<Variable>& variables);
   // Drops what the hooks gathered in a step that never called finalize (a custom loop that reduced its gradients
   // itself, or computed gradients it did not apply), after the buckets it launched are done, so that a later
@@ -74,7 +75,7 @@ class GradientReducer {
   void launch(Replica& r, size_t bucket);
   void start_step(Replica& r);  // no gradient filled, no bucket launched
   // One bucket across every replica, as float32 or, under GradientCompression::BFLOAT16, as bfloat16.
-  void all_reduce_bucket(Replica& r, std::vector<float>& bucket, const CollectiveOptions& o);
+  void all_reduce_bucket(Replica& r, Tensor& bucket, const CollectiveOptions& o);
 
   Strategy& strategy_;
   std::mutex layout_mutex_;

@@ -16,6 +16,7 @@
 #include "lockstep/distribute/collective/gloo.h"
 #include "lockstep/distribute/collective/local.h"
 #include "lockstep/distribute/collective/mpi.h"
+#include "lockstep/distribute/collective/shared_memory.h"
 #include "lockstep/distribute/coordination/coordination.h"
 #include "lockstep/tensor/ops.h"
 #include "strategy-impl.h"
@@ -50,7 +51,8 @@ std::chrono::milliseconds timeout_from_env(const char* name, std::chrono::millis
 }
 
 // The cross-worker backend: RING is gloo, MPI is MPI (only in a job an MPI launcher started); AUTO is what
-// LOCKSTEP_COLLECTIVE says, else MPI under an MPI launcher and gloo otherwise.
+// LOCKSTEP_COLLECTIVE says, else MPI under an MPI launcher, and otherwise stays AUTO: shared memory when every
+// worker is on one host, gloo when not (connect_workers decides).
 CommunicationImplementation choose_collective(CommunicationImplementation requested) {
   using enum CommunicationImplementation;
   if (const char* v = std::getenv("LOCKSTEP_COLLECTIVE")) {
@@ -59,7 +61,7 @@ CommunicationImplementation choose_collective(CommunicationImplementation reques
              shorten(value), "' is not a collective backend: set it to auto, ring (gloo) or mpi, or unset it");
     if (requested == AUTO) requested = value == "mpi" ? MPI : value == "ring" ? RING : AUTO;
   }
-  if (requested == AUTO) return launched_by_mpi() ? MPI : RING;
+  if (requested == AUTO && launched_by_mpi()) return MPI;
   if (requested == MPI)
     LS_CHECK(launched_by_mpi(), ValueError, "the MPI collective backend needs a job started by mpirun or srun "
              "--mpi=pmix (none of OMPI_COMM_WORLD_SIZE, PMIX_RANK, PMI_RANK is set, or LOCKSTEP_USE_MPI=0): start "
@@ -211,6 +213,17 @@ void Strategy::abort(const std::string& message) {
   impl_->last_error = message;
 }
 
+// Whether all `size` workers share rank `rank`'s shared-memory domain (shared_memory_domain()), asked through the
+// coordination service's store.
+static bool on_one_host(KeyValueStore& store, int rank, int size, std::chrono::milliseconds timeout) {
+  const std::string mine = shared_memory_domain();
+  store.set(make_message("domain/", rank), mine);
+  bool same = true;
+  for (int r = 0; r < size; ++r)
+    if (r != rank) same = store.get(make_message("domain/", r), timeout) == mine && same;
+  return same;
+}
+
 void Strategy::connect_workers() {
   const CommunicationImplementation backend = choose_collective(options_.implementation);
   if (num_workers() <= 1) return;
@@ -243,6 +256,15 @@ void Strategy::connect_workers() {
              "MPI made this process rank ", impl_->cross->rank(), " of ", impl_->cross->size(), " but the cluster (",
              resolver_->task().name(), ") makes it rank ", worker_rank(), " of ", num_workers(),
              ": under mpirun leave TF_CONFIG unset (the MPI resolver uses MPI's ranks), or set LOCKSTEP_COLLECTIVE=ring");
+  } else if (backend == CommunicationImplementation::AUTO && on_one_host(*impl_->coordination, worker_rank(), num_workers(), c.startup_timeout)) {
+    SharedMemoryOptions m;
+    for (const Task& t : tasks) {
+      m.peer_names.push_back(t.name() + " at " + t.address);
+      m.peer_tasks.push_back(t.name());
+    }
+    m.connect_timeout = c.startup_timeout;
+    impl_->cross = make_shared_memory_communicator(*impl_->coordination, worker_rank(), num_workers(), m);
+    log(LogLevel::info, "collective backend: shared memory (UCX), all ", num_workers(), " workers on one host");
   } else {
     GlooOptions g;
     const std::string& own = tasks[static_cast<size_t>(worker_rank())].address;
@@ -253,8 +275,11 @@ void Strategy::connect_workers() {
     }
     g.connect_timeout = c.startup_timeout;
     impl_->cross = make_gloo_communicator(*impl_->coordination, worker_rank(), num_workers(), g);
+    log(LogLevel::info, "collective backend: gloo (TCP), ",
+        backend == CommunicationImplementation::RING ? "as CommunicationImplementation::RING asks"
+                                                     : "the workers are on more than one host");
   }
-  log(LogLevel::info, "collective backend: ", backend == CommunicationImplementation::MPI ? "MPI" : "gloo");
+  if (backend == CommunicationImplementation::MPI) log(LogLevel::info, "collective backend: MPI");
   log(LogLevel::info, "joined the cluster as ", resolver_->task().name(), " (rank ", worker_rank(), " of ",
       num_workers(), ")");
 }

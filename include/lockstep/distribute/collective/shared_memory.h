@@ -1,0 +1,48 @@
+// The shared-memory collective backend, for workers that share a host: UCX's point-to-point messages over its
+// shared-memory transports only (shared segments, and cross-memory attach for large messages: one copy, straight
+// from one process to the other), the ring all-reduce of the MPI backend, and the rendezvous (each worker's UCX
+// address) through the coordination service's KeyValueStore. No socket is opened.
+#pragma once
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lockstep/distribute/collective/communicator.h"
+
+namespace lockstep::distribute {
+
+// What shared memory can reach from this process: the boot and the IPC, PID, mount and network namespaces.
+// Two processes with the same value share a host for the shared-memory backend; processes in different network
+// namespaces (the simulated hosts of docs/scaling.md) do not, so that they keep talking over their network.
+std::string shared_memory_domain();
+
+struct SharedMemoryOptions {
+  // Per rank, e.g. "worker:1 at 127.0.0.1:23456", for error messages; empty: "rank N".
+  std::vector<std::string> peer_names;
+  // Per rank, its task ("worker:1"): the Error::culprit() of an error that blames that rank; empty: none.
+  std::vector<std::string> peer_tasks;
+  // How long the rendezvous (store keys, the first exchange with every peer) may take.
+  std::chrono::milliseconds connect_timeout{std::chrono::seconds(120)};
+  // Key prefix in the store; use a new one for each rebuild of the communicator.
+  std::string prefix = "shm";
+};
+
+// Connects rank `rank` of `size` to the others, which must all have this process's shared_memory_domain() (else
+// UnavailableError naming the first that has not); blocks until all of them have called it (or until
+// connect_timeout: DeadlineExceededError naming a rank that did not come).
+//
+// Errors: a collective that runs past CollectiveOptions.timeout throws DeadlineExceededError; a peer process that
+// exits makes the collective in flight (at once: a thread waits on every peer's pidfd) or the next one throw
+// UnavailableError naming it, with that peer's task as its culprit(). Either way the communicator is broken and
+// every later call throws the same error at once. Build a new one (new prefix) to go on.
+//
+// Waiting: a collective polls while messages arrive and for 100 µs after the last, then sleeps on UCX's event
+// file descriptor, leaving the core to the other workers' computation.
+//
+// Thread-safety: collectives with distinct tags may run at once from different threads (messages are matched
+// by tag); two in flight with the same tag are undefined.
+std::unique_ptr<Communicator> make_shared_memory_communicator(KeyValueStore& store, int rank, int size,
+                                                              const SharedMemoryOptions& options);
+
+}  // namespace lockstep::distribute

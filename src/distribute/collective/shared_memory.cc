@@ -1,0 +1,607 @@
+// The shared-memory backend (shared_memory.h) on UCX's tag-matched messages: a worker and one endpoint per peer,
+// UCX held to its shared-memory transports, every UCX call under one mutex (the worker is serialized), and a
+// thread that waits on every peer's pidfd so that a peer's exit fails the collective in flight at once.
+#include "lockstep/distribute/collective/shared_memory.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <ucp/api/ucp.h>
+#include <ucs/debug/log_def.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include "lockstep/core/files.h"
+#include "reduce-impl.h"
+
+namespace lockstep::distribute {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using detail::Failure;
+using std::chrono::milliseconds;
+
+// The ring's reduce-scatter pieces, as in the MPI backend.
+constexpr size_t kRingPiece = 256 << 10;
+// How long a wait keeps polling after the last message moved before it sleeps on UCX's event descriptor.
+constexpr auto kSpin = std::chrono::microseconds(100);
+// The longest one sleep lasts: a wait rechecks its deadline and the peers' state at least this often.
+constexpr int kSleepMs = 1;
+
+std::string namespace_of(const char* kind) {
+  std::array<char, 128> link{};
+  const ssize_t n = ::readlink(make_message("/proc/self/ns/", kind).c_str(), link.data(), link.size() - 1);
+  return n > 0 ? std::string(link.data(), static_cast<size_t>(n)) : std::string(kind) + ":?";
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+int open_pidfd(pid_t pid) {
+#ifdef SYS_pidfd_open
+  return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+#else
+  (void)pid;
+  return -1;
+#endif
+}
+
+// A message's UCX tag: the collective's tag, the message's step within the collective, and its sender.
+uint64_t message_tag(uint32_t tag, size_t step, int sender) {
+  return (uint64_t{tag} << 32) | (static_cast<uint64_t>(step & 0xffff) << 16) | static_cast<uint64_t>(sender);
+}
+// The message a rank sends every peer when its communicator breaks (its error, at most kNoticeBytes), on a tag
+// no collective uses (a ring's steps stay below 0xffff).
+const uint64_t kNoticeTag = message_tag(0xffffffffu, 0xffff, 0);
+constexpr uint64_t kAnySender = ~uint64_t{0xffff};
+constexpr size_t kNoticeBytes = 1024;
+
+class SharedMemoryCommunicator;
+void remember(const SharedMemoryCommunicator* c);
+void forget(const SharedMemoryCommunicator* c);
+
+class SharedMemoryCommunicator final : public Communicator {
+ public:
+  SharedMemoryCommunicator(int rank, int size, const SharedMemoryOptions& options)
+      : peers_{rank, size, options.peer_names, options.peer_tasks} {}
+
+  ~SharedMemoryCommunicator() override {
+    forget(this);
+    if (watcher_.joinable()) {
+      const uint64_t one = 1;
+      [[maybe_unused]] const ssize_t n = ::write(stop_fd_, &one, sizeof one);
+      watcher_.join();
+    }
+    for (const Peer& p : remote_)
+      if (p.pidfd >= 0) ::close(p.pidfd);
+    if (stop_fd_ >= 0) ::close(stop_fd_);
+    if (!worker_) return;
+    // The pending receive of a peer's notice is cancelled; the notices this rank sent get a second to leave.
+    if (notice_ && !UCS_PTR_IS_ERR(notice_)) {
+      ucp_request_cancel(worker_, notice_);
+      notice_sends_.push_back(notice_);
+    }
+    const auto deadline = Clock::now() + std::chrono::seconds(1);
+    for (void* request : notice_sends_) {
+      while (ucp_request_check_status(request) == UCS_INPROGRESS && Clock::now() < deadline)
+        ucp_worker_progress(worker_);
+      abandoned_ = abandoned_ || ucp_request_check_status(request) == UCS_INPROGRESS;
+      ucp_request_free(request);
+    }
+    if (abandoned_) {
+      // A send to a peer that is gone may never complete, and UCX cannot cancel it: the worker is kept, reachable,
+      // as it is (destroying it would only warn about the lost request), and the process exits soon anyway.
+      static std::mutex kept_mutex;
+      static auto* kept = new std::vector<std::pair<ucp_context_h, ucp_worker_h>>;
+      std::lock_guard lock(kept_mutex);
+      kept->emplace_back(context_, worker_);
+      return;
+    }
+    close_endpoints();
+    ucp_worker_destroy(worker_);
+    ucp_cleanup(context_);
+  }
+
+  void connect(KeyValueStore& store, const SharedMemoryOptions& options) {
+    if (size() == 1) return;
+    const auto deadline = Clock::now() + options.connect_timeout;
+    start_ucx();
+    remote_.resize(static_cast<size_t>(size()));
+    store.set(make_message(options.prefix, "/", rank()), own_card());
+    for (int r = 0; r < size(); ++r) {
+      if (r == rank()) continue;
+      std::string card;
+      try {
+        card = store.get(make_message(options.prefix, "/", r),
+                         std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(deadline - Clock::now())));
+      } catch (const DeadlineExceededError&) {
+        throw DeadlineExceededError(
+            make_message("shared-memory rendezvous: ", peers_.self(), " waited ", options.connect_timeout.count(),
+                         " ms for ", peers_.name(r), " to publish its address (store key '", options.prefix, "/", r,
+                         "'); that worker did not start, crashed, or uses another prefix; check its log and restart "
+                         "the job"),
+            Culprit{peers_.task(r)});
+      }
+      reach(r, card);
+    }
+    {
+      ucp_request_param_t param{};
+      std::lock_guard lock(ucp_mutex_);
+      notice_ = ucp_tag_recv_nbx(worker_, notice_text_.data(), notice_text_.size(), kNoticeTag, kAnySender, &param);
+      if (UCS_PTR_IS_ERR(notice_)) check(UCS_PTR_STATUS(notice_), "ucp_tag_recv_nbx");
+    }
+    remember(this);
+    stop_fd_ = ::eventfd(0, EFD_CLOEXEC);
+    LS_CHECK(stop_fd_ >= 0, UnavailableError, "shared-memory collectives: eventfd failed: ", std::strerror(errno));
+    watcher_ = std::thread([this] { watch(); });
+    // The first exchange with every peer: each endpoint is wired up, and every rank is known to be here.
+    barrier({0, std::max(milliseconds(1), std::chrono::duration_cast<milliseconds>(deadline - Clock::now()))});
+  }
+
+  int rank() const override { return peers_.rank; }
+  int size() const override { return peers_.size; }
+
+  // The rank of a peer whose process has exited or exits within `grace`, else -1 (remote_ is fixed once
+  // connected). A dying process's memory is gone before its pidfd reports the exit, hence the grace.
+  int exited_peer(milliseconds grace) const {
+    std::vector<pollfd> fds;
+    std::vector<int> ranks;
+    for (int r = 0; r < size(); ++r) {
+      const Peer& p = remote_[static_cast<size_t>(r)];
+      if (r == rank() || p.pid == 0) continue;
+      if (p.pidfd >= 0) {
+        fds.push_back({p.pidfd, POLLIN, 0});
+        ranks.push_back(r);
+      } else if (::kill(p.pid, 0) == -1 && errno == ESRCH) {
+        return r;
+      }
+    }
+    if (fds.empty() || ::poll(fds.data(), fds.size(), static_cast<int>(grace.count())) <= 0) return -1;
+    for (size_t i = 0; i < fds.size(); ++i)
+      if (fds[i].revents) return ranks[i];
+    return -1;
+  }
+
+  void all_reduce(void* data, size_t count, DType dtype, ReduceOp op, const CollectiveOptions& options) override {
+    check_failure();
+    detail::visit_reducible(dtype, "shared-memory all_reduce", [&](auto x) {
+      using T = decltype(x);
+      if (count == 0) return;
+      if (size() > 1) {
+        const Op o{"all_reduce", options, Clock::now() + options.timeout};
+        const int next = (rank() + 1) % size(), prev = (rank() + size() - 1) % size();
+        auto exchange = [&](size_t step, const char* out, size_t out_bytes, char* in, size_t in_bytes) {
+          std::array<void*, 2> requests{};
+          if (in_bytes > 0) requests[0] = post_recv(in, in_bytes, message_tag(options.tag, step, prev), o);
+          if (out_bytes > 0) requests[1] = post_send(next, out, out_bytes, message_tag(options.tag, step, rank()), o);
+          wait(requests.data(), requests.size(), o);
+        };
+        thread_local std::vector<std::byte> staging;
+        detail::ring_all_reduce(static_cast<char*>(data), count, sizeof(T), rank(), size(),
+                                detail::reduce_function<T>(op == ReduceOp::MEAN ? ReduceOp::SUM : op), kRingPiece,
+                                staging, exchange);
+      }
+      // Every rank divides the same bits the same way, so MEAN stays identical across ranks.
+      if (op == ReduceOp::MEAN) detail::divide_elements<T>(data, count, size());
+    });
+  }
+
+  void broadcast(void* data, size_t bytes, int root, const CollectiveOptions& options) override {
+    LS_CHECK(root >= 0 && root < size(), ValueError, "broadcast root must be a rank in [0, ", size(), "), got ",
+             root);
+    check_failure();
+    if (size() == 1 || bytes == 0) return;
+    const Op o{"broadcast", options, Clock::now() + options.timeout};
+    std::vector<void*> requests(static_cast<size_t>(size()), nullptr);
+    if (rank() == root) {
+      for (int r = 0; r < size(); ++r)
+        if (r != root) requests[static_cast<size_t>(r)] = post_send(r, data, bytes, message_tag(options.tag, 0, root), o);
+    } else {
+      requests[0] = post_recv(data, bytes, message_tag(options.tag, 0, root), o);
+    }
+    wait(requests.data(), requests.size(), o);
+  }
+
+  void all_gather(const void* input, void* output, size_t bytes, const CollectiveOptions& options) override {
+    check_failure();
+    char* const out = static_cast<char*>(output);
+    char* const mine = out + static_cast<size_t>(rank()) * bytes;
+    if (bytes > 0 && mine != input) std::memmove(mine, input, bytes);
+    if (size() == 1 || bytes == 0) return;
+    exchange_with_all("all_gather", options, mine, bytes, [&](int r) { return out + static_cast<size_t>(r) * bytes; });
+  }
+
+  void barrier(const CollectiveOptions& options) override {
+    check_failure();
+    if (size() == 1) return;
+    char none = 0;
+    exchange_with_all("barrier", options, &none, 0, [&](int) { return &none; });
+  }
+
+ private:
+  struct Peer {
+    ucp_ep_h endpoint = nullptr;
+    pid_t pid = 0;
+    int pidfd = -1;  // -1: the watcher polls kill(pid, 0) instead
+  };
+
+  // A collective in progress, for its messages and its deadline.
+  struct Op {
+    const char* kind;
+    const CollectiveOptions& options;
+    Clock::time_point deadline;
+  };
+
+  void check(ucs_status_t status, const char* what) const {
+    LS_CHECK(status == UCS_OK, UnavailableError, "shared-memory collectives on ", peers_.self(), ": UCX ", what,
+             " failed: ", ucs_status_string(status),
+             "; the workers cannot use shared memory here: set CommunicationImplementation::RING (or "
+             "LOCKSTEP_COLLECTIVE=ring) to use the network");
+  }
+
+  void start_ucx() {
+    ucp_config_t* config = nullptr;
+    check(ucp_config_read(nullptr, nullptr, &config), "ucp_config_read");
+    // Shared memory only: no socket, no network device, whatever UCX_TLS says.
+    const ucs_status_t modified = ucp_config_modify(config, "TLS", "sm");
+    ucp_params_t params{};
+    params.field_mask = UCP_PARAM_FIELD_FEATURES;
+    params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+    const ucs_status_t initialised = modified == UCS_OK ? ucp_init(&params, config, &context_) : modified;
+    ucp_config_release(config);
+    check(initialised, "ucp_init (shared-memory transports)");
+    ucp_worker_params_t worker{};
+    worker.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE | UCP_WORKER_PARAM_FIELD_EVENTS;
+    worker.thread_mode = UCS_THREAD_MODE_SERIALIZED;
+    worker.events = UCP_WAKEUP_TAG_SEND | UCP_WAKEUP_TAG_RECV | UCP_WAKEUP_TX | UCP_WAKEUP_RX;
+    check(ucp_worker_create(context_, &worker, &worker_), "ucp_worker_create");
+    if (ucp_worker_get_efd(worker_, &event_fd_) != UCS_OK) event_fd_ = -1;  // then a wait naps instead
+  }
+
+  // What a peer needs to reach this rank: its shared-memory domain, its pid and its UCX address, one per line.
+  std::string own_card() {
+    ucp_address_t* address = nullptr;
+    size_t length = 0;
+    check(ucp_worker_get_address(worker_, &address, &length), "ucp_worker_get_address");
+    std::string card = make_message(shared_memory_domain(), "\n", ::getpid(), "\n");
+    card.append(reinterpret_cast<const char*>(address), length);
+    ucp_worker_release_address(worker_, address);
+    return card;
+  }
+
+  void reach(int r, const std::string& card) {
+    const size_t domain_end = card.find('\n');
+    const size_t pid_end = domain_end == std::string::npos ? std::string::npos : card.find('\n', domain_end + 1);
+    LS_CHECK(pid_end != std::string::npos, DataLossError, "shared-memory rendezvous: ", peers_.name(r),
+             " published a malformed address; it runs another lockstep version: run one version on every worker");
+    const std::string domain = card.substr(0, domain_end);
+    if (domain != shared_memory_domain())
+      throw UnavailableError(
+          make_message("shared-memory collectives: ", peers_.name(r), " is not on the host of ", peers_.self(),
+                       " as shared memory sees it (", domain, " against ", shared_memory_domain(),
+                       "); use CommunicationImplementation::RING (or LOCKSTEP_COLLECTIVE=ring) across hosts"),
+          Culprit{peers_.task(r)});
+    Peer& peer = remote_[static_cast<size_t>(r)];
+    peer.pid = static_cast<pid_t>(std::stol(card.substr(domain_end + 1, pid_end - domain_end - 1)));
+    peer.pidfd = open_pidfd(peer.pid);
+    ucp_ep_params_t params{};
+    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+    params.address = reinterpret_cast<const ucp_address_t*>(card.data() + pid_end + 1);
+    params.err_mode = UCP_ERR_HANDLING_MODE_NONE;  // UCX 1.13 has no peer failure handling over shared memory
+    std::lock_guard lock(ucp_mutex_);
+    check(ucp_ep_create(worker_, &params, &peer.endpoint), "ucp_ep_create");
+  }
+
+  void close_endpoints() {
+    std::vector<void*> closing;
+    for (Peer& p : remote_) {
+      if (!p.endpoint) continue;
+      ucp_request_param_t param{};
+      param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+      param.flags = UCP_EP_CLOSE_FLAG_FORCE;  // no flush: a peer may be gone
+      void* request = ucp_ep_close_nbx(p.endpoint, &param);
+      if (request && !UCS_PTR_IS_ERR(request)) closing.push_back(request);
+    }
+    const auto deadline = Clock::now() + std::chrono::seconds(1);
+    for (void* request : closing) {
+      while (ucp_request_check_status(request) == UCS_INPROGRESS && Clock::now() < deadline)
+        ucp_worker_progress(worker_);
+      if (ucp_request_check_status(request) != UCS_INPROGRESS) ucp_request_free(request);
+    }
+  }
+
+  void* post_send(int peer, const void* data, size_t bytes, uint64_t tag, const Op& o) {
+    ucp_request_param_t param{};
+    std::lock_guard lock(ucp_mutex_);
+    return posted(ucp_tag_send_nbx(remote_[static_cast<size_t>(peer)].endpoint, data, bytes, tag, &param), o);
+  }
+
+  void* post_recv(void* data, size_t bytes, uint64_t tag, const Op& o) {
+    ucp_request_param_t param{};
+    std::lock_guard lock(ucp_mutex_);
+    return posted(ucp_tag_recv_nbx(worker_, data, bytes, tag, ~uint64_t{0}, &param), o);
+  }
+
+  void* posted(ucs_status_ptr_t request, const Op& o) {
+    if (UCS_PTR_IS_ERR(request)) fail(transport_failure(o, UCS_PTR_STATUS(request)));
+    return request;  // null: done already
+  }
+
+  Failure peer_exited(int r) const {
+    return {Failure::unavailable,
+            make_message("shared-memory collectives on ", peers_.self(), " of ", size(), ": ", peers_.name(r), " (pid ",
+                         remote_[static_cast<size_t>(r)].pid,
+                         ") exited; the job failed; restart it (lockstep launch --max-restarts)"),
+            peers_.task(r)};
+  }
+
+  Failure transport_failure(const Op& o, ucs_status_t status) const {
+    return {Failure::unavailable, make_message(op_name(o), " failed in UCX: ", ucs_status_string(status),
+                                               "; the job failed; restart it")};
+  }
+
+  std::string op_name(const Op& o) const {
+    return make_message("shared-memory ", o.kind, " (tag ", o.options.tag, ") on ", peers_.self(), " of ", size());
+  }
+
+  // Sends `bytes` at `mine` to every other rank and receives each rank's `bytes` at into(rank).
+  template <typename Into>
+  void exchange_with_all(const char* kind, const CollectiveOptions& options, const void* mine, size_t bytes,
+                         Into&& into) {
+    const Op o{kind, options, Clock::now() + options.timeout};
+    std::vector<void*> requests;
+    for (int r = 0; r < size(); ++r) {
+      if (r == rank()) continue;
+      requests.push_back(post_recv(into(r), bytes, message_tag(options.tag, 0, r), o));
+      requests.push_back(post_send(r, mine, bytes, message_tag(options.tag, 0, rank()), o));
+    }
+    wait(requests.data(), requests.size(), o);
+  }
+
+  // Progresses UCX until every request is done (each set to null as it completes), polling while messages move
+  // and for kSpin after, then sleeping on UCX's event descriptor. Throws on the deadline, a transport error or a
+  // failure another thread recorded, after cancelling the requests still in flight (the communicator is broken by
+  // then and progresses UCX only to close its endpoints).
+  void wait(void** requests, size_t n, const Op& o) {
+    try {
+      wait_for_all(requests, n, o);
+    } catch (const Error& e) {
+      std::lock_guard lock(ucp_mutex_);
+      for (size_t i = 0; i < n; ++i) {
+        if (!requests[i]) continue;
+        ucp_request_cancel(worker_, requests[i]);
+        ucp_request_free(requests[i]);
+        abandoned_ = true;
+      }
+      tell_peers(e.what());
+      throw;
+    }
+  }
+
+  void wait_for_all(void** requests, size_t n, const Op& o) {
+    auto last_moved = Clock::now();
+    for (;;) {
+      bool pending = false, errored = false;
+      {
+        std::lock_guard lock(ucp_mutex_);
+        if (!failed_.load()) {
+          while (ucp_worker_progress(worker_) != 0) last_moved = Clock::now();
+        }
+        check_notice();
+        for (size_t i = 0; i < n; ++i) {
+          if (!requests[i]) continue;
+          const ucs_status_t status = ucp_request_check_status(requests[i]);
+          if (status == UCS_INPROGRESS) {
+            pending = true;
+            continue;
+          }
+          ucp_request_free(requests[i]);
+          requests[i] = nullptr;
+          if (status != UCS_OK) {
+            const int gone = exited_peer(milliseconds(500));  // a transfer from a process that died fails so
+            record(gone >= 0 ? peer_exited(gone) : transport_failure(o, status));
+            errored = true;
+          }
+        }
+      }
+      if (!pending && !errored) return;  // a peer may exit once it has its data: the next collective tells
+      check_failure();
+      const auto now = Clock::now();
+      if (now >= o.deadline)
+        fail({Failure::deadline,
+              make_message(op_name(o), " timed out after ", o.options.timeout.count(),
+                           " ms: a peer did not take part; a worker stopped issuing collectives, issued them in "
+                           "another order or is stuck: check the other workers' logs, or raise "
+                           "CommunicationOptions.timeout_seconds if a step legitimately takes longer")});
+      if (now - last_moved < kSpin) continue;
+      sleep_until_event();
+    }
+  }
+
+  void sleep_until_event() {
+    if (event_fd_ < 0) {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      return;
+    }
+    ucs_status_t armed;
+    {
+      std::lock_guard lock(ucp_mutex_);
+      armed = ucp_worker_arm(worker_);
+    }
+    if (armed != UCS_OK) return;  // UCS_ERR_BUSY: events are waiting
+    pollfd ready{event_fd_, POLLIN, 0};
+    ::poll(&ready, 1, kSleepMs);
+  }
+
+  // The watcher: a peer's pidfd becomes readable when that process exits.
+  void watch() {
+    std::vector<pollfd> fds{{stop_fd_, POLLIN, 0}};
+    std::vector<int> ranks{-1};
+    bool any_without_pidfd = false;
+    for (int r = 0; r < size(); ++r) {
+      const Peer& p = remote_[static_cast<size_t>(r)];
+      if (r == rank()) continue;
+      if (p.pidfd >= 0) {
+        fds.push_back({p.pidfd, POLLIN, 0});
+        ranks.push_back(r);
+      } else {
+        any_without_pidfd = true;
+      }
+    }
+    for (;;) {
+      if (::poll(fds.data(), fds.size(), any_without_pidfd ? 100 : -1) < 0 && errno != EINTR) return;
+      if (fds[0].revents) return;
+      int gone = -1;
+      for (size_t i = 1; i < fds.size() && gone < 0; ++i)
+        if (fds[i].revents) gone = ranks[i];
+      for (int r = 0; r < size() && gone < 0; ++r) {
+        const Peer& p = remote_[static_cast<size_t>(r)];
+        if (r != rank() && p.pidfd < 0 && ::kill(p.pid, 0) == -1 && errno == ESRCH) gone = r;
+      }
+      if (gone >= 0) {
+        record(peer_exited(gone));
+        return;
+      }
+    }
+  }
+
+  // A peer's communicator broke and said why: so is this one (caller holds ucp_mutex_).
+  void check_notice() {
+    if (!notice_ || UCS_PTR_IS_ERR(notice_)) return;
+    ucp_tag_recv_info_t info{};
+    if (ucp_tag_recv_request_test(notice_, &info) == UCS_INPROGRESS) return;
+    ucp_request_free(notice_);
+    notice_ = nullptr;
+    const int sender = static_cast<int>(info.sender_tag & 0xffff);
+    told_ = true;  // the peer has told the others itself
+    record({Failure::unavailable,
+            make_message("shared-memory collectives on ", peers_.self(), " of ", size(), ": ", peers_.name(sender),
+                         " failed: ", std::string(notice_text_.data(), std::min(info.length, notice_text_.size())))});
+  }
+
+  // Sends every peer this communicator's failure, once, without waiting for it: each peer's next wait fails too,
+  // as gloo's peers do when a broken communicator closes its connections (caller holds ucp_mutex_). The sends
+  // complete as UCX progresses; the destructor finishes them.
+  void tell_peers(const std::string& message) {
+    if (told_) return;
+    told_ = true;
+    notice_sent_ = message.substr(0, kNoticeBytes);
+    for (int r = 0; r < size(); ++r) {
+      if (r == rank()) continue;
+      ucp_request_param_t param{};
+      void* request = ucp_tag_send_nbx(remote_[static_cast<size_t>(r)].endpoint, notice_sent_.data(),
+                                       notice_sent_.size(), message_tag(0xffffffffu, 0xffff, rank()), &param);
+      if (request && !UCS_PTR_IS_ERR(request)) notice_sends_.push_back(request);
+    }
+    ucp_worker_progress(worker_);
+  }
+
+  void check_failure() {
+    if (!failed_.load()) return;
+    std::lock_guard lock(mutex_);
+    failure_->raise();
+  }
+
+  // Records the first failure (later ones are its consequences).
+  void record(Failure failure) {
+    std::lock_guard lock(mutex_);
+    if (!failure_) failure_ = std::move(failure);
+    failed_.store(true);
+  }
+
+  [[noreturn]] void fail(Failure failure) {
+    std::lock_guard lock(mutex_);
+    if (!failure_) failure_ = std::move(failure);
+    failed_.store(true);
+    failure_->raise();
+  }
+
+  const detail::Peers peers_;
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  int event_fd_ = -1;        // UCX's, signalled on the worker's events once armed
+  std::mutex ucp_mutex_;     // every call on worker_ and its endpoints
+  bool abandoned_ = false;   // a request was given up on (guarded by ucp_mutex_)
+  void* notice_ = nullptr;   // the receive of a peer's failure notice (guarded by ucp_mutex_)
+  std::array<char, kNoticeBytes> notice_text_{};
+  bool told_ = false;        // this rank's failure went to its peers, or a peer's came (guarded by ucp_mutex_)
+  std::string notice_sent_;  // what tell_peers sent
+  std::vector<void*> notice_sends_;  // its sends still in flight (guarded by ucp_mutex_)
+  std::vector<Peer> remote_;  // by rank; this rank's entry is unused
+  int stop_fd_ = -1;         // written to stop the watcher
+  std::thread watcher_;
+  std::mutex mutex_;  // guards failure_
+  std::atomic<bool> failed_{false};
+  std::optional<Failure> failure_;
+};
+
+// UCX aborts the process when a transfer fails on an endpoint without error handling, the only mode its shared-
+// memory transports offer (1.13): it logs the failed copy from a peer process that has exited as FATAL. A peer's
+// exit is a failure this backend reports itself (the watcher's UnavailableError naming the peer), so when a peer
+// of a live communicator has exited (or does within half a second), UCX's FATAL message is dropped and the failed
+// transfer ends as an error.
+std::mutex g_live_mutex;
+std::set<const SharedMemoryCommunicator*>* g_live = new std::set<const SharedMemoryCommunicator*>;
+
+ucs_log_func_rc_t on_ucx_log(const char*, unsigned, const char*, ucs_log_level_t level,
+                             const ucs_log_component_config_t*, const char*, va_list) {
+  if (level != UCS_LOG_LEVEL_FATAL) return UCS_LOG_FUNC_RC_CONTINUE;
+  std::lock_guard lock(g_live_mutex);
+  for (const SharedMemoryCommunicator* c : *g_live)
+    if (c->exited_peer(milliseconds(500)) >= 0) return UCS_LOG_FUNC_RC_STOP;
+  return UCS_LOG_FUNC_RC_CONTINUE;
+}
+
+void remember(const SharedMemoryCommunicator* c) {
+  static std::once_flag once;
+  std::call_once(once, [] { ucs_log_push_handler(on_ucx_log); });
+  std::lock_guard lock(g_live_mutex);
+  g_live->insert(c);
+}
+
+void forget(const SharedMemoryCommunicator* c) {
+  std::lock_guard lock(g_live_mutex);
+  g_live->erase(c);
+}
+
+}  // namespace
+
+std::string shared_memory_domain() {
+  std::string boot;
+  try {
+    boot = trim(read_file("/proc/sys/kernel/random/boot_id"));
+  } catch (const Error&) {
+    boot = "boot:?";
+  }
+  return make_message(boot, " ", namespace_of("ipc"), " ", namespace_of("pid"), " ", namespace_of("mnt"), " ",
+                      namespace_of("net"));
+}
+
+std::unique_ptr<Communicator> make_shared_memory_communicator(KeyValueStore& store, int rank, int size,
+                                                              const SharedMemoryOptions& options) {
+  LS_CHECK(size >= 1 && size < (1 << 16), ValueError, "shared-memory communicator size must be in [1, 65535], got ",
+           size);
+  LS_CHECK(rank >= 0 && rank < size, ValueError, "shared-memory communicator rank must be in [0, ", size, "), got ",
+           rank);
+  LS_CHECK(options.peer_names.empty() || options.peer_names.size() == static_cast<size_t>(size), ValueError,
+           "SharedMemoryOptions.peer_names must name all ", size, " ranks or none, got ", options.peer_names.size());
+  LS_CHECK(options.peer_tasks.empty() || options.peer_tasks.size() == static_cast<size_t>(size), ValueError,
+           "SharedMemoryOptions.peer_tasks must name all ", size, " ranks or none, got ", options.peer_tasks.size());
+  auto communicator = std::make_unique<SharedMemoryCommunicator>(rank, size, options);
+  communicator->connect(store, options);
+  return communicator;
+}
+
+}  // namespace lockstep::distribute
