@@ -297,21 +297,30 @@ class MPICommunicator final : public Communicator {
   }
 
   // Polls `requests` until all complete, the deadline passes or another thread's collective failed. MPI
-  // progresses non-blocking operations only inside MPI calls (OpenMPI has no progress thread), so the
-  // loop polls at once for a while, then sleeps a little longer each time (at most kMaxNap), which leaves
-  // the cores to backward while a bucket waits for the other workers. A request given up on stays in
-  // flight: its buffers must outlive the process's MPI use (see g_abandoned).
+  // progresses non-blocking operations only inside MPI calls (OpenMPI has no progress thread). The wait adapts:
+  // it polls while requests complete and for kSpin after the last one did (a peer is there and exchanging), then
+  // sleeps a little longer each time (at most kMaxNap), which leaves the cores to backward while a bucket waits
+  // for a peer still computing. A request given up on stays in flight: its buffers must outlive the process's
+  // MPI use (see g_abandoned).
   void complete(MPI_Request* requests, int n, const char* kind, uint32_t tag, milliseconds timeout,
                 Clock::time_point deadline) {
     constexpr auto kSpin = std::chrono::microseconds(200);
+    constexpr auto kFirstNap = std::chrono::microseconds(10);
     constexpr auto kMaxNap = std::chrono::microseconds(500);
-    const auto start = Clock::now();
-    auto nap = std::chrono::microseconds(10);
+    thread_local std::vector<int> completed;
+    completed.resize(static_cast<size_t>(n));
+    auto last_moved = Clock::now();
+    auto nap = kFirstNap;
     for (;;) {
-      int done = 0;
-      const int code = MPI_Testall(n, requests, &done, MPI_STATUSES_IGNORE);
-      if (code == MPI_SUCCESS && done) return;
-      const bool timed_out = Clock::now() >= deadline;
+      int count = 0;
+      const int code = MPI_Testsome(n, requests, &count, completed.data(), MPI_STATUSES_IGNORE);
+      if (code == MPI_SUCCESS && count == MPI_UNDEFINED) return;  // every request is done (MPI_REQUEST_NULL)
+      const auto now = Clock::now();
+      if (code == MPI_SUCCESS && count > 0) {
+        last_moved = now;
+        nap = kFirstNap;
+      }
+      const bool timed_out = now >= deadline;
       if (code != MPI_SUCCESS || timed_out || failed_.load()) {
         g_abandoned.store(true);
         call(code, kind, tag);
@@ -323,7 +332,7 @@ class MPICommunicator final : public Communicator {
                              "CommunicationOptions.timeout_seconds if a step legitimately takes longer")});
         check_failure();
       }
-      if (Clock::now() - start < kSpin) {
+      if (now - last_moved < kSpin) {
         std::this_thread::yield();
       } else {
         std::this_thread::sleep_for(nap);
