@@ -33,7 +33,7 @@ using std::chrono::milliseconds;
 
 // The ring's reduce-scatter pieces, as in the MPI backend.
 constexpr size_t kRingPiece = 256 << 10;
-// How long a wait keeps polling after the last message moved before it sleeps on UCX's event descriptor.
+// How long a wait polls before it sleeps on UCX's event descriptor, while no message of its collective has moved.
 constexpr auto kSpin = std::chrono::microseconds(100);
 // The longest one sleep lasts: a wait rechecks its deadline and the peers' state at least this often.
 constexpr int kSleepMs = 1;
@@ -242,6 +242,7 @@ class SharedMemoryCommunicator final : public Communicator {
     const char* kind;
     const CollectiveOptions& options;
     Clock::time_point deadline;
+    mutable bool moved = false;  // a message of it has moved: the peers are in it too
   };
 
   void check(ucs_status_t status, const char* what) const {
@@ -370,8 +371,10 @@ class SharedMemoryCommunicator final : public Communicator {
     wait(requests.data(), requests.size(), o);
   }
 
-  // Progresses UCX until every request is done (each set to null as it completes), polling while messages move
-  // and for kSpin after, then sleeping on UCX's event descriptor. Throws on the deadline, a transport error or a
+  // Progresses UCX until every request is done (each set to null as it completes). The wait adapts: once a
+  // message of the collective has moved, the peers are in it too and it polls to the end; until then it polls
+  // kSpin and then sleeps on UCX's event descriptor, leaving the core to a peer still computing (sleeping between
+  // the ring's steps would add a wake-up to each). Throws on the deadline, a transport error or a
   // failure another thread recorded, after cancelling the requests still in flight (the communicator is broken by
   // then and progresses UCX only to close its endpoints).
   void wait(void** requests, size_t n, const Op& o) {
@@ -391,13 +394,13 @@ class SharedMemoryCommunicator final : public Communicator {
   }
 
   void wait_for_all(void** requests, size_t n, const Op& o) {
-    auto last_moved = Clock::now();
+    const auto start = Clock::now();
     for (;;) {
       bool pending = false, errored = false;
       {
         std::lock_guard lock(ucp_mutex_);
         if (!failed_.load()) {
-          while (ucp_worker_progress(worker_) != 0) last_moved = Clock::now();
+          while (ucp_worker_progress(worker_) != 0) o.moved = true;
         }
         check_notice();
         for (size_t i = 0; i < n; ++i) {
@@ -409,6 +412,7 @@ class SharedMemoryCommunicator final : public Communicator {
           }
           ucp_request_free(requests[i]);
           requests[i] = nullptr;
+          o.moved = true;
           if (status != UCS_OK) {
             const int gone = exited_peer(milliseconds(500));  // a transfer from a process that died fails so
             record(gone >= 0 ? peer_exited(gone) : transport_failure(o, status));
@@ -425,7 +429,7 @@ class SharedMemoryCommunicator final : public Communicator {
                            " ms: a peer did not take part; a worker stopped issuing collectives, issued them in "
                            "another order or is stuck: check the other workers' logs, or raise "
                            "CommunicationOptions.timeout_seconds if a step legitimately takes longer")});
-      if (now - last_moved < kSpin) continue;
+      if (o.moved || now - start < kSpin) continue;
       sleep_until_event();
     }
   }

@@ -37,8 +37,8 @@ struct SharedMemoryOptions {
 // UnavailableError naming it, with that peer's task as its culprit(). Either way the communicator is broken and
 // every later call throws the same error at once. Build a new one (new prefix) to go on.
 //
-// Waiting: a collective polls while messages arrive and for 100 µs after the last, then sleeps on UCX's event
-// file descriptor, leaving the core to the other workers' computation.
+// Waiting: once a message of a collective has moved (its peers are in it too), it polls to the end; before that it
+// polls for 100 µs, then sleeps on UCX's event file descriptor, leaving the core to a peer still computing.
 //
 // Thread-safety: collectives with distinct tags may run at once from different threads (messages are matched
 // by tag); two in flight with the same tag are undefined.
