@@ -77,6 +77,50 @@ TEST_F(MultiWorker, SharedMemoryAndTheNetworkPathReachBitwiseTheSameWeights) {
   }
 }
 
+// Two simulated hosts (network namespaces made by bench/netns/cluster.sh, 10.213.0.1-2) with two workers each:
+// the workers reduce over shared memory inside each host and over gloo between the hosts' first workers. All
+// four end with the same weights, and the steps' global losses match one worker with the global batch. Needs
+// root and iproute2; skipped otherwise.
+TEST_F(MultiWorker, WorkersOnTwoHostsReduceOverSharedMemoryInsideEachAndGlooBetween) {
+  const fs::path cluster = fs::path(LOCKSTEP_SOURCE_DIR) / "bench/netns/cluster.sh";
+  if (::geteuid() != 0 || std::system((cluster.string() + " check >/dev/null 2>&1").c_str()) != 0)
+    GTEST_SKIP() << "needs root and iproute2 for network namespaces (bench/netns/cluster.sh check)";
+  ASSERT_EQ(std::system((cluster.string() + " up 2 --rate 10gbit >/dev/null 2>&1").c_str()), 0);
+  struct Down {
+    fs::path cluster;
+    ~Down() { [[maybe_unused]] int rc = std::system((cluster.string() + " down >/dev/null 2>&1").c_str()); }
+  } down{cluster};
+  const std::string common = "train --loop ctl --epochs 1 --steps-per-epoch 20 --optimizer sgd --learning-rate 0.05 --seed 3" + data();
+  Result one = run_lockstep(common + " --batch-size 128 --metrics-out " + (dir_ / "one.json").string());
+  ASSERT_EQ(one.code, 0) << one.err;
+  const char* bin = std::getenv("LOCKSTEP_BIN_DIR");
+  std::string script;
+  for (int i = 0; i < 4; ++i) {
+    const std::string tf_config = R"({"cluster":{"worker":["10.213.0.1:24101","10.213.0.1:24102","10.213.0.2:24103",)"
+                                  R"("10.213.0.2:24104"]},"task":{"type":"worker","index":)" + std::to_string(i) + "}}";
+    script += "TF_CONFIG='" + tf_config + "' OMP_NUM_THREADS=1 timeout -k 5 120 " + cluster.string() + " exec " +
+              std::to_string(i / 2) + " " + (bin ? bin : LOCKSTEP_BIN_DIR) + "/lockstep " + common +
+              " --batch-size 32 --metrics-out " + (dir_ / ("w" + std::to_string(i) + ".json")).string() + " 2>" +
+              (dir_ / ("err" + std::to_string(i))).string() + " & ";
+  }
+  std::ofstream(dir_ / "run.sh") << script << "wait\n";
+  ASSERT_EQ(std::system(("bash " + (dir_ / "run.sh").string()).c_str()), 0);
+  for (int i = 0; i < 4; ++i) {
+    const std::string err = read_all((dir_ / ("err" + std::to_string(i))).string());
+    EXPECT_NE(err.find("collective backend: shared memory (UCX) inside each of 2 hosts, gloo (TCP) between them"),
+              std::string::npos) << "worker " << i << ": " << err;
+  }
+  const json a = json::parse(read_all((dir_ / "one.json").string()));
+  const json b = json::parse(read_all((dir_ / "w0.json").string()));
+  EXPECT_EQ(b["num_workers"], 4);
+  const auto hashes = b["weights_sha256_per_worker"].get<std::vector<std::string>>();
+  ASSERT_EQ(hashes.size(), 4u);
+  for (const std::string& h : hashes) EXPECT_EQ(h, hashes[0]);
+  auto la = a["step_losses"].get<std::vector<double>>(), lb = b["step_losses"].get<std::vector<double>>();
+  ASSERT_EQ(lb.size(), la.size());
+  for (size_t i = 0; i < la.size(); ++i) EXPECT_NEAR(lb[i], la[i], 1e-5 * std::abs(la[i])) << "step " << i;
+}
+
 TEST_F(MultiWorker, FitOnTwoWorkersKeepsWeightsIdentical) {
   Result r = run_lockstep("train --workers 2 --epochs 2 --batch-size 32 --metrics-out " + (dir_ / "fit.json").string() + data());
   ASSERT_EQ(r.code, 0) << r.err << r.out;

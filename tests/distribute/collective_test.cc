@@ -15,6 +15,7 @@
 
 #include "lockstep/core/error.h"
 #include "lockstep/distribute/collective/gloo.h"
+#include "lockstep/distribute/collective/hierarchical.h"
 #include "lockstep/distribute/collective/shared_memory.h"
 #include "lockstep/distribute/collective/local.h"
 
@@ -98,6 +99,23 @@ Backend shared_memory_backend() {
             for (int r = 0; r < size; ++r) options.peer_names.push_back("worker:" + std::to_string(r));
             options.connect_timeout = std::chrono::seconds(20);
             run_threads(size, [&](int r) { body(*make_shared_memory_communicator(store, r, size, options)); });
+          }};
+}
+
+// Hosts of two ranks each (rank r on host r / 2), each host and the hosts' leaders a LocalGroup.
+Backend hierarchical_backend() {
+  return {"Hierarchical", false, [](int size, const Body& body) {
+            const int hosts = (size + 1) / 2;
+            std::vector<std::unique_ptr<LocalGroup>> host_groups;
+            for (int h = 0; h < hosts; ++h) host_groups.push_back(std::make_unique<LocalGroup>(std::min(2, size - 2 * h)));
+            LocalGroup leaders(hosts);
+            std::vector<int> host_of;
+            for (int r = 0; r < size; ++r) host_of.push_back(r / 2);
+            run_threads(size, [&](int r) {
+              auto c = make_hierarchical_communicator(r, host_of, host_groups[static_cast<size_t>(r / 2)]->communicator(r % 2),
+                                                      r % 2 == 0 ? leaders.communicator(r / 2) : nullptr);
+              body(*c);
+            });
           }};
 }
 
@@ -373,7 +391,8 @@ TEST_P(CollectiveTest, RankThatNeverJoinsGivesDeadlineExceededWithinTheTimeout) 
   std::cout << "    " << GetParam().name << " timeout message: " << messages[0] << "\n";
 }
 
-INSTANTIATE_TEST_SUITE_P(Collective, CollectiveTest, ::testing::Values(local_backend(), gloo_backend(), shared_memory_backend()),
+INSTANTIATE_TEST_SUITE_P(Collective, CollectiveTest, ::testing::Values(local_backend(), gloo_backend(), shared_memory_backend(),
+                                                            hierarchical_backend()),
                          [](const ::testing::TestParamInfo<Backend>& info) { return info.param.name; });
 
 // ---- local-only behaviour ----

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <ucp/api/ucp.h>
 #include <ucs/debug/log_def.h>
@@ -68,6 +69,9 @@ const uint64_t kNoticeTag = message_tag(0xffffffffu, 0xffff, 0);
 constexpr uint64_t kAnySender = ~uint64_t{0xffff};
 constexpr size_t kNoticeBytes = 1024;
 
+// Set while this thread frees a broken communicator's UCX worker: its warnings about abandoned requests are dropped.
+thread_local bool t_quiet = false;
+
 class SharedMemoryCommunicator;
 void remember(const SharedMemoryCommunicator* c);
 void forget(const SharedMemoryCommunicator* c);
@@ -97,21 +101,16 @@ class SharedMemoryCommunicator final : public Communicator {
     for (void* request : notice_sends_) {
       while (ucp_request_check_status(request) == UCS_INPROGRESS && Clock::now() < deadline)
         ucp_worker_progress(worker_);
-      abandoned_ = abandoned_ || ucp_request_check_status(request) == UCS_INPROGRESS;
+      abandoned_ = abandoned_ || ucp_request_check_status(request) == UCS_INPROGRESS;  // the peer is gone
       ucp_request_free(request);
     }
-    if (abandoned_) {
-      // A send to a peer that is gone may never complete, and UCX cannot cancel it: the worker is kept, reachable,
-      // as it is (destroying it would only warn about the lost request), and the process exits soon anyway.
-      static std::mutex kept_mutex;
-      static auto* kept = new std::vector<std::pair<ucp_context_h, ucp_worker_h>>;
-      std::lock_guard lock(kept_mutex);
-      kept->emplace_back(context_, worker_);
-      return;
-    }
+    // A request given up on (a send to a peer that is gone never completes, and UCX cannot cancel it) makes UCX
+    // warn, while it frees the worker, about each such request: expected here, so not printed.
+    t_quiet = abandoned_;
     close_endpoints();
     ucp_worker_destroy(worker_);
     ucp_cleanup(context_);
+    t_quiet = false;
   }
 
   void connect(KeyValueStore& store, const SharedMemoryOptions& options) {
@@ -561,6 +560,7 @@ std::set<const SharedMemoryCommunicator*>* g_live = new std::set<const SharedMem
 
 ucs_log_func_rc_t on_ucx_log(const char*, unsigned, const char*, ucs_log_level_t level,
                              const ucs_log_component_config_t*, const char*, va_list) {
+  if (t_quiet && level >= UCS_LOG_LEVEL_WARN) return UCS_LOG_FUNC_RC_STOP;
   if (level != UCS_LOG_LEVEL_FATAL) return UCS_LOG_FUNC_RC_CONTINUE;
   std::lock_guard lock(g_live_mutex);
   for (const SharedMemoryCommunicator* c : *g_live)
@@ -589,8 +589,11 @@ std::string shared_memory_domain() {
   } catch (const Error&) {
     boot = "boot:?";
   }
-  return make_message(boot, " ", namespace_of("ipc"), " ", namespace_of("pid"), " ", namespace_of("mnt"), " ",
-                      namespace_of("net"));
+  // Which /dev/shm: processes in different mount namespaces (`ip netns exec` gives each its own) may share it.
+  struct stat shm {};
+  const std::string dev_shm =
+      ::stat("/dev/shm", &shm) == 0 ? make_message("shm:", shm.st_dev, ":", shm.st_ino) : std::string("shm:?");
+  return make_message(boot, " ", namespace_of("ipc"), " ", namespace_of("pid"), " ", namespace_of("net"), " ", dev_shm);
 }
 
 std::unique_ptr<Communicator> make_shared_memory_communicator(KeyValueStore& store, int rank, int size,

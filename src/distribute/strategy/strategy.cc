@@ -4,9 +4,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <numeric>
 #include <random>
 #include <thread>
 
@@ -14,6 +16,7 @@
 #include "lockstep/core/version.h"
 #include "lockstep/core/threads.h"
 #include "lockstep/distribute/collective/gloo.h"
+#include "lockstep/distribute/collective/hierarchical.h"
 #include "lockstep/distribute/collective/local.h"
 #include "lockstep/distribute/collective/mpi.h"
 #include "lockstep/distribute/collective/shared_memory.h"
@@ -213,15 +216,19 @@ void Strategy::abort(const std::string& message) {
   impl_->last_error = message;
 }
 
-// Whether all `size` workers share rank `rank`'s shared-memory domain (shared_memory_domain()), asked through the
-// coordination service's store.
-static bool on_one_host(KeyValueStore& store, int rank, int size, std::chrono::milliseconds timeout) {
-  const std::string mine = shared_memory_domain();
-  store.set(make_message("domain/", rank), mine);
-  bool same = true;
-  for (int r = 0; r < size; ++r)
-    if (r != rank) same = store.get(make_message("domain/", r), timeout) == mine && same;
-  return same;
+// The host of every worker as shared memory sees it (shared_memory_domain()), asked through the coordination
+// service's store: hosts numbered 0, 1, ... in the order of their first worker.
+static std::vector<int> hosts_of_workers(KeyValueStore& store, int rank, int size, std::chrono::milliseconds timeout) {
+  store.set(make_message("domain/", rank), shared_memory_domain());
+  std::vector<std::string> domains;
+  std::vector<int> host_of;
+  for (int r = 0; r < size; ++r) {
+    const std::string domain = r == rank ? shared_memory_domain() : store.get(make_message("domain/", r), timeout);
+    const auto known = std::find(domains.begin(), domains.end(), domain);
+    host_of.push_back(static_cast<int>(known - domains.begin()));
+    if (known == domains.end()) domains.push_back(domain);
+  }
+  return host_of;
 }
 
 void Strategy::connect_workers() {
@@ -256,28 +263,60 @@ void Strategy::connect_workers() {
              "MPI made this process rank ", impl_->cross->rank(), " of ", impl_->cross->size(), " but the cluster (",
              resolver_->task().name(), ") makes it rank ", worker_rank(), " of ", num_workers(),
              ": under mpirun leave TF_CONFIG unset (the MPI resolver uses MPI's ranks), or set LOCKSTEP_COLLECTIVE=ring");
-  } else if (backend == CommunicationImplementation::AUTO && on_one_host(*impl_->coordination, worker_rank(), num_workers(), c.startup_timeout)) {
-    SharedMemoryOptions m;
-    for (const Task& t : tasks) {
-      m.peer_names.push_back(t.name() + " at " + t.address);
-      m.peer_tasks.push_back(t.name());
-    }
-    m.connect_timeout = c.startup_timeout;
-    impl_->cross = make_shared_memory_communicator(*impl_->coordination, worker_rank(), num_workers(), m);
-    log(LogLevel::info, "collective backend: shared memory (UCX), all ", num_workers(), " workers on one host");
   } else {
-    GlooOptions g;
-    const std::string& own = tasks[static_cast<size_t>(worker_rank())].address;
-    g.hostname = own.front() == '[' ? own.substr(1, own.find(']') - 1) : own.substr(0, own.rfind(':'));
-    for (const Task& t : tasks) {
-      g.peer_names.push_back(t.name() + " at " + t.address);
-      g.peer_tasks.push_back(t.name());
+    // Communicators over some of the workers (`ranks`, in job order), named as the cluster names them.
+    auto names = [&](const std::vector<int>& ranks, auto& options) {
+      for (int r : ranks) {
+        options.peer_names.push_back(tasks[static_cast<size_t>(r)].name() + " at " + tasks[static_cast<size_t>(r)].address);
+        options.peer_tasks.push_back(tasks[static_cast<size_t>(r)].name());
+      }
+      options.connect_timeout = c.startup_timeout;
+    };
+    auto gloo = [&](const std::vector<int>& ranks, int rank, const std::string& prefix) {
+      GlooOptions g;
+      const std::string& own = tasks[static_cast<size_t>(worker_rank())].address;
+      g.hostname = own.front() == '[' ? own.substr(1, own.find(']') - 1) : own.substr(0, own.rfind(':'));
+      g.prefix = prefix;
+      names(ranks, g);
+      return make_gloo_communicator(*impl_->coordination, rank, static_cast<int>(ranks.size()), g);
+    };
+    auto shared_memory = [&](const std::vector<int>& ranks, int rank, const std::string& prefix) {
+      SharedMemoryOptions m;
+      m.prefix = prefix;
+      names(ranks, m);
+      return make_shared_memory_communicator(*impl_->coordination, rank, static_cast<int>(ranks.size()), m);
+    };
+    std::vector<int> everyone(static_cast<size_t>(num_workers()));
+    std::iota(everyone.begin(), everyone.end(), 0);
+    const std::vector<int> host_of = backend == CommunicationImplementation::AUTO
+                                         ? hosts_of_workers(*impl_->coordination, worker_rank(), num_workers(),
+                                                            c.startup_timeout)
+                                         : std::vector<int>(everyone.size(), 0);
+    const int hosts = *std::max_element(host_of.begin(), host_of.end()) + 1;
+    if (backend == CommunicationImplementation::RING || hosts == num_workers()) {
+      impl_->cross = gloo(everyone, worker_rank(), "gloo");
+      log(LogLevel::info, "collective backend: gloo (TCP), ",
+          backend == CommunicationImplementation::RING ? "as CommunicationImplementation::RING asks"
+                                                       : "every worker on a host of its own");
+    } else if (hosts == 1) {
+      impl_->cross = shared_memory(everyone, worker_rank(), "shm");
+      log(LogLevel::info, "collective backend: shared memory (UCX), all ", num_workers(), " workers on one host");
+    } else {
+      // Shared memory inside each host, gloo between the hosts' first workers.
+      const int host = host_of[static_cast<size_t>(worker_rank())];
+      std::vector<int> mine, leaders;
+      for (int r = 0; r < num_workers(); ++r) {
+        if (host_of[static_cast<size_t>(r)] == host) mine.push_back(r);
+        if (std::find(host_of.begin(), host_of.begin() + r, host_of[static_cast<size_t>(r)]) == host_of.begin() + r)
+          leaders.push_back(r);
+      }
+      const int local_rank = static_cast<int>(std::find(mine.begin(), mine.end(), worker_rank()) - mine.begin());
+      auto local = shared_memory(mine, local_rank, make_message("shm/", host));
+      auto between = local_rank == 0 ? gloo(leaders, host, "gloo-leaders") : nullptr;
+      impl_->cross = make_hierarchical_communicator(worker_rank(), host_of, std::move(local), std::move(between));
+      log(LogLevel::info, "collective backend: shared memory (UCX) inside each of ", hosts,
+          " hosts, gloo (TCP) between them");
     }
-    g.connect_timeout = c.startup_timeout;
-    impl_->cross = make_gloo_communicator(*impl_->coordination, worker_rank(), num_workers(), g);
-    log(LogLevel::info, "collective backend: gloo (TCP), ",
-        backend == CommunicationImplementation::RING ? "as CommunicationImplementation::RING asks"
-                                                     : "the workers are on more than one host");
   }
   if (backend == CommunicationImplementation::MPI) log(LogLevel::info, "collective backend: MPI");
   log(LogLevel::info, "joined the cluster as ", resolver_->task().name(), " (rank ", worker_rank(), " of ",

@@ -12,7 +12,7 @@
 
 namespace lockstep::distribute {
 
-// What shared memory can reach from this process: the boot and the IPC, PID, mount and network namespaces.
+// What shared memory can reach from this process: the boot, the IPC, PID and network namespaces, and /dev/shm.
 // Two processes with the same value share a host for the shared-memory backend; processes in different network
 // namespaces (the simulated hosts of docs/scaling.md) do not, so that they keep talking over their network.
 std::string shared_memory_domain();
