@@ -26,10 +26,12 @@ test: build
 # The suite under AddressSanitizer + UndefinedBehaviorSanitizer, and under ThreadSanitizer, each in a build dir of its
 # own; the -quick forms (CI) build and run only the tests of lockstep's threads and parsers (docs/testing.md).
 test-asan: deps
+	@scripts/install-deps --fuzz
 	JOBS=$(JOBS) scripts/sanitizers/test address build-asan
 test-tsan: deps
 	JOBS=$(JOBS) scripts/sanitizers/test thread build-tsan
 test-asan-quick: deps
+	@scripts/install-deps --fuzz
 	JOBS=$(JOBS) scripts/sanitizers/test address build-asan --quick
 test-tsan-quick: deps
 	JOBS=$(JOBS) scripts/sanitizers/test thread build-tsan --quick
@@ -58,18 +60,17 @@ demo: build
 	$(BUILD)/bin/lockstep train --workers 2 --model tutorial_cnn --dataset fashion_mnist --epochs 1 --batch-size 64 \
 	  --optimizer adam --learning-rate 0.001 --metrics-out $(BUILD)/demo-metrics.json
 
-# libFuzzer targets (fuzz/) in a clang build of their own with ASan and UBSan, $(BUILD)/fuzz-build; the binaries
-# land in $(BUILD)/fuzz. `make fuzz-run SECONDS=N` runs each for N seconds over its corpus, JOBS at a time (scripts/fuzz).
+# libFuzzer targets (fuzz/) in the clang ASan + UBSan build of `make test-asan` (build-asan: one instrumented
+# library serves both); the binaries land in build-asan/fuzz. `make fuzz-run SECONDS=N` runs each for N seconds over
+# its corpus, JOBS at a time (scripts/fuzz).
 SECONDS ?= 10
-fuzz:
+fuzz: deps
 	@scripts/install-deps --fuzz
-	cmake -S . -B $(BUILD)/fuzz-build -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang-14 \
-	  -DCMAKE_CXX_COMPILER=clang++-14 -DLOCKSTEP_FUZZ=ON -DLOCKSTEP_BUILD_TESTS=OFF -DLOCKSTEP_BUILD_BENCH=OFF -DLOCKSTEP_PYTHON=OFF \
-	  -DLOCKSTEP_FUZZ_OUTPUT_DIR=$(abspath $(BUILD))/fuzz $(CMAKE_FLAGS) >/dev/null
-	cmake --build $(BUILD)/fuzz-build -j $(JOBS) --target fuzz
+	JOBS=$(JOBS) scripts/sanitizers/test address build-asan --configure
+	cmake --build build-asan -j $(JOBS) --target fuzz
 
 fuzz-run: fuzz
-	scripts/fuzz --build $(BUILD) --seconds $(SECONDS) --jobs $(JOBS)
+	scripts/fuzz --build build-asan --seconds $(SECONDS) --jobs $(JOBS)
 
 # Debian packages of this build (CPack): $(BUILD)/lockstep_<version>_amd64.deb (the CLI, its man page) and
 # lockstep-dev_<version>_amd64.deb (headers, static libraries, CMake and pkg-config files).
