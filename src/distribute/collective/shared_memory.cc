@@ -92,22 +92,25 @@ class SharedMemoryCommunicator final : public Communicator {
       if (p.pidfd >= 0) ::close(p.pidfd);
     if (stop_fd_ >= 0) ::close(stop_fd_);
     if (!worker_) return;
-    // The pending receive of a peer's notice is cancelled; the notices this rank sent get a second to leave.
     if (notice_ && !UCS_PTR_IS_ERR(notice_)) {
       ucp_request_cancel(worker_, notice_);
       notice_sends_.push_back(notice_);
     }
-    const auto deadline = Clock::now() + std::chrono::seconds(1);
-    for (void* request : notice_sends_) {
-      while (ucp_request_check_status(request) == UCS_INPROGRESS && Clock::now() < deadline)
-        ucp_worker_progress(worker_);
-      abandoned_ = abandoned_ || ucp_request_check_status(request) == UCS_INPROGRESS;  // the peer is gone
-      ucp_request_free(request);
+    // Without a request given up on, UCX is progressed a little longer: the notices this rank sent get a second
+    // to leave, and the endpoints close. With one, UCX is not progressed again (a transfer into a buffer its
+    // owner has freed could go on): the worker is freed as it is.
+    if (!abandoned_) {
+      const auto deadline = Clock::now() + std::chrono::seconds(1);
+      for (void* request : notice_sends_) {
+        while (ucp_request_check_status(request) == UCS_INPROGRESS && Clock::now() < deadline)
+          ucp_worker_progress(worker_);
+        abandoned_ = abandoned_ || ucp_request_check_status(request) == UCS_INPROGRESS;  // the peer is gone
+      }
     }
-    // A request given up on (a send to a peer that is gone never completes, and UCX cannot cancel it) makes UCX
-    // warn, while it frees the worker, about each such request: expected here, so not printed.
+    for (void* request : notice_sends_) ucp_request_free(request);
+    // UCX warns, as it frees the worker, about each request that never completed: expected here, not printed.
     t_quiet = abandoned_;
-    close_endpoints();
+    if (!abandoned_) close_endpoints();
     ucp_worker_destroy(worker_);
     ucp_cleanup(context_);
     t_quiet = false;

@@ -263,6 +263,7 @@ void Strategy::connect_workers() {
              "MPI made this process rank ", impl_->cross->rank(), " of ", impl_->cross->size(), " but the cluster (",
              resolver_->task().name(), ") makes it rank ", worker_rank(), " of ", num_workers(),
              ": under mpirun leave TF_CONFIG unset (the MPI resolver uses MPI's ranks), or set LOCKSTEP_COLLECTIVE=ring");
+    log(LogLevel::info, "collective backend: MPI");
   } else {
     // Communicators over some of the workers (`ranks`, in job order), named as the cluster names them.
     auto names = [&](const std::vector<int>& ranks, auto& options) {
@@ -318,7 +319,6 @@ void Strategy::connect_workers() {
           " hosts, gloo (TCP) between them");
     }
   }
-  if (backend == CommunicationImplementation::MPI) log(LogLevel::info, "collective backend: MPI");
   log(LogLevel::info, "joined the cluster as ", resolver_->task().name(), " (rank ", worker_rank(), " of ",
       num_workers(), ")");
 }
