@@ -198,11 +198,7 @@ class GlooCommunicator final : public Communicator {
 std::unique_ptr<Communicator> make_gloo_communicator(KeyValueStore& store, int rank, int size,
                                                      const GlooOptions& options) {
   LS_CHECK(size >= 1, ValueError, "gloo communicator size must be at least 1, got ", size);
-  LS_CHECK(rank >= 0 && rank < size, ValueError, "gloo communicator rank must be in [0, ", size, "), got ", rank);
-  LS_CHECK(options.peer_names.empty() || options.peer_names.size() == static_cast<size_t>(size), ValueError,
-           "GlooOptions.peer_names must name all ", size, " ranks or none, got ", options.peer_names.size());
-  LS_CHECK(options.peer_tasks.empty() || options.peer_tasks.size() == static_cast<size_t>(size), ValueError,
-           "GlooOptions.peer_tasks must name all ", size, " ranks or none, got ", options.peer_tasks.size());
+  detail::check_rendezvous(options, rank, size, "GlooOptions");
   ignore_sigpipe();
   auto communicator = std::make_unique<GlooCommunicator>(rank, size, options);
   communicator->connect(store, options);

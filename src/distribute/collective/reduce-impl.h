@@ -35,6 +35,16 @@ struct Peers {
   std::string self() const { return name(rank); }
 };
 
+// Refuses a rank outside [0, size) and peer names or tasks that do not name every rank; `what` is the options
+// struct's name ("GlooOptions").
+inline void check_rendezvous(const RendezvousOptions& options, int rank, int size, const char* what) {
+  LS_CHECK(rank >= 0 && rank < size, ValueError, what, ": rank must be in [0, ", size, "), got ", rank);
+  LS_CHECK(options.peer_names.empty() || options.peer_names.size() == static_cast<size_t>(size), ValueError, what,
+           ".peer_names must name all ", size, " ranks or none, got ", options.peer_names.size());
+  LS_CHECK(options.peer_tasks.empty() || options.peer_tasks.size() == static_cast<size_t>(size), ValueError, what,
+           ".peer_tasks must name all ", size, " ranks or none, got ", options.peer_tasks.size());
+}
+
 // Why a communicator stopped, and the task it blames; every later collective throws the same.
 struct Failure {
   enum Kind { unavailable, deadline, mismatch } kind;

@@ -603,12 +603,7 @@ std::unique_ptr<Communicator> make_shared_memory_communicator(KeyValueStore& sto
                                                               const SharedMemoryOptions& options) {
   LS_CHECK(size >= 1 && size < (1 << 16), ValueError, "shared-memory communicator size must be in [1, 65535], got ",
            size);
-  LS_CHECK(rank >= 0 && rank < size, ValueError, "shared-memory communicator rank must be in [0, ", size, "), got ",
-           rank);
-  LS_CHECK(options.peer_names.empty() || options.peer_names.size() == static_cast<size_t>(size), ValueError,
-           "SharedMemoryOptions.peer_names must name all ", size, " ranks or none, got ", options.peer_names.size());
-  LS_CHECK(options.peer_tasks.empty() || options.peer_tasks.size() == static_cast<size_t>(size), ValueError,
-           "SharedMemoryOptions.peer_tasks must name all ", size, " ranks or none, got ", options.peer_tasks.size());
+  detail::check_rendezvous(options, rank, size, "SharedMemoryOptions");
   auto communicator = std::make_unique<SharedMemoryCommunicator>(rank, size, options);
   communicator->connect(store, options);
   return communicator;

@@ -266,7 +266,7 @@ void Strategy::connect_workers() {
     log(LogLevel::info, "collective backend: MPI");
   } else {
     // Communicators over some of the workers (`ranks`, in job order), named as the cluster names them.
-    auto names = [&](const std::vector<int>& ranks, auto& options) {
+    auto names = [&](const std::vector<int>& ranks, RendezvousOptions& options) {
       for (int r : ranks) {
         options.peer_names.push_back(tasks[static_cast<size_t>(r)].name() + " at " + tasks[static_cast<size_t>(r)].address);
         options.peer_tasks.push_back(tasks[static_cast<size_t>(r)].name());

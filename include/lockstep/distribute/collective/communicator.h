@@ -60,6 +60,18 @@ class Communicator {
   virtual void barrier(const CollectiveOptions& options = {}) = 0;
 };
 
+// Who the ranks of a multi-process backend (gloo, shared memory) are, and how they meet through the store.
+struct RendezvousOptions {
+  // Per rank, e.g. "worker:1 at 127.0.0.1:23456", for error messages; empty: "rank N".
+  std::vector<std::string> peer_names;
+  // Per rank, its task ("worker:1"): the Error::culprit() of an error that blames that rank; empty: none.
+  std::vector<std::string> peer_tasks;
+  // How long the rendezvous (store keys, the first connection to every peer) may take.
+  std::chrono::milliseconds connect_timeout{std::chrono::seconds(120)};
+  // Key prefix in the store; use a new one for each rebuild of the communicator.
+  std::string prefix;
+};
+
 // The rendezvous a multi-process backend needs: a key-value store every worker reaches (the coordination
 // service's). get() blocks until the key exists or the timeout passes (then DeadlineExceededError).
 class KeyValueStore {

@@ -15,17 +15,10 @@ namespace lockstep::distribute {
 // become ready and carry tag = bucket number, and the strategy's own collectives use fixed tags above
 // those. gloo matches messages by (collective, tag) only, so it cannot detect a worker that breaks this
 // order; it shows up as a timeout, or a count mismatch that gloo reports by terminating the process.
-struct GlooOptions {
+struct GlooOptions : RendezvousOptions {
+  GlooOptions() { prefix = "gloo"; }
   // The address this rank's gloo pairs listen on (the worker's own TF_CONFIG host).
   std::string hostname = "127.0.0.1";
-  // Per rank, e.g. "worker:1 at 127.0.0.1:23456", for error messages; empty: "rank N".
-  std::vector<std::string> peer_names;
-  // Per rank, its task ("worker:1"): the Error::culprit() of an error that blames that rank; empty: none.
-  std::vector<std::string> peer_tasks;
-  // How long the rendezvous (store keys, TCP connections) may take.
-  std::chrono::milliseconds connect_timeout{std::chrono::seconds(120)};
-  // Key prefix in the store; use a new one for each rebuild of the communicator.
-  std::string prefix = "gloo";
 };
 
 // Connects rank `rank` of `size` to the others; blocks until all of them have called it (or until

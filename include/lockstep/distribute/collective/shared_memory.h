@@ -17,15 +17,8 @@ namespace lockstep::distribute {
 // namespaces (the simulated hosts of docs/scaling.md) do not, so that they keep talking over their network.
 std::string shared_memory_domain();
 
-struct SharedMemoryOptions {
-  // Per rank, e.g. "worker:1 at 127.0.0.1:23456", for error messages; empty: "rank N".
-  std::vector<std::string> peer_names;
-  // Per rank, its task ("worker:1"): the Error::culprit() of an error that blames that rank; empty: none.
-  std::vector<std::string> peer_tasks;
-  // How long the rendezvous (store keys, the first exchange with every peer) may take.
-  std::chrono::milliseconds connect_timeout{std::chrono::seconds(120)};
-  // Key prefix in the store; use a new one for each rebuild of the communicator.
-  std::string prefix = "shm";
+struct SharedMemoryOptions : RendezvousOptions {
+  SharedMemoryOptions() { prefix = "shm"; }
 };
 
 // Connects rank `rank` of `size` to the others, which must all have this process's shared_memory_domain() (else
