@@ -171,7 +171,7 @@ class MPICommunicator final : public Communicator {
   int size() const override { return size_; }
 
   void all_reduce(void* data, size_t count, DType dtype, ReduceOp op, const CollectiveOptions& options) override {
-    check_failure();
+    failure_.check();
     const Reduction r = reduction(dtype, op);
     if (count == 0) return;
     if (size_ > 1) {
@@ -199,7 +199,7 @@ class MPICommunicator final : public Communicator {
 
   void broadcast(void* data, size_t bytes, int root, const CollectiveOptions& options) override {
     LS_CHECK(root >= 0 && root < size_, ValueError, "broadcast root must be a rank in [0, ", size_, "), got ", root);
-    check_failure();
+    failure_.check();
     if (size_ == 1 || bytes == 0) return;
     const auto deadline = Clock::now() + options.timeout;
     Channel& channel = channel_for(options, "broadcast", deadline);
@@ -215,7 +215,7 @@ class MPICommunicator final : public Communicator {
   void all_gather(const void* input, void* output, size_t bytes, const CollectiveOptions& options) override {
     LS_CHECK(bytes <= kMaxCount, InvalidArgumentError, "MPI all_gather takes at most ", kMaxCount,
              " bytes per rank, got ", bytes, ": gather in several calls");
-    check_failure();
+    failure_.check();
     char* mine = static_cast<char*>(output) + static_cast<size_t>(rank_) * bytes;
     if (bytes > 0 && mine != input) std::memmove(mine, input, bytes);
     if (size_ == 1 || bytes == 0) return;
@@ -229,7 +229,7 @@ class MPICommunicator final : public Communicator {
   }
 
   void barrier(const CollectiveOptions& options) override {
-    check_failure();
+    failure_.check();
     if (size_ == 1) return;
     const auto deadline = Clock::now() + options.timeout;
     Channel& channel = channel_for(options, "barrier", deadline);
@@ -276,23 +276,10 @@ class MPICommunicator final : public Communicator {
     return make_message("MPI ", kind, " (tag ", tag, ") on ", self(), " of ", size_);
   }
 
-  void check_failure() {
-    if (!failed_.load()) return;
-    std::lock_guard lock(mutex_);
-    failure_->raise();
-  }
-
-  // Records the first failure (later ones, on this or other threads, are its consequences) and throws it.
-  [[noreturn]] void fail(Failure failure) {
-    std::lock_guard lock(mutex_);
-    if (!failure_) failure_ = std::move(failure);
-    failed_.store(true);
-    failure_->raise();
-  }
 
   void call(int code, const char* kind, uint32_t tag) {
     if (code != MPI_SUCCESS)
-      fail({Failure::unavailable, make_message(op_name(kind, tag), " failed: ", mpi_error_string(code),
+      failure_.raise({Failure::unavailable, make_message(op_name(kind, tag), " failed: ", mpi_error_string(code),
                                                "; the job failed; restart it")});
   }
 
@@ -321,16 +308,11 @@ class MPICommunicator final : public Communicator {
         nap = kFirstNap;
       }
       const bool timed_out = now >= deadline;
-      if (code != MPI_SUCCESS || timed_out || failed_.load()) {
+      if (code != MPI_SUCCESS || timed_out || failure_.happened()) {
         g_abandoned.store(true);
         call(code, kind, tag);
-        if (timed_out && !failed_.load())
-          fail({Failure::deadline,
-                make_message(op_name(kind, tag), " timed out after ", timeout.count(),
-                             " ms: a peer did not take part; a worker stopped issuing collectives, issued them in "
-                             "another order or is stuck: check the other workers' logs, or raise "
-                             "CommunicationOptions.timeout_seconds if a step legitimately takes longer")});
-        check_failure();
+        if (timed_out && !failure_.happened()) failure_.raise(detail::timed_out(op_name(kind, tag), timeout));
+        failure_.check();
       }
       if (now - last_moved < kSpin) {
         std::this_thread::yield();
@@ -368,7 +350,7 @@ class MPICommunicator final : public Communicator {
     if (other != static_cast<int64_t>(options.tag)) {
       g_abandoned.store(true);  // this channel is crossed with another rank's: nothing on it can be trusted
       keep_forever(std::move(channel));
-      fail({Failure::mismatch,
+      failure_.raise({Failure::mismatch,
             make_message(op_name(kind, options.tag), ": another rank started tag ", other,
                          " at the same point; the first collective of each new tag must come in the same order "
                          "on every rank (MPI matches the duplication that creates the tag's communicator by "
@@ -395,10 +377,9 @@ class MPICommunicator final : public Communicator {
   const detail::Peers peers_;
   MPI_Comm parent_ = MPI_COMM_NULL;  // the duplicate of MPI_COMM_WORLD the channels are made from
   std::mutex create_mutex_;          // held while a channel is being made
-  std::mutex mutex_;                 // guards channels_ and failure_
+  std::mutex mutex_;                 // guards channels_
   std::unordered_map<uint32_t, std::unique_ptr<Channel>> channels_;
-  std::atomic<bool> failed_{false};
-  std::optional<Failure> failure_;
+  detail::FirstFailure failure_;
 };
 
 }  // namespace

@@ -3,8 +3,12 @@
 // point-to-point backends, the names of a communicator's peers, and the error a broken communicator repeats.
 #pragma once
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -56,6 +60,45 @@ struct Failure {
     throw UnavailableError(message, Culprit{culprit});
   }
 };
+
+// A communicator's first failure (later ones, on this or other threads, are its consequences), which every later
+// collective raises again.
+class FirstFailure {
+ public:
+  bool happened() const { return happened_.load(); }
+  // Throws the recorded failure, if any.
+  void check() {
+    if (!happened_.load()) return;
+    std::lock_guard lock(mutex_);
+    failure_->raise();
+  }
+  void record(Failure failure) {
+    std::lock_guard lock(mutex_);
+    if (!failure_) failure_ = std::move(failure);
+    happened_.store(true);
+  }
+  // Records `failure` unless one came first, and throws the first.
+  [[noreturn]] void raise(Failure failure) {
+    std::lock_guard lock(mutex_);
+    if (!failure_) failure_ = std::move(failure);
+    happened_.store(true);
+    failure_->raise();
+  }
+
+ private:
+  std::atomic<bool> happened_{false};
+  std::mutex mutex_;  // guards failure_
+  std::optional<Failure> failure_;
+};
+
+// The failure of collective `op` ("MPI all_reduce (tag 3) on worker:0 (rank 0) of 2") past its timeout.
+inline Failure timed_out(const std::string& op, std::chrono::milliseconds timeout) {
+  return {Failure::deadline,
+          make_message(op, " timed out after ", timeout.count(),
+                       " ms: a peer did not take part; a worker stopped issuing collectives, issued them in another "
+                       "order or is stuck: check the other workers' logs, or raise "
+                       "CommunicationOptions.timeout_seconds if a step legitimately takes longer")};
+}
 
 // a (op) b for one element. Signed integer sums wrap (two's complement) instead of being undefined;
 // a NaN wins in MAX and MIN whatever the order, so the reduction order never hides a NaN gradient.

@@ -177,7 +177,7 @@ class SharedMemoryCommunicator final : public Communicator {
   }
 
   void all_reduce(void* data, size_t count, DType dtype, ReduceOp op, const CollectiveOptions& options) override {
-    check_failure();
+    failure_.check();
     detail::visit_reducible(dtype, "shared-memory all_reduce", [&](auto x) {
       using T = decltype(x);
       if (count == 0) return;
@@ -203,7 +203,7 @@ class SharedMemoryCommunicator final : public Communicator {
   void broadcast(void* data, size_t bytes, int root, const CollectiveOptions& options) override {
     LS_CHECK(root >= 0 && root < size(), ValueError, "broadcast root must be a rank in [0, ", size(), "), got ",
              root);
-    check_failure();
+    failure_.check();
     if (size() == 1 || bytes == 0) return;
     const Op o{"broadcast", options, Clock::now() + options.timeout};
     std::vector<void*> requests(static_cast<size_t>(size()), nullptr);
@@ -217,7 +217,7 @@ class SharedMemoryCommunicator final : public Communicator {
   }
 
   void all_gather(const void* input, void* output, size_t bytes, const CollectiveOptions& options) override {
-    check_failure();
+    failure_.check();
     char* const out = static_cast<char*>(output);
     char* const mine = out + static_cast<size_t>(rank()) * bytes;
     if (bytes > 0 && mine != input) std::memmove(mine, input, bytes);
@@ -226,7 +226,7 @@ class SharedMemoryCommunicator final : public Communicator {
   }
 
   void barrier(const CollectiveOptions& options) override {
-    check_failure();
+    failure_.check();
     if (size() == 1) return;
     char none = 0;
     exchange_with_all("barrier", options, &none, 0, [&](int) { return &none; });
@@ -338,7 +338,7 @@ class SharedMemoryCommunicator final : public Communicator {
   }
 
   void* posted(ucs_status_ptr_t request, const Op& o) {
-    if (UCS_PTR_IS_ERR(request)) fail(transport_failure(o, UCS_PTR_STATUS(request)));
+    if (UCS_PTR_IS_ERR(request)) failure_.raise(transport_failure(o, UCS_PTR_STATUS(request)));
     return request;  // null: done already
   }
 
@@ -401,7 +401,7 @@ class SharedMemoryCommunicator final : public Communicator {
       bool pending = false, errored = false;
       {
         std::lock_guard lock(ucp_mutex_);
-        if (!failed_.load()) {
+        if (!failure_.happened()) {
           while (ucp_worker_progress(worker_) != 0) o.moved = true;
         }
         check_notice();
@@ -417,20 +417,15 @@ class SharedMemoryCommunicator final : public Communicator {
           o.moved = true;
           if (status != UCS_OK) {
             const int gone = exited_peer(milliseconds(500));  // a transfer from a process that died fails so
-            record(gone >= 0 ? peer_exited(gone) : transport_failure(o, status));
+            failure_.record(gone >= 0 ? peer_exited(gone) : transport_failure(o, status));
             errored = true;
           }
         }
       }
       if (!pending && !errored) return;  // a peer may exit once it has its data: the next collective tells
-      check_failure();
+      failure_.check();
       const auto now = Clock::now();
-      if (now >= o.deadline)
-        fail({Failure::deadline,
-              make_message(op_name(o), " timed out after ", o.options.timeout.count(),
-                           " ms: a peer did not take part; a worker stopped issuing collectives, issued them in "
-                           "another order or is stuck: check the other workers' logs, or raise "
-                           "CommunicationOptions.timeout_seconds if a step legitimately takes longer")});
+      if (now >= o.deadline) failure_.raise(detail::timed_out(op_name(o), o.options.timeout));
       if (o.moved || now - start < kSpin) continue;
       sleep_until_event();
     }
@@ -477,7 +472,7 @@ class SharedMemoryCommunicator final : public Communicator {
         if (r != rank() && p.pidfd < 0 && ::kill(p.pid, 0) == -1 && errno == ESRCH) gone = r;
       }
       if (gone >= 0) {
-        record(peer_exited(gone));
+        failure_.record(peer_exited(gone));
         return;
       }
     }
@@ -492,7 +487,7 @@ class SharedMemoryCommunicator final : public Communicator {
     notice_ = nullptr;
     const int sender = static_cast<int>(info.sender_tag & 0xffff);
     told_ = true;  // the peer has told the others itself
-    record({Failure::unavailable,
+    failure_.record({Failure::unavailable,
             make_message("shared-memory collectives on ", peers_.self(), " of ", size(), ": ", peers_.name(sender),
                          " failed: ", std::string(notice_text_.data(), std::min(info.length, notice_text_.size())))});
   }
@@ -514,26 +509,6 @@ class SharedMemoryCommunicator final : public Communicator {
     ucp_worker_progress(worker_);
   }
 
-  void check_failure() {
-    if (!failed_.load()) return;
-    std::lock_guard lock(mutex_);
-    failure_->raise();
-  }
-
-  // Records the first failure (later ones are its consequences).
-  void record(Failure failure) {
-    std::lock_guard lock(mutex_);
-    if (!failure_) failure_ = std::move(failure);
-    failed_.store(true);
-  }
-
-  [[noreturn]] void fail(Failure failure) {
-    std::lock_guard lock(mutex_);
-    if (!failure_) failure_ = std::move(failure);
-    failed_.store(true);
-    failure_->raise();
-  }
-
   const detail::Peers peers_;
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
@@ -548,9 +523,7 @@ class SharedMemoryCommunicator final : public Communicator {
   std::vector<Peer> remote_;  // by rank; this rank's entry is unused
   int stop_fd_ = -1;         // written to stop the watcher
   std::thread watcher_;
-  std::mutex mutex_;  // guards failure_
-  std::atomic<bool> failed_{false};
-  std::optional<Failure> failure_;
+  detail::FirstFailure failure_;
 };
 
 // UCX aborts the process when a transfer fails on an endpoint without error handling, the only mode its shared-
