@@ -111,6 +111,11 @@ void make_parent_directories_if_possible(const std::string& path) {
   }
 }
 
+std::string trim(const std::string& text, const char* blanks) {
+  const size_t begin = text.find_first_not_of(blanks), end = text.find_last_not_of(blanks);
+  return begin == std::string::npos ? std::string() : text.substr(begin, end - begin + 1);
+}
+
 std::string read_file(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw NotFoundError(make_message("cannot open ", path, ": ", std::strerror(errno), "; check the path"));

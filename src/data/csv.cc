@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "input_file-impl.h"
+#include "lockstep/core/files.h"
 #include "lockstep/data/tfrecord.h"
 
 namespace lockstep::data::experimental {
@@ -131,13 +132,8 @@ struct CsvLayout {
   CsvOptions options;
 };
 
-std::string trim(const std::string& s) {
-  const size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
-  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
-}
-
 std::optional<double> parse_number(const std::string& field) {
-  const std::string s = trim(field);
+  const std::string s = trim(field, " \t");
   if (s.empty()) return std::nullopt;
   char* end = nullptr;
   const double v = std::strtod(s.c_str(), &end);
@@ -146,7 +142,7 @@ std::optional<double> parse_number(const std::string& field) {
 }
 
 std::optional<int64_t> parse_integer(const std::string& field) {
-  const std::string s = trim(field);
+  const std::string s = trim(field, " \t");
   int64_t v = 0;
   const char* first = s.data() + (s.size() > 1 && s[0] == '+' ? 1 : 0);
   auto [ptr, ec] = std::from_chars(first, s.data() + s.size(), v);
@@ -235,7 +231,7 @@ class CsvIterator final : public ItemIterator {
     }
   }
 
-  bool is_empty(const std::string& field) const { return trim(field).empty() || field == layout_.options.na_value; }
+  bool is_empty(const std::string& field) const { return trim(field, " \t").empty() || field == layout_.options.na_value; }
 
   // The default of column c, whose field in the row at `line` is empty; fails when the column has none.
   double default_of(size_t c, int64_t line) const {
@@ -371,7 +367,7 @@ std::shared_ptr<CsvLayout> resolve_layout(const std::vector<std::string>& files,
     if (rows[r].size() != names.size()) continue;  // reported with its line when read
     for (size_t c : used) {
       const std::string& f = rows[r][c];
-      if (trim(f).empty() || f == o.na_value) continue;
+      if (trim(f, " \t").empty() || f == o.na_value) continue;
       LS_CHECK(parse_number(f).has_value(), ValueError, kReader, ": column \"", names[c], "\" holds text (\"", f,
                "\" at ", row_at[r].first, ":", row_at[r].second, "); lockstep stacks ",
                layout->label && c == *layout->label

@@ -461,15 +461,11 @@ std::optional<Index> read_index(const std::string& directory) {
   std::string latest;
   std::vector<std::string> paths;
   std::vector<double> stamps;
-  auto trim = [](const std::string& text) {
-    const size_t begin = text.find_first_not_of(" \t\r"), end = text.find_last_not_of(" \t\r");
-    return begin == std::string::npos ? std::string() : text.substr(begin, end - begin + 1);
-  };
   std::string line;
   while (std::getline(in, line)) {
     const size_t colon = line.find(':');
     if (colon == std::string::npos) continue;
-    const std::string key = trim(line.substr(0, colon)), value = trim(line.substr(colon + 1));
+    const std::string key = trim(line.substr(0, colon), " \t\r"), value = trim(line.substr(colon + 1), " \t\r");
     try {
       if (key == "model_checkpoint_path") latest = nlohmann::json::parse(value).get<std::string>();
       if (key == "all_model_checkpoint_paths") paths.push_back(nlohmann::json::parse(value).get<std::string>());

@@ -69,6 +69,9 @@ void make_parent_directories_if_possible(const std::string& path);
 // reading fails; both name the file.
 std::string read_file(const std::string& path);
 
+// `text` without the `blanks` it starts and ends with (a line of a text file, a field).
+std::string trim(const std::string& text, const char* blanks = " \t\r\n");
+
 // Fsyncs a directory, so that renames and new entries in it survive a crash.
 void sync_directory(const std::string& dir);
 

@@ -45,11 +45,6 @@ std::string namespace_of(const char* kind) {
   return n > 0 ? std::string(link.data(), static_cast<size_t>(n)) : std::string(kind) + ":?";
 }
 
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
 int open_pidfd(pid_t pid) {
 #ifdef SYS_pidfd_open
   return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
