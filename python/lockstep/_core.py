@@ -306,9 +306,23 @@ class _NullContext:
         return False
 
 
-def device(device_name):
-    """tf.device: lockstep places every op on the CPU; the name is accepted and has no effect there."""
-    return _NullContext()
+class device:
+    """tf.device: variables made inside live on that device ("/gpu:0", "/device:GPU:0", a full
+    "/job:.../device:GPU:0" name, or None for no change); ops run where their inputs are (docs/gpu.md)."""
+
+    def __init__(self, device_name):
+        name = device_name.name if hasattr(device_name, "name") else device_name
+        self._name = None if not name else "/" + str(name).rstrip("/").split("/")[-1]
+        self._scope = None
+
+    def __enter__(self):
+        if self._name is not None:
+            self._scope = _lockstep.config._DeviceScope(self._name)
+        return self
+
+    def __exit__(self, *exc):
+        self._scope = None  # the scope ends here, on the thread that opened it
+        return False
 
 
 name_scope = _NullContext

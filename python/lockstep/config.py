@@ -1,5 +1,5 @@
-"""tf.config for lockstep: the devices lockstep runs on (the CPU: lockstep has no GPU kernels, so every GPU list is
-empty), its thread count (core/threads.h), and the settings TF programs make that mean nothing on lockstep's
+"""tf.config for lockstep: the devices lockstep runs on (the CPU, and the GPUs of a CUDA build: docs/gpu.md), its
+thread count (core/threads.h), and the settings TF programs make that mean nothing on lockstep's
 always-eager CPU engine, accepted and recorded so that they read back as TensorFlow's do:
 run_functions_eagerly (lockstep's functions always run eagerly), optimizer.set_jit and
 optimizer.set_experimental_options (there is no graph to compile or rewrite), set_soft_device_placement (every op
@@ -31,15 +31,21 @@ _settings = {"logical_cpus": None, "visible": [_CPU], "soft_placement": True, "r
              "intra_op_threads": 0, "inter_op_threads": 0}
 
 
+def _gpus():
+    return [PhysicalDevice(f"/physical_device:GPU:{i}", "GPU") for i in range(_cc.gpu_count())]
+
+
 def list_physical_devices(device_type=None):
-    return [d for d in [_CPU] if device_type is None or d.device_type == device_type]
+    return [d for d in [_CPU] + _gpus() if device_type is None or d.device_type == device_type]
 
 
 def list_logical_devices(device_type=None):
-    """The CPU, or as many logical CPUs as set_logical_device_configuration asked for ("/device:CPU:<i>")."""
-    if device_type not in (None, "CPU") or _CPU not in _settings["visible"]:
-        return []
-    return [LogicalDevice(f"/device:CPU:{i}", "CPU") for i in range(len(_settings["logical_cpus"] or [None]))]
+    """The CPU, or as many logical CPUs as set_logical_device_configuration asked for ("/device:CPU:<i>"), and each
+    GPU ("/device:GPU:<i>")."""
+    cpus = [] if _CPU not in _settings["visible"] else [
+        LogicalDevice(f"/device:CPU:{i}", "CPU") for i in range(len(_settings["logical_cpus"] or [None]))]
+    gpus = [LogicalDevice(d.name.replace("physical_device", "device"), "GPU") for d in _gpus()]
+    return [d for d in cpus + gpus if device_type is None or d.device_type == device_type]
 
 
 def _check_device(device):

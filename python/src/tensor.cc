@@ -238,7 +238,7 @@ Tensor to_tensor(nb::handle v, std::optional<DType> dtype, std::optional<DType> 
 }
 
 nb::object to_numpy(const Tensor& t) {
-  Tensor c = t.dtype() == DType::bfloat16 ? raw_ops::cast(t, DType::float32) : t.contiguous();
+  Tensor c = (t.dtype() == DType::bfloat16 ? raw_ops::cast(t, DType::float32) : t).cpu().contiguous();
   std::vector<size_t> shape(c.shape().dims().begin(), c.shape().dims().end());
   nb::dlpack::dtype dt = visit_dtype(c.dtype(), [](auto v) {
     if constexpr (std::is_same_v<decltype(v), bfloat16>)

@@ -280,8 +280,14 @@ void bind_train(nb::module_& m) {
   bind_checkpoint(train);
   nb::module_ summary = m.def_submodule("summary", "tf.summary's event files over lockstep::summary");
   bind_summary(summary);
-  nb::module_ config = m.def_submodule("config", "tf.config's thread counts over lockstep's (core/threads.h)");
+  nb::module_ config = m.def_submodule("config", "tf.config's thread counts and devices over lockstep's");
   bind_threads(config);
+  // Devices (docs/gpu.md): the GPUs this process has, and tf.device's scope as a context manager's two halves.
+  config.def("gpu_count", &gpu_count);
+  config.def("gpu_summary", [](int index) { return gpu_summary(Device::gpu(index)); });
+  nb::class_<DeviceScope>(config, "_DeviceScope")
+      .def("__init__", [](DeviceScope* s, const std::string& name) { new (s) DeviceScope(Device::parse(name)); });
+  config.def("default_device", [] { return default_device().str(); });
 }
 
 }  // namespace lockstep::python

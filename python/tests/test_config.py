@@ -1,4 +1,4 @@
-"""tf.config from Python: the CPU as TensorFlow lists it, no GPUs, intra-op threads reaching lockstep's thread
+"""tf.config from Python: the CPU as TensorFlow lists it, the GPUs of a CUDA build, intra-op threads reaching lockstep's thread
 count, and the settings that mean nothing on lockstep read back as TensorFlow's do."""
 import pytest
 from conftest import tensorflow_or_skip
@@ -18,11 +18,31 @@ def test_devices(config):
     cpu, = config.list_physical_devices()
     assert cpu == config.PhysicalDevice(name="/physical_device:CPU:0", device_type="CPU")
     assert config.list_physical_devices("CPU") == [cpu] == config.experimental.list_physical_devices("CPU")
-    assert config.list_physical_devices("GPU") == []
-    assert config.list_logical_devices() == [config.LogicalDevice(name="/device:CPU:0", device_type="CPU")]
-    assert config.list_logical_devices("GPU") == []
+    gpus = config._cc.gpu_count()
+    assert config.list_physical_devices("GPU") == [
+        config.PhysicalDevice(name=f"/physical_device:GPU:{i}", device_type="GPU") for i in range(gpus)]
+    assert config.list_logical_devices("CPU") == [config.LogicalDevice(name="/device:CPU:0", device_type="CPU")]
+    assert config.list_logical_devices("GPU") == [
+        config.LogicalDevice(name=f"/device:GPU:{i}", device_type="GPU") for i in range(gpus)]
     assert config.get_visible_devices() == [cpu]
     assert config.experimental.get_device_details(cpu) == {}
+
+
+def test_device_places_variables_on_a_gpu(tf):
+    if tf._lockstep.config.gpu_count() == 0:
+        pytest.skip("no GPU visible to this process")
+    with tf.device("/job:localhost/replica:0/task:0/device:GPU:0"):
+        v = tf.Variable([1.0, 2.0])
+    assert tf._lockstep.config.default_device() == "/cpu:0"
+    assert (v * 2).numpy().tolist() == [2.0, 4.0]
+
+
+def test_device_names_are_checked(tf):
+    with pytest.raises(Exception, match="/gpu:N"):
+        with tf.device("/tpu:0"):
+            pass
+    with tf.device(None), tf.device("/cpu:0"):
+        assert tf._lockstep.config.default_device() == "/cpu:0"
 
 
 def test_devices_agree_with_tensorflow(config):

@@ -14,7 +14,8 @@ using raw_ops::BinaryOp;
 using raw_ops::UnaryOp;
 
 namespace {
-Tensor scalar_like(double v, const Tensor& x) { return scalar(v, x.dtype()); }
+// On x's device, so that arithmetic with a constant queues no copy from the host.
+Tensor scalar_like(double v, const Tensor& x) { return full({}, v, x.dtype(), x.device()); }
 // x where cond is false, else 0; the zero is a broadcast scalar, not a full tensor.
 Tensor zero_where(const Tensor& cond, const Tensor& x) { return where(cond, scalar_like(0, x), x); }
 }  // namespace

@@ -15,13 +15,13 @@ Tensor relu(const Tensor& x) {
   Tensor y = raw_ops::unary(raw_ops::UnaryOp::relu, x);
   return recorded(y, {&x}, [y](const Tensor& dy, auto&) {
     if (GradientTape::should_record({&dy, &y}))  // an outer tape differentiates this gradient: recorded ops
-      return Grads{where(greater(y, scalar(0, y.dtype())), dy, scalar(0, dy.dtype()))};
+      return Grads{where(greater(y, full({}, 0, y.dtype(), y.device())), dy, full({}, 0, dy.dtype(), dy.device()))};
     return Grads{raw_ops::binary(raw_ops::BinaryOp::relu_grad, dy, y)};  // one pass instead of a mask and a select
   });
 }
 
 Tensor l2_loss(const Tensor& x) {
-  Tensor y = raw_ops::binary(raw_ops::BinaryOp::div, raw_ops::sum_of_squares(x), scalar(2, x.dtype()));
+  Tensor y = raw_ops::binary(raw_ops::BinaryOp::div, raw_ops::sum_of_squares(x), full({}, 2, x.dtype(), x.device()));
   return recorded(y, {&x}, [x](const Tensor& dy, auto&) { return Grads{multiply(x, dy)}; });
 }
 

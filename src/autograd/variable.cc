@@ -35,7 +35,10 @@ Variable::Variable(const Tensor& initial_value, VariableOptions options) : impl_
   impl_->name = std::move(options.name);
   impl_->trainable = options.trainable;
   impl_->id = g_next_variable_id++;
-  impl_->value = initial_value.clone();  // a variable owns its storage; updates never alias the initialiser
+  // A variable owns its storage (updates never alias the initialiser), on the device of the scope it is made in
+  // (TF places variables by tf.device and the strategy's scope).
+  const Device device = default_device();
+  impl_->value = initial_value.device() == device ? initial_value.clone() : initial_value.to(device);
   if (t_creation_scope) t_creation_scope->observer_(*this);
 }
 

@@ -53,7 +53,7 @@ std::string weights_sha256(const keras::Model& model) {
   EVP_MD_CTX* ctx = EVP_MD_CTX_new();
   EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
   for (const Variable& v : model.variables()) {
-    Tensor t = v.value().contiguous();  // x86 is little-endian: the bytes are already in the promised order
+    Tensor t = v.value().cpu().contiguous();  // x86 is little-endian: the bytes are already in the promised order
     EVP_DigestUpdate(ctx, t.raw_data(), static_cast<size_t>(t.numel()) * dtype_size(t.dtype()));
   }
   unsigned char digest[EVP_MAX_MD_SIZE];

@@ -57,6 +57,7 @@ struct TrainArgs {
   std::string dtype_policy = "float32";       // float32 | mixed_bfloat16 (keras.mixed_precision)
   std::string cluster_token_file;  // LOCKSTEP_CLUSTER_TOKEN_FILE for this process (and launched workers)
   std::string tensorboard;         // TensorBoard log directory; empty: none
+  std::string device;              // cpu | gpu | /gpu:N ...; empty: LOCKSTEP_DEVICE, else the CPU
 };
 
 bool is_model_file(const std::string& model) { return model.ends_with(".keras") || model.ends_with(".json"); }
@@ -634,6 +635,8 @@ void report(const TrainArgs& a, distribute::Strategy& strategy, keras::Model& mo
 int run_train(const TrainArgs& a) {
   TrainPlan plan = make_plan(a);
   if (plan.cluster->task().type == "evaluator") return run_evaluator(a);
+  if (!a.device.empty()) set_default_device(Device::parse(a.device));
+  if (default_device().is_gpu()) log(LogLevel::info, "device: ", default_device().str(), ", ", gpu_summary(default_device()));
   keras::utils::set_random_seed(a.seed);
   std::optional<Splits> dataset;
   if (a.data.spec.empty()) dataset = load_dataset(a);
@@ -648,6 +651,8 @@ int run_train(const TrainArgs& a) {
   nlohmann::json metrics = measure(strategy, model, data, loop);
   metrics["restarts"] = plan.restarts;
   metrics["cpu"] = kernels::cpu::cpu_features();  // what the figures were measured on
+  metrics["device"] = default_device().str();
+  if (default_device().is_gpu()) metrics["gpu"] = gpu_summary(default_device());
   report(a, strategy, model, metrics);
   return 0;
 }
@@ -778,6 +783,19 @@ std::function<int()> add_train_command(CLI::App& app) {
              "seed of the weights and the shuffle");
   add_number(cmd, "--threads", a->threads, at_least(0), "an integer from 0 to 2^31-1",
              "intra-op threads; 0: all cores; more than 4 per core are capped");
+  cmd->add_option("--device", a->device,
+                  "cpu | gpu | /gpu:N (also /device:GPU:N): where the model's variables and ops run; default: "
+                  "LOCKSTEP_DEVICE, else the CPU")
+      ->check(CLI::Validator(
+          [](std::string& d) {
+            try {
+              Device::parse(d);
+              return std::string();
+            } catch (const Error& e) {
+              return std::string(e.what());
+            }
+          },
+          ""));
   cmd->add_option("--loop", a->loop, "fit (Keras) | ctl (custom training loop)")->check(CLI::IsMember({"fit", "ctl"}));
   cmd->add_option("--save-model", a->save_model,
                   "save the trained model: FILE.keras for Keras 3's archive, any other name for a directory")

@@ -87,7 +87,7 @@ void H5Writer::dataset(const std::string& path, const Tensor& t) {
   const size_t slash = path.rfind('/');
   Handle g{open_group(path.substr(0, slash)), H5Gclose};
   const bool integer = t.dtype() == DType::int64;
-  const Tensor values = (integer ? t : raw_ops::cast(t, DType::float32)).contiguous();
+  const Tensor values = (integer ? t : raw_ops::cast(t, DType::float32)).cpu().contiguous();
   std::vector<hsize_t> dims(values.shape().dims().begin(), values.shape().dims().end());
   Handle space{
       dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),

@@ -6,6 +6,7 @@
 #include <new>
 #include <vector>
 
+#include "lockstep/kernels/cuda/runtime.h"
 #include "lockstep/tensor/tensor.h"
 
 namespace lockstep {
@@ -72,12 +73,25 @@ CachingAllocator& cpu_allocator() {
 }  // namespace
 
 Storage::Storage(size_t bytes, Device device) : bytes_(bytes), device_(device) {
-  LS_CHECK(device.type == DeviceType::cpu, InvalidArgumentError, "device ", device.str(),
-           " has no allocator in this build: use /cpu:0");
+  if (device.is_gpu()) {
+    check_device_available(device);
+#if LOCKSTEP_WITH_CUDA
+    data_ = kernels::cuda::allocate(bytes, device.index);
+#endif
+    return;
+  }
   data_ = cpu_allocator().allocate(bytes);
 }
 
-Storage::~Storage() { cpu_allocator().release(data_, bytes_); }
+Storage::~Storage() {
+#if LOCKSTEP_WITH_CUDA
+  if (device_.is_gpu()) {
+    kernels::cuda::release(data_, bytes_, device_.index);
+    return;
+  }
+#endif
+  cpu_allocator().release(data_, bytes_);
+}
 
 AllocatorStats allocator_stats() {
   std::lock_guard lock(cpu_allocator().mutex);

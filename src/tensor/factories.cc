@@ -3,12 +3,21 @@
 #include <algorithm>
 #include <cstring>
 
+#include "lockstep/kernels/cuda/kernels.h"
+#include "lockstep/kernels/cuda/runtime.h"
 #include "lockstep/tensor/ops.h"
 
 namespace lockstep {
 
-Tensor full(const Shape& shape, double value, DType dtype) {
-  Tensor out = Tensor::empty(shape, dtype);
+Tensor full(const Shape& shape, double value, DType dtype, Device device) {
+  Tensor out = Tensor::empty(shape, dtype, device);
+  if (device.is_gpu()) {
+#if LOCKSTEP_WITH_CUDA
+    kernels::cuda::set_device(device.index);
+    kernels::cuda::fill(dtype, out.numel(), value, out.device_data());
+#endif
+    return out;
+  }
   visit_dtype(dtype, [&](auto v) {
     using T = decltype(v);
     T x;
@@ -19,10 +28,10 @@ Tensor full(const Shape& shape, double value, DType dtype) {
   return out;
 }
 
-Tensor zeros(const Shape& shape, DType dtype) { return full(shape, 0, dtype); }
-Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1, dtype); }
-Tensor zeros_like(const Tensor& x) { return zeros(x.shape(), x.dtype()); }
-Tensor ones_like(const Tensor& x) { return ones(x.shape(), x.dtype()); }
+Tensor zeros(const Shape& shape, DType dtype, Device device) { return full(shape, 0, dtype, device); }
+Tensor ones(const Shape& shape, DType dtype, Device device) { return full(shape, 1, dtype, device); }
+Tensor zeros_like(const Tensor& x) { return zeros(x.shape(), x.dtype(), x.device()); }
+Tensor ones_like(const Tensor& x) { return ones(x.shape(), x.dtype(), x.device()); }
 Tensor scalar(double value, DType dtype) { return full({}, value, dtype); }
 
 Tensor arange(double start, double limit, double delta, DType dtype) {

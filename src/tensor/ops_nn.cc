@@ -7,6 +7,7 @@
 
 #include "lockstep/kernels/cpu/kernels.h"
 #include "lockstep/kernels/cpu/reference.h"
+#include "lockstep/kernels/cuda/kernels.h"
 #include "lockstep/tensor/ops.h"
 #include "ops-impl.h"
 
@@ -14,6 +15,7 @@ namespace lockstep::raw_ops {
 
 namespace cpu = kernels::cpu;
 namespace ref = kernels::ref;
+namespace cuda = kernels::cuda;
 
 namespace {
 
@@ -61,6 +63,9 @@ cpu::Pool2dShape pool_shape(const Shape& x, const Pool2dOptions& o, cpu::PoolKin
 Tensor widen(const Tensor& t) { return t.defined() && t.dtype() == DType::bfloat16 ? cast(t, DType::float32) : t; }
 Tensor narrow(const Tensor& t) { return cast(t, DType::bfloat16); }
 
+// x's elements on its own device, typed (dtype checked by the caller's visit).
+template <typename T> T* device_ptr(const Tensor& x) { return static_cast<T*>(x.device_data()); }
+
 // Calls f(T{}) with float or double for x's dtype.
 template <typename F> decltype(auto) visit_float(const char* op, const Tensor& x, F&& f) {
   check_float(op, x);
@@ -87,7 +92,11 @@ Padding padding_from_name(const std::string& name) {
   throw ValueError(make_message("unknown padding '", name, "': use \"valid\" or \"same\""));
 }
 
-Tensor matmul(const Tensor& a_in, const Tensor& b_in, bool ta, bool tb) {
+Tensor matmul(const Tensor& a_host, const Tensor& b_host, bool ta, bool tb) {
+  const Device device = detail::op_device({&a_host, &b_host});
+  const Tensor a_in = a_host.to(device), b_in = b_host.to(device);
+  if (device.is_gpu() && a_in.dtype() == DType::bfloat16 && b_in.dtype() == DType::bfloat16)
+    return narrow(matmul(widen(a_in), widen(b_in), ta, tb));  // products of bfloat16 are exact in float32
   LS_CHECK(a_in.rank() >= 2 && b_in.rank() >= 2, InvalidArgumentError, "matmul needs tensors of rank >= 2, got ",
            a_in.shape().str(), " and ", b_in.shape().str());
   detail::check_same_dtype("matmul", a_in, b_in);
@@ -131,7 +140,17 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in, bool ta, bool tb) {
   out_dims.push_back(m);
   out_dims.push_back(n);
   cpu::MatmulShape s{batch.numel(), m, n, k, ta, tb, sa, sb};
-  Tensor out = Tensor::empty(Shape(out_dims), a.dtype());
+  Tensor out = Tensor::empty(Shape(out_dims), a.dtype(), device);
+#if LOCKSTEP_WITH_CUDA
+  if (detail::run_on_gpu(device)) {
+    visit_float("matmul", a, [&](auto v) {
+      using T = decltype(v);
+      cuda::matmul<T>(s, static_cast<const T*>(a.device_data()), static_cast<const T*>(b.device_data()),
+                      static_cast<T*>(out.device_data()));
+    });
+    return out;
+  }
+#endif
   if (a.dtype() == DType::bfloat16) cpu::matmul(s, a.data<bfloat16>(), b.data<bfloat16>(), out.data<bfloat16>());
   else if (a.dtype() == DType::float32) cpu::matmul(s, a.data<float>(), b.data<float>(), out.data<float>());
   else ref::matmul(s, a.data<double>(), b.data<double>(), out.data<double>());
@@ -145,10 +164,17 @@ Tensor conv2d(const Tensor& x, const Tensor& filters, const Tensor& bias, const 
   if (bias.defined())
     LS_CHECK(bias.rank() == 1 && bias.dim(0) == s.o && bias.dtype() == x.dtype(), InvalidArgumentError,
              "conv2d bias must be [", s.o, "] of ", dtype_name(x.dtype()), ", got ", bias.shape().str());
-  Tensor xc = x.contiguous(), wc = filters.contiguous(), bc = bias.defined() ? bias.contiguous() : Tensor();
-  Tensor y = Tensor::empty(Shape{s.n, s.out_h(), s.out_w(), s.o}, x.dtype());
+  const Device device = detail::op_device({&x, &filters, &bias});
+  Tensor xc = x.to(device).contiguous(), wc = filters.to(device).contiguous(),
+         bc = bias.defined() ? bias.to(device).contiguous() : Tensor();
+  Tensor y = Tensor::empty(Shape{s.n, s.out_h(), s.out_w(), s.o}, x.dtype(), device);
   visit_float("conv2d", x, [&](auto v) {
     using T = decltype(v);
+#if LOCKSTEP_WITH_CUDA
+    if (detail::run_on_gpu(device))
+      return cuda::conv2d_forward<T>(s, device_ptr<T>(xc), device_ptr<T>(wc), bc.defined() ? device_ptr<T>(bc) : nullptr,
+                                     device_ptr<T>(y));
+#endif
     const T* b = bc.defined() ? bc.data<T>() : nullptr;
     if constexpr (std::is_same_v<T, float>) cpu::conv2d_forward(s, xc.data<T>(), wc.data<T>(), b, y.data<T>());
     else ref::conv2d_forward(s, xc.data<T>(), wc.data<T>(), b, y.data<T>());
@@ -159,10 +185,15 @@ Tensor conv2d(const Tensor& x, const Tensor& filters, const Tensor& bias, const 
 Tensor conv2d_backward_data(const Tensor& dy, const Tensor& filters, const Shape& x_shape, const Conv2dParams& opt) {
   if (dy.dtype() == DType::bfloat16) return narrow(conv2d_backward_data(widen(dy), widen(filters), x_shape, opt));
   cpu::Conv2dShape s = conv_shape(x_shape, filters.shape(), opt);
-  Tensor g = dy.contiguous(), wc = filters.contiguous();
-  Tensor dx = Tensor::empty(x_shape, dy.dtype());
+  const Device device = detail::op_device({&dy, &filters});
+  Tensor g = dy.to(device).contiguous(), wc = filters.to(device).contiguous();
+  Tensor dx = Tensor::empty(x_shape, dy.dtype(), device);
   visit_float("conv2d", dy, [&](auto v) {
     using T = decltype(v);
+#if LOCKSTEP_WITH_CUDA
+    if (detail::run_on_gpu(device))
+      return cuda::conv2d_backward_data<T>(s, device_ptr<T>(g), device_ptr<T>(wc), device_ptr<T>(dx));
+#endif
     if constexpr (std::is_same_v<T, float>) cpu::conv2d_backward_data(s, g.data<T>(), wc.data<T>(), dx.data<T>());
     else ref::conv2d_backward_data(s, g.data<T>(), wc.data<T>(), dx.data<T>());
   });
@@ -176,11 +207,17 @@ std::pair<Tensor, Tensor> conv2d_backward_weights(const Tensor& x, const Tensor&
     return {narrow(dw), with_bias ? narrow(db) : db};
   }
   cpu::Conv2dShape s = conv_shape(x.shape(), filter_shape, opt);
-  Tensor xc = x.contiguous(), g = dy.contiguous();
-  Tensor dw = Tensor::empty(filter_shape, x.dtype());
-  Tensor db = with_bias ? Tensor::empty(Shape{s.o}, x.dtype()) : Tensor();
+  const Device device = detail::op_device({&x, &dy});
+  Tensor xc = x.to(device).contiguous(), g = dy.to(device).contiguous();
+  Tensor dw = Tensor::empty(filter_shape, x.dtype(), device);
+  Tensor db = with_bias ? Tensor::empty(Shape{s.o}, x.dtype(), device) : Tensor();
   visit_float("conv2d", x, [&](auto v) {
     using T = decltype(v);
+#if LOCKSTEP_WITH_CUDA
+    if (detail::run_on_gpu(device))
+      return cuda::conv2d_backward_weights<T>(s, device_ptr<T>(xc), device_ptr<T>(g), device_ptr<T>(dw),
+                                              with_bias ? device_ptr<T>(db) : nullptr);
+#endif
     T* dbp = with_bias ? db.data<T>() : nullptr;
     if constexpr (std::is_same_v<T, float>) cpu::conv2d_backward_weights(s, xc.data<T>(), g.data<T>(), dw.data<T>(), dbp);
     else ref::conv2d_backward_weights(s, xc.data<T>(), g.data<T>(), dw.data<T>(), dbp);
@@ -193,9 +230,17 @@ Tensor pool_forward(const Tensor& x, const Pool2dOptions& opt, cpu::PoolKind kin
   if (x.dtype() == DType::bfloat16) return narrow(pool_forward(widen(x), opt, kind, workspace));
   cpu::Pool2dShape s = pool_shape(x.shape(), opt, kind);
   Tensor xc = x.contiguous();
-  Tensor y = Tensor::empty(Shape{s.n, s.out_h(), s.out_w(), s.c}, x.dtype());
+  Tensor y = Tensor::empty(Shape{s.n, s.out_h(), s.out_w(), s.c}, x.dtype(), x.device());
   visit_float("pooling", x, [&](auto v) {
     using T = decltype(v);
+#if LOCKSTEP_WITH_CUDA
+    if (detail::run_on_gpu(x.device())) {
+      Tensor ws = Tensor::empty(Shape{static_cast<int64_t>(cuda::pool2d_workspace_bytes(s))}, DType::uint8, x.device());
+      cuda::pool2d_forward<T>(s, device_ptr<T>(xc), device_ptr<T>(y), ws.device_data());
+      if (workspace) *workspace = ws;
+      return;
+    }
+#endif
     if constexpr (std::is_same_v<T, float>) {
       Tensor ws = Tensor::empty(Shape{static_cast<int64_t>(cpu::pool2d_workspace_bytes(s))}, DType::uint8);
       cpu::pool2d_forward(s, xc.data<T>(), y.data<T>(), ws.raw_data());
@@ -212,9 +257,17 @@ Tensor pool_backward(const Tensor& dy, const Shape& x_shape, const Tensor& x, co
   if (dy.dtype() == DType::bfloat16) return narrow(pool_backward(widen(dy), x_shape, widen(x), workspace, opt, kind));
   cpu::Pool2dShape s = pool_shape(x_shape, opt, kind);
   Tensor g = dy.contiguous();
-  Tensor dx = Tensor::empty(x_shape, dy.dtype());
+  Tensor dx = Tensor::empty(x_shape, dy.dtype(), dy.device());
   visit_float("pooling", dy, [&](auto v) {
     using T = decltype(v);
+#if LOCKSTEP_WITH_CUDA
+    if (detail::run_on_gpu(dy.device())) {
+      LS_CHECK(kind == cpu::PoolKind::avg || workspace.defined(), InvalidArgumentError,
+               "max_pool2d_backward needs the workspace of the forward pass");
+      return cuda::pool2d_backward<T>(s, device_ptr<T>(g), workspace.defined() ? workspace.device_data() : nullptr,
+                                      device_ptr<T>(dx));
+    }
+#endif
     if constexpr (std::is_same_v<T, float>) {
       LS_CHECK(kind == cpu::PoolKind::avg || workspace.defined(), InvalidArgumentError,
                "max_pool2d_backward needs the workspace of the forward pass");
@@ -247,10 +300,13 @@ Tensor softmax_impl(const Tensor& x, int64_t axis, bool log) {
   Tensor xl;
   std::vector<int64_t> back;
   std::tie(xl, back) = axis_last(x, axis);
-  Tensor y = Tensor::empty(xl.shape(), x.dtype());
+  Tensor y = Tensor::empty(xl.shape(), x.dtype(), x.device());
   const int64_t cols = x.dim(axis), rows = x.numel() / std::max<int64_t>(cols, 1);
   visit_float("softmax", x, [&](auto v) {
     using T = decltype(v);
+#if LOCKSTEP_WITH_CUDA
+    if (detail::run_on_gpu(x.device())) return cuda::softmax_forward<T>(rows, cols, device_ptr<T>(xl), device_ptr<T>(y), log);
+#endif
     if constexpr (std::is_same_v<T, float>) cpu::softmax_forward(rows, cols, xl.data<T>(), y.data<T>(), log);
     else ref::softmax_forward(rows, cols, xl.data<T>(), y.data<T>(), log);
   });
@@ -267,11 +323,15 @@ Tensor softmax_backward(const Tensor& y, const Tensor& dy, int64_t axis, bool lo
   Tensor yl;  // not a structured binding, as in softmax_impl
   std::vector<int64_t> back;
   std::tie(yl, back) = axis_last(y, axis);
-  Tensor gl = axis_last(dy, axis).first;
-  Tensor dx = Tensor::empty(yl.shape(), y.dtype());
+  Tensor gl = axis_last(dy.to(y.device()), axis).first;
+  Tensor dx = Tensor::empty(yl.shape(), y.dtype(), y.device());
   const int64_t cols = y.dim(axis), rows = y.numel() / std::max<int64_t>(cols, 1);
   visit_float("softmax", y, [&](auto v) {
     using T = decltype(v);
+#if LOCKSTEP_WITH_CUDA
+    if (detail::run_on_gpu(y.device()))
+      return cuda::softmax_backward<T>(rows, cols, device_ptr<T>(yl), device_ptr<T>(gl), device_ptr<T>(dx), log);
+#endif
     if constexpr (std::is_same_v<T, float>) cpu::softmax_backward(rows, cols, yl.data<T>(), gl.data<T>(), dx.data<T>(), log);
     else ref::softmax_backward(rows, cols, yl.data<T>(), gl.data<T>(), dx.data<T>(), log);
   });
@@ -296,12 +356,18 @@ template <typename F> void visit_xent(const Tensor& labels, const Tensor& logits
 }  // namespace
 
 Tensor sparse_softmax_cross_entropy_with_logits(const Tensor& labels, const Tensor& logits, Tensor* probs) {
-  Tensor z = logits.contiguous(), l = labels.contiguous();
-  Tensor loss = Tensor::empty(Shape{logits.dim(0)}, logits.dtype());
-  Tensor p = Tensor::empty(logits.shape(), logits.dtype());
+  const Device device = logits.device();
+  Tensor z = logits.contiguous(), l = labels.to(device).contiguous();
+  Tensor loss = Tensor::empty(Shape{logits.dim(0)}, logits.dtype(), device);
+  Tensor p = Tensor::empty(logits.shape(), logits.dtype(), device);
   visit_xent(labels, logits, [&](auto t, auto lt) {
     using T = decltype(t);
     using L = decltype(lt);
+#if LOCKSTEP_WITH_CUDA
+    if (detail::run_on_gpu(device))
+      return cuda::sparse_softmax_xent_forward<T, L>(z.dim(0), z.dim(1), device_ptr<T>(z), device_ptr<L>(l),
+                                                     device_ptr<T>(loss), device_ptr<T>(p));
+#endif
     cpu::sparse_softmax_xent_forward<T, L>(z.dim(0), z.dim(1), z.data<T>(), l.data<L>(), loss.data<T>(), p.data<T>());
   });
   if (probs) *probs = p;
@@ -309,11 +375,17 @@ Tensor sparse_softmax_cross_entropy_with_logits(const Tensor& labels, const Tens
 }
 
 Tensor sparse_softmax_cross_entropy_backward(const Tensor& probs, const Tensor& labels, const Tensor& dloss) {
-  Tensor l = labels.contiguous(), g = dloss.contiguous();
-  Tensor dz = Tensor::empty(probs.shape(), probs.dtype());
+  const Device device = probs.device();
+  Tensor l = labels.to(device).contiguous(), g = dloss.to(device).contiguous();
+  Tensor dz = Tensor::empty(probs.shape(), probs.dtype(), device);
   visit_xent(labels, probs, [&](auto t, auto lt) {
     using T = decltype(t);
     using L = decltype(lt);
+#if LOCKSTEP_WITH_CUDA
+    if (detail::run_on_gpu(device))
+      return cuda::sparse_softmax_xent_backward<T, L>(probs.dim(0), probs.dim(1), device_ptr<T>(probs),
+                                                      device_ptr<L>(l), device_ptr<T>(g), device_ptr<T>(dz));
+#endif
     cpu::sparse_softmax_xent_backward<T, L>(probs.dim(0), probs.dim(1), probs.data<T>(), l.data<L>(), g.data<T>(),
                                             dz.data<T>());
   });

@@ -1,6 +1,7 @@
 // Reductions over axes (sum, mean, max, min, argmax) and their broadcasting counterparts.
 #include <algorithm>
 
+#include "lockstep/kernels/cuda/kernels.h"
 #include "lockstep/tensor/ops.h"
 #include "ops-impl.h"
 
@@ -33,9 +34,14 @@ Tensor reduce(cpu::Reduce op, const Tensor& x, const std::vector<int64_t>& axes,
            "max/min over an empty tensor of shape ", x.shape().str(), " has no value");
   std::vector<int64_t> out_strides = kept.strides();
   for (int64_t a : reduced) out_strides[static_cast<size_t>(a)] = 0;
-  Tensor out = Tensor::empty(kept, x.dtype());
-  cpu::reduce(op, x.dtype(), cpu::Iteration{x.shape().dims(), {x.strides()}}, out_strides, x.raw_data(),
-              out.raw_data(), kept.numel());
+  Tensor out = Tensor::empty(kept, x.dtype(), x.device());
+  const cpu::Iteration it{x.shape().dims(), {x.strides()}};
+#if LOCKSTEP_WITH_CUDA
+  if (detail::run_on_gpu(x.device()))
+    kernels::cuda::reduce(op, x.dtype(), it, out_strides, x.device_data(), out.device_data(), kept.numel());
+  else
+#endif
+    cpu::reduce(op, x.dtype(), it, out_strides, x.raw_data(), out.raw_data(), kept.numel());
   return keepdims ? out : reshape(out, Shape(squeezed));
 }
 }  // namespace
@@ -61,9 +67,9 @@ Tensor mean(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
   for (int64_t a : normalize_axes(x.shape(), axes)) count *= x.dim(a);
   Tensor s = sum(x, axes, keepdims);
   const double n = static_cast<double>(count);
-  if (is_floating(s.dtype())) return binary(BinaryOp::div, s, full({}, n, s.dtype()));
+  if (is_floating(s.dtype())) return binary(BinaryOp::div, s, full({}, n, s.dtype(), s.device()));
   // Integer means truncate, as TF's do.
-  return cast(binary(BinaryOp::div, cast(s, DType::float64), full({}, n, DType::float64)), s.dtype());
+  return cast(binary(BinaryOp::div, cast(s, DType::float64), full({}, n, DType::float64, s.device())), s.dtype());
 }
 
 Tensor argmax(const Tensor& x, int64_t axis) {
@@ -77,7 +83,13 @@ Tensor argmax(const Tensor& x, int64_t axis) {
     if (d != axis) out_dims.push_back(x.dim(d));
   }
   LS_CHECK(x.dim(axis) > 0, InvalidArgumentError, "argmax over an empty axis ", axis, " of shape ", x.shape().str());
-  Tensor out = Tensor::empty(Shape(out_dims), DType::int64);
+  Tensor out = Tensor::empty(Shape(out_dims), DType::int64, x.device());
+#if LOCKSTEP_WITH_CUDA
+  if (detail::run_on_gpu(x.device())) {
+    kernels::cuda::argmax(c.dtype(), outer, x.dim(axis), inner, c.device_data(), static_cast<int64_t*>(out.device_data()));
+    return out;
+  }
+#endif
   cpu::argmax(c.dtype(), outer, x.dim(axis), inner, c.raw_data(), out.data<int64_t>());
   return out;
 }

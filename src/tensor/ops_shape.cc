@@ -2,6 +2,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "lockstep/kernels/cuda/kernels.h"
 #include "lockstep/tensor/ops.h"
 #include "ops-impl.h"
 
@@ -78,7 +79,17 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
                ": shapes ", first.shape().str(), " and ", x.shape().str(), " differ in dimension ", d);
     dims[static_cast<size_t>(axis)] += x.dim(axis);
   }
-  Tensor out = Tensor::empty(Shape(dims), first.dtype());
+  const Device device = xs[0].device();
+  Tensor out = Tensor::empty(Shape(dims), first.dtype(), device);
+  if (device.is_gpu()) {  // each input copied into its slice of the output by the strided-copy kernel
+    std::vector<int64_t> begin(dims.size(), 0), size = dims;
+    for (const Tensor& x : xs) {
+      size[static_cast<size_t>(axis)] = x.dim(axis);
+      slice(out, begin, size).copy_from(x);
+      begin[static_cast<size_t>(axis)] += x.dim(axis);
+    }
+    return out;
+  }
   int64_t outer = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= dims[static_cast<size_t>(d)];
   const size_t esize = dtype_size(first.dtype());
@@ -113,10 +124,14 @@ Tensor stack(const std::vector<Tensor>& xs, int64_t axis) {
 }
 
 namespace {
-// Calls f(i, row) for each index value, after checking it lies in [0, rows).
-template <typename F> void for_each_index(const Tensor& indices, int64_t rows, F&& f) {
+void check_index_dtype(const Tensor& indices) {
   LS_CHECK(indices.dtype() == DType::int32 || indices.dtype() == DType::int64, InvalidArgumentError,
            "indices must be int32 or int64, got ", dtype_name(indices.dtype()));
+}
+
+// Calls f(i, row) for each index value, after checking it lies in [0, rows).
+template <typename F> void for_each_index(const Tensor& indices, int64_t rows, F&& f) {
+  check_index_dtype(indices);
   std::vector<int64_t> idx = indices.to_vector<int64_t>();
   for (size_t i = 0; i < idx.size(); ++i) {
     LS_CHECK(idx[i] >= 0 && idx[i] < rows, InvalidArgumentError, "index ", idx[i], " at position ", i,
@@ -134,9 +149,18 @@ Shape gathered_shape(const Tensor& indices, const Shape& params) {
 
 Tensor gather(const Tensor& params, const Tensor& indices) {
   LS_CHECK(params.rank() >= 1, InvalidArgumentError, "gather needs params of rank >= 1");
-  Tensor p = params.contiguous();
-  Tensor out = Tensor::empty(gathered_shape(indices, p.shape()), p.dtype());
+  Tensor p = params.to(detail::op_device({&params, &indices})).contiguous();
+  Tensor out = Tensor::empty(gathered_shape(indices, p.shape()), p.dtype(), p.device());
   const size_t row = static_cast<size_t>(p.numel() / std::max<int64_t>(p.dim(0), 1)) * dtype_size(p.dtype());
+#if LOCKSTEP_WITH_CUDA
+  if (detail::run_on_gpu(p.device())) {
+    check_index_dtype(indices);
+    const Tensor i = indices.to(p.device()).contiguous();
+    kernels::cuda::gather_rows(i.dtype(), i.device_data(), i.numel(), p.device_data(), p.dim(0), row,
+                               out.device_data());
+    return out;
+  }
+#endif
   for_each_index(indices, p.dim(0), [&](int64_t i, int64_t r) {
     std::memcpy(static_cast<char*>(out.raw_data()) + static_cast<size_t>(i) * row,
                 static_cast<const char*>(p.raw_data()) + static_cast<size_t>(r) * row, row);
@@ -147,9 +171,19 @@ Tensor gather(const Tensor& params, const Tensor& indices) {
 Tensor scatter_add_rows(const Tensor& dy, const Tensor& indices, const Shape& params_shape) {
   LS_CHECK(dy.shape() == gathered_shape(indices, params_shape), InvalidArgumentError, "scatter_add_rows: dy of shape ",
            dy.shape().str(), " does not match indices ", indices.shape().str(), " and params ", params_shape.str());
-  Tensor out = zeros(params_shape, dy.dtype());
   Tensor g = dy.contiguous();
   const int64_t row = params_shape.numel() / std::max<int64_t>(params_shape.dims()[0], 1);
+#if LOCKSTEP_WITH_CUDA
+  if (detail::run_on_gpu(g.device())) {
+    check_index_dtype(indices);
+    Tensor out = Tensor::empty(params_shape, dy.dtype(), g.device());
+    const Tensor i = indices.to(g.device()).contiguous();
+    kernels::cuda::scatter_add_rows(g.dtype(), i.dtype(), i.device_data(), i.numel(), g.device_data(),
+                                    params_shape.dims()[0], row, out.device_data());
+    return out;
+  }
+#endif
+  Tensor out = zeros(params_shape, dy.dtype());
   visit_dtype(dy.dtype(), [&](auto v) {
     using T = decltype(v);
     if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
@@ -171,6 +205,15 @@ Tensor one_hot(const Tensor& indices, int64_t depth, double on_value, double off
            InvalidArgumentError, "one_hot indices must be integers, got ", dtype_name(indices.dtype()));
   std::vector<int64_t> dims = indices.shape().dims();
   dims.push_back(depth);
+#if LOCKSTEP_WITH_CUDA
+  if (detail::run_on_gpu(indices.device())) {
+    Tensor out = Tensor::empty(Shape(dims), dtype, indices.device());
+    const Tensor i = (indices.dtype() == DType::uint8 ? cast(indices, DType::int32) : indices).contiguous();
+    kernels::cuda::one_hot(i.dtype(), i.device_data(), i.numel(), depth, dtype, on_value, off_value,
+                           out.device_data());
+    return out;
+  }
+#endif
   Tensor out = full(Shape(dims), off_value, dtype);
   Tensor on = full({}, on_value, dtype);
   const size_t esize = dtype_size(dtype);
@@ -184,7 +227,7 @@ Tensor one_hot(const Tensor& indices, int64_t depth, double on_value, double off
 }
 
 Tensor pad_slice_grad(const Tensor& dy, const Shape& x_shape, const std::vector<int64_t>& begin) {
-  Tensor out = zeros(x_shape, dy.dtype());
+  Tensor out = zeros(x_shape, dy.dtype(), dy.device());
   slice(out, begin, dy.shape().dims()).copy_from(dy);
   return out;
 }

@@ -1,18 +1,45 @@
 // Tensor construction, views, copies and printing.
 #include "lockstep/tensor/tensor.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <optional>
+#include <cctype>
 #include <cstring>
 #include <sstream>
+
+#include "lockstep/kernels/cuda/kernels.h"
+#include "lockstep/kernels/cuda/runtime.h"
 
 namespace lockstep {
 
 namespace {
 std::atomic<int64_t> g_next_id{1};
 
-// dst[i] = src[i] for two tensors of one shape and dtype, any strides.
+thread_local std::optional<Device> t_scope_device;
+
+// LOCKSTEP_DEVICE, read once; checked when first used, so a bad value stops the program with its reason.
+Device& process_default_device() {
+  static Device d = [] {
+    const char* env = std::getenv("LOCKSTEP_DEVICE");
+    return env && *env ? Device::parse(env) : Device{};
+  }();
+  return d;
+}
+
+// dst[i] = src[i] for two tensors of one shape, dtype and device, any strides.
 void copy_strided(const Tensor& src, const Tensor& dst) {
   size_t esize = dtype_size(src.dtype());
+  if (src.device().is_gpu()) {
+#if LOCKSTEP_WITH_CUDA
+    if (src.numel() == 0) return;
+    kernels::cuda::set_device(src.device().index);
+    kernels::cuda::copy_strided(esize, src.shape().dims(), src.strides(), src.device_data(), dst.strides(),
+                                dst.device_data());
+#endif
+    return;
+  }
   if (src.is_contiguous() && dst.is_contiguous()) {
     std::memmove(dst.raw_data(), src.raw_data(), static_cast<size_t>(src.numel()) * esize);
     return;
@@ -35,6 +62,72 @@ void copy_strided(const Tensor& src, const Tensor& dst) {
 }  // namespace
 
 std::string Device::str() const { return make_message("/", type == DeviceType::cpu ? "cpu" : "gpu", ":", index); }
+
+Device Device::parse(const std::string& name) {
+  std::string s = name;
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (s.starts_with("/device:")) s = s.substr(8);
+  else if (s.starts_with("/")) s = s.substr(1);
+  Device d;
+  std::string kind = s.substr(0, s.find(':'));
+  if (kind == "gpu") d.type = DeviceType::cuda;
+  else if (kind != "cpu") kind.clear();
+  const std::string index = s.find(':') == std::string::npos ? "0" : s.substr(s.find(':') + 1);
+  const bool digits = !index.empty() && index.size() < 6 &&
+                      std::all_of(index.begin(), index.end(), [](unsigned char c) { return std::isdigit(c); });
+  LS_CHECK(!kind.empty() && digits, InvalidArgumentError, "device '", name,
+           "' is not one lockstep knows: use /cpu:0, /gpu:N or /device:GPU:N (also cpu, gpu, GPU:N)");
+  d.index = std::stoi(index);
+  return d;
+}
+
+int gpu_count() {
+#if LOCKSTEP_WITH_CUDA
+  return kernels::cuda::device_count();
+#else
+  return 0;
+#endif
+}
+
+std::string gpu_summary(Device device) {
+  check_device_available(device);
+#if LOCKSTEP_WITH_CUDA
+  if (device.is_gpu()) return kernels::cuda::device_summary(device.index);
+#endif
+  return "";
+}
+
+void check_device_available(Device device) {
+  if (!device.is_gpu()) return;
+#if LOCKSTEP_WITH_CUDA
+  const std::string why = kernels::cuda::unavailable_reason();
+#else
+  const std::string why = "this build of lockstep has no CUDA (rebuild with nvcc installed, or -DLOCKSTEP_CUDA=ON)";
+#endif
+  LS_CHECK(gpu_count() > 0, FailedPreconditionError, "device ", device.str(), " is not available: ", why,
+           "; run on /cpu:0 instead");
+  LS_CHECK(device.index < gpu_count(), FailedPreconditionError, "device ", device.str(),
+           " is not available: this process sees ", gpu_count(), " GPU(s), /gpu:0 to /gpu:", gpu_count() - 1);
+}
+
+Device default_device() {
+  if (t_scope_device) return *t_scope_device;
+  const Device d = process_default_device();
+  check_device_available(d);
+  return d;
+}
+
+void set_default_device(Device device) {
+  check_device_available(device);
+  process_default_device() = device;
+}
+
+DeviceScope::DeviceScope(Device device) : previous_(t_scope_device) {
+  check_device_available(device);
+  t_scope_device = device;
+}
+
+DeviceScope::~DeviceScope() { t_scope_device = previous_; }
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   for (int64_t d : shape.dims())
@@ -68,7 +161,30 @@ bool Tensor::is_contiguous() const {
 }
 
 void* Tensor::raw_data() const {
+  LS_CHECK(!device().is_gpu(), InvalidArgumentError, "a tensor on ", device().str(),
+           " was read by code that runs on the host: copy it with .cpu() first");
+  return device_data();
+}
+
+void* Tensor::device_data() const {
   return static_cast<char*>(storage()->data()) + offset() * static_cast<int64_t>(dtype_size(dtype()));
+}
+
+Tensor Tensor::to(Device target) const {
+  if (device() == target) return *this;
+  Tensor src = contiguous();
+  if (device().is_gpu() && target.is_gpu()) return src.cpu().to(target);  // between GPUs through the host
+  Tensor out = empty(shape(), dtype(), target);
+#if LOCKSTEP_WITH_CUDA
+  const size_t bytes = static_cast<size_t>(numel()) * dtype_size(dtype());
+  if (target.is_gpu())
+    kernels::cuda::copy(out.device_data(), src.device_data(), bytes, kernels::cuda::CopyKind::host_to_device,
+                        target.index);
+  else
+    kernels::cuda::copy(out.device_data(), src.device_data(), bytes, kernels::cuda::CopyKind::device_to_host,
+                        device().index);
+#endif
+  return out;
 }
 
 Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
@@ -84,7 +200,7 @@ void Tensor::copy_from(const Tensor& src) const {
            dtype_name(src.dtype()), " tensor of shape ", src.shape().str(), " into a ", dtype_name(dtype()),
            " tensor of shape ", shape().str());
   if (src.storage() == storage() && src.offset() == offset() && src.strides() == strides()) return;
-  copy_strided(src, *this);
+  copy_strided(src.to(device()), *this);
 }
 
 std::string Tensor::str() const {

@@ -192,9 +192,7 @@ Encoded encode(const std::string& path, const std::vector<NamedTensor>& tensors,
     LS_CHECK(names.insert(name).second, ValueError, "duplicate tensor name '", name, "' in ", path,
              "; every tensor needs its own name");
     LS_CHECK(tensor.defined(), ValueError, "tensor '", name, "' saved to ", path, " is undefined");
-    LS_CHECK(tensor.device().type == DeviceType::cpu, InvalidArgumentError, "tensor '", name, "' is on ",
-             tensor.device().str(), "; copy it to the CPU before saving");
-    Tensor c = tensor.contiguous();
+    Tensor c = tensor.cpu().contiguous();  // a GPU tensor is saved from a host copy
     const size_t bytes = byte_size(c);
     meta[kCrcPrefix + name] = hex32(crc32c(c.raw_data(), bytes));
     header[name] = {{"dtype", safetensors_dtype(c.dtype())},

@@ -1,7 +1,9 @@
 // The op harness: one table row per op and shape. Every row's forward is checked against a naive
 // reference (float32 and float64), and every differentiable row's gradient by central finite differences
 // in float64; float32 gradients (oneDNN's backward kernels) are checked against the float64 ones
-// (the reference kernels). Adding an op means adding rows.
+// (the reference kernels). On a machine with a GPU every row also runs on /gpu:0 (the CUDA kernels), forward
+// against the same reference and gradients against the CPU's; without one those cases skip. Adding an op means
+// adding rows.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -549,19 +551,24 @@ Tensor weighted_loss(const Row& row, const Inputs& x, const Tensor& w) { return 
 class OpForward : public ::testing::TestWithParam<Row> {};
 class OpGradient : public ::testing::TestWithParam<Row> {};
 
-TEST_P(OpForward, MatchesReference) {
-  const Row& row = GetParam();
+// The row's forward on `device` against its reference, in float64 and in float32.
+void expect_forward_matches_reference(const Row& row, Device device) {
   Inputs x64 = make_inputs(row, DType::float64, 1);
   Tensor expected = row.reference(x64);
   Inputs x32;
   for (const Tensor& t : x64) x32.push_back(is_floating(t.dtype()) ? raw_ops::cast(t, DType::float32) : t);
   for (const auto& [x, tol] : {std::pair{x64, row.f64_tolerance}, std::pair{x32, row.f32_tolerance}}) {
-    Tensor y = row.op(x);
+    Inputs placed;
+    for (const Tensor& t : x) placed.push_back(t.to(device));
+    Tensor y = row.op(placed);
+    ASSERT_EQ(y.device(), device) << row.name << " ran on " << y.device().str();
     ASSERT_EQ(y.shape(), expected.shape()) << row.name;
     ASSERT_EQ(y.dtype() == DType::bool_, expected.dtype() == DType::bool_) << row.name;
     EXPECT_LE(relative_error(y, expected), tol) << row.name << " in " << dtype_name(x[0].dtype());
   }
 }
+
+TEST_P(OpForward, MatchesReference) { expect_forward_matches_reference(GetParam(), Device{}); }
 
 TEST_P(OpGradient, MatchesFiniteDifferences) {
   const Row& row = GetParam();
@@ -618,6 +625,53 @@ TEST_P(OpGradient, Float32MatchesFloat64) {
   }
 }
 
+// ---- the same rows on the GPU ----
+
+class OpOnGpu : public ::testing::TestWithParam<Row> {
+ protected:
+  void SetUp() override {
+    if (gpu_count() == 0) GTEST_SKIP() << "no GPU: " << (has_cuda_build() ? "none visible to this process" : "built without CUDA");
+  }
+  static bool has_cuda_build() {
+#if LOCKSTEP_WITH_CUDA
+    return true;
+#else
+    return false;
+#endif
+  }
+  static Inputs on_gpu(const Inputs& xs) {
+    Inputs out;
+    for (const Tensor& t : xs) out.push_back(t.to(Device::gpu(0)));
+    return out;
+  }
+};
+
+TEST_P(OpOnGpu, ForwardMatchesReference) { expect_forward_matches_reference(GetParam(), Device::gpu(0)); }
+
+TEST_P(OpOnGpu, GradientsMatchTheCpu) {
+  const Row& row = GetParam();
+  if (!row.differentiable) GTEST_SKIP() << row.name << " has no gradient";
+  for (DType dtype : {DType::float64, DType::float32}) {
+    Inputs x = make_inputs(row, dtype, 2);
+    Philox wrng(99);
+    Tensor w = random_normal(row.op(x).shape(), wrng, 0, 1, dtype);
+    auto grads = [&](const Inputs& in, const Tensor& weights) {
+      GradientTape tape;
+      for (size_t i = 0; i < in.size(); ++i)
+        if (is_float_input(row.inputs[i])) tape.watch(in[i]);
+      return tape.gradient(weighted_loss(row, in, weights), in);
+    };
+    auto cpu = grads(x, w), gpu = grads(on_gpu(x), w.to(Device::gpu(0)));
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (!is_float_input(row.inputs[i])) continue;
+      ASSERT_TRUE(gpu[i].defined()) << row.name << ": no gradient for input " << i;
+      EXPECT_TRUE(gpu[i].device().is_gpu()) << row.name;
+      EXPECT_LE(relative_error(gpu[i], cpu[i]), dtype == DType::float64 ? 1e-10 : 10 * row.f32_tolerance)
+          << row.name << ": input " << i << " in " << dtype_name(dtype);
+    }
+  }
+}
+
 std::vector<Row> differentiable_rows() {
   std::vector<Row> out;
   for (Row& r : rows())
@@ -628,6 +682,7 @@ std::vector<Row> differentiable_rows() {
 auto row_name = [](const ::testing::TestParamInfo<Row>& info) { return info.param.name; };
 INSTANTIATE_TEST_SUITE_P(Ops, OpForward, ::testing::ValuesIn(rows()), row_name);
 INSTANTIATE_TEST_SUITE_P(Ops, OpGradient, ::testing::ValuesIn(differentiable_rows()), row_name);
+INSTANTIATE_TEST_SUITE_P(Ops, OpOnGpu, ::testing::ValuesIn(rows()), row_name);
 
 }  // namespace
 }  // namespace lockstep

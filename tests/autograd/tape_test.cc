@@ -167,5 +167,24 @@ TEST(GradientTape, ImageInputGradientIsNotComputedWhenNotWanted) {
   EXPECT_TRUE(g[1].defined());
 }
 
+// Variables live on the device of the scope they are made in, and train there: assign and gradients stay on it.
+TEST(Variable, IsPlacedOnTheScopesDeviceAndTrainsThere) {
+  if (gpu_count() == 0) GTEST_SKIP() << "no GPU visible to this process";
+  Variable v;
+  {
+    DeviceScope scope(Device::gpu(0));
+    v = Variable(from_vector(std::vector<float>{1, 2, 3}, Shape{3}));
+  }
+  EXPECT_TRUE(v.value().device().is_gpu());
+  GradientTape tape;
+  Tensor loss = reduce_sum(square(v.read()));
+  Tensor g = tape.gradient(loss, std::vector<Variable>{v})[0];
+  EXPECT_TRUE(g.device().is_gpu());
+  EXPECT_EQ(g.to_vector<float>(), (std::vector<float>{2, 4, 6}));
+  v.assign_sub(g);
+  EXPECT_TRUE(v.value().device().is_gpu());
+  EXPECT_EQ(v.value().to_vector<float>(), (std::vector<float>{-1, -2, -3}));
+}
+
 }  // namespace
 }  // namespace lockstep

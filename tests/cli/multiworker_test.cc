@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lockstep/tensor/tensor.h"
 #include "process_util.h"
 
 namespace lockstep::testing {
@@ -21,6 +22,9 @@ class MultiWorker : public ::testing::Test {
     write_idx_dataset(dir_, 640, 64);
   }
   void TearDown() override { fs::remove_all(dir_); }
+
+ public:
+  const fs::path& dir() const { return dir_; }
   std::string data() const { return " --dataset " + dir_.string() + " --threads 1 --verbose 0"; }
   // Starts one process per worker on fresh ports, each with its own TF_CONFIG and arguments.
   std::vector<std::unique_ptr<Worker>> start(const std::vector<std::string>& args, const std::string& env = "") {
@@ -29,18 +33,24 @@ class MultiWorker : public ::testing::Test {
   fs::path dir_;
 };
 
-TEST_F(MultiWorker, TwoWorkersMatchOneWorkerWithTheGlobalBatch) {
-  // The custom loop records each step's global loss; 2 x 64 must see the same 128 examples per step as 1 x 128.
-  const std::string common = "train --loop ctl --epochs 1 --steps-per-epoch 20 --optimizer sgd --learning-rate 0.05 --seed 3" + data();
-  Result one = run_lockstep(common + " --batch-size 128 --metrics-out " + (dir_ / "one.json").string());
+// The custom loop records each step's global loss; 2 x 64 must see the same 128 examples per step as 1 x 128.
+// `device` and `env` choose where the workers compute and how they reduce.
+void expect_two_workers_match_one(MultiWorker& t, const std::string& device, const std::string& env) {
+  const fs::path& dir = t.dir();
+  const std::string common = "train --loop ctl --epochs 1 --steps-per-epoch 20 --optimizer sgd --learning-rate 0.05 "
+                             "--seed 3 --device " + device + t.data();
+  Result one = run_lockstep(common + " --batch-size 128 --metrics-out " + (dir / "one.json").string(), env);
   ASSERT_EQ(one.code, 0) << one.err;
-  auto ws = start({common + " --batch-size 64 --metrics-out " + (dir_ / "two.json").string(), common + " --batch-size 64"});
+  auto ws = start_workers({common + " --batch-size 64 --metrics-out " + (dir / "two.json").string(),
+                           common + " --batch-size 64"},
+                          env, dir, "w");
   for (auto& w : ws) {
     auto s = w->wait(240s);
     ASSERT_TRUE(s.has_value()) << "worker did not finish";
     ASSERT_EQ(exit_code(*s), 0) << w->err();
   }
-  json a = json::parse(read_all((dir_ / "one.json").string())), b = json::parse(read_all((dir_ / "two.json").string()));
+  json a = json::parse(read_all((dir / "one.json").string())), b = json::parse(read_all((dir / "two.json").string()));
+  EXPECT_EQ(a["device"], b["device"]);
   EXPECT_EQ(b["num_workers"], 2);
   EXPECT_EQ(b["num_replicas_in_sync"], 2);
   auto la = a["step_losses"].get<std::vector<double>>(), lb = b["step_losses"].get<std::vector<double>>();
@@ -50,6 +60,14 @@ TEST_F(MultiWorker, TwoWorkersMatchOneWorkerWithTheGlobalBatch) {
   auto hashes = b["weights_sha256_per_worker"].get<std::vector<std::string>>();
   ASSERT_EQ(hashes.size(), 2u);
   EXPECT_EQ(hashes[0], hashes[1]);
+}
+
+TEST_F(MultiWorker, TwoWorkersMatchOneWorkerWithTheGlobalBatch) { expect_two_workers_match_one(*this, "cpu", ""); }
+
+// Two processes sharing the one GPU: RING reduces host copies of their GPU gradients over gloo.
+TEST_F(MultiWorker, TwoWorkersOnOneGpuMatchOneWorkerWithTheGlobalBatch) {
+  if (gpu_count() == 0) GTEST_SKIP() << "no GPU visible to this process";
+  expect_two_workers_match_one(*this, "gpu", "LOCKSTEP_COLLECTIVE=ring");
 }
 
 // Workers on one host reduce over shared memory by default; LOCKSTEP_COLLECTIVE=ring sends the same job over

@@ -18,6 +18,8 @@
 #include "lockstep/distribute/collective/hierarchical.h"
 #include "lockstep/distribute/collective/shared_memory.h"
 #include "lockstep/distribute/collective/local.h"
+#include "lockstep/distribute/collective/nccl.h"
+#include "lockstep/tensor/ops.h"
 
 namespace lockstep::distribute {
 namespace {
@@ -394,6 +396,46 @@ TEST_P(CollectiveTest, RankThatNeverJoinsGivesDeadlineExceededWithinTheTimeout) 
 INSTANTIATE_TEST_SUITE_P(Collective, CollectiveTest, ::testing::Values(local_backend(), gloo_backend(), shared_memory_backend(),
                                                             hierarchical_backend()),
                          [](const ::testing::TestParamInfo<Backend>& info) { return info.param.name; });
+
+// ---- NCCL: one rank per GPU this machine has (ranks are threads), on GPU and on host buffers ----
+
+TEST(NcclTest, AllReducesBroadcastsAndGathersOnGpuAndHostBuffers) {
+  const int gpus = gpu_count();
+  if (gpus == 0) GTEST_SKIP() << "no GPU visible to this process";
+  MemoryStore store;
+  run_threads(gpus, [&](int r) {
+    NcclOptions o;
+    o.device = r;
+    auto c = make_nccl_communicator(store, r, gpus, o);
+    const Device gpu = Device::gpu(r);
+    // On the GPU: 1000 floats, rank r contributes r + i.
+    std::vector<float> mine(1000);
+    for (size_t i = 0; i < mine.size(); ++i) mine[i] = static_cast<float>(r) + static_cast<float>(i);
+    Tensor t = from_vector(mine, Shape{1000}).to(gpu);
+    c->all_reduce(t.device_data(), 1000, DType::float32, ReduceOp::SUM, {});
+    const std::vector<float> sum = t.to_vector<float>();
+    for (size_t i = 0; i < sum.size(); i += 97)
+      EXPECT_EQ(sum[i], static_cast<float>(gpus * (gpus - 1) / 2) + static_cast<float>(gpus) * static_cast<float>(i));
+    // On the host (metrics, initial values): staged through the GPU.
+    std::vector<double> host{static_cast<double>(r), 2.0};
+    c->all_reduce(host.data(), 2, DType::float64, ReduceOp::MAX, {});
+    EXPECT_EQ(host, (std::vector<double>{static_cast<double>(gpus - 1), 2.0}));
+    std::vector<int64_t> value{r == 0 ? 42 : -1};
+    c->broadcast(value.data(), sizeof(int64_t), 0, {});
+    EXPECT_EQ(value[0], 42);
+    std::vector<int32_t> gathered(static_cast<size_t>(gpus));
+    const int32_t own = 10 + r;
+    c->all_gather(&own, gathered.data(), sizeof own, {});
+    for (int k = 0; k < gpus; ++k) EXPECT_EQ(gathered[static_cast<size_t>(k)], 10 + k);
+    c->barrier();
+  });
+}
+
+TEST(NcclTest, WithoutCudaOrGpuTheErrorSaysWhatToUse) {
+  if (nccl_available()) GTEST_SKIP() << "this build has NCCL";
+  MemoryStore store;
+  EXPECT_THROW(make_nccl_communicator(store, 0, 1, {}), FailedPreconditionError);
+}
 
 // ---- local-only behaviour ----
 

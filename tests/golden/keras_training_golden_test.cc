@@ -64,6 +64,8 @@ TEST_P(KerasTraining, LossesAndFinalWeightsMatchKeras) {
                     kRelativeTolerance);
   }
   std::vector<Variable> vars = model.variables();
+  // Where it trained: the CPU, or the GPU under LOCKSTEP_DEVICE=/gpu:0 (scripts/gpu-check).
+  for (const Variable& v : vars) EXPECT_EQ(v.value().device(), default_device()) << v.name();
   for (size_t w = 0; w < kWeightNames.size(); ++w) {
     const json& e = run["final_weights"][kWeightNames[w]];
     const std::vector<float> actual = vars[w].value().to_vector<float>();

@@ -114,6 +114,7 @@ TEST(TutorialGolden, Gradients) {
     const json& e = g["gradients"][name];
     const Tensor& grad = s.gradients[w];
     ASSERT_TRUE(grad.defined()) << "no gradient for " << name;
+    EXPECT_EQ(grad.device(), default_device()) << name << ": LOCKSTEP_DEVICE places the weights, and their gradients";
     ASSERT_EQ(grad.shape(), shape_of(e["shape"])) << "gradient of " << name << " has shape " << grad.shape().str();
     const std::vector<float> actual = grad.to_vector<float>();
 

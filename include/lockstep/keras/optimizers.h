@@ -139,6 +139,7 @@ class Optimizer {
   struct Step {
     double learning_rate;  // at the current iterations()
     int64_t t;             // iterations() + 1, for bias corrections
+    bool on_gpu = false;   // the pointers are the current GPU's memory: run the rule's CUDA kernel
   };
   // Updates n elements of one variable in place. slots[i] points at the slot_names[i] state of the same
   // elements (zero-initialised). May be called on sub-ranges of a variable in parallel.

@@ -13,9 +13,10 @@
 namespace lockstep {
 
 // ---- factories ----
-Tensor zeros(const Shape& shape, DType dtype = DType::float32);
-Tensor ones(const Shape& shape, DType dtype = DType::float32);
-Tensor full(const Shape& shape, double value, DType dtype = DType::float32);
+// On the CPU unless `device` says otherwise; the *_like factories use x's device.
+Tensor zeros(const Shape& shape, DType dtype = DType::float32, Device device = {});
+Tensor ones(const Shape& shape, DType dtype = DType::float32, Device device = {});
+Tensor full(const Shape& shape, double value, DType dtype = DType::float32, Device device = {});
 Tensor zeros_like(const Tensor& x);
 Tensor ones_like(const Tensor& x);
 // A scalar (rank-0) tensor.

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -18,7 +19,37 @@ struct Device {
   DeviceType type = DeviceType::cpu;
   int index = 0;
   bool operator==(const Device&) const = default;
-  std::string str() const;  // "/cpu:0", as TensorFlow names devices
+  bool is_gpu() const { return type == DeviceType::cuda; }
+  std::string str() const;  // "/cpu:0" or "/gpu:0", as TensorFlow names devices
+  static Device gpu(int index = 0) { return {DeviceType::cuda, index}; }
+  // TensorFlow's spellings: "/cpu:0", "/gpu:1", "/device:GPU:1", "GPU:0", "gpu" (index 0), any case. Throws
+  // InvalidArgumentError naming the accepted forms; a GPU this process does not have is refused by gpu_available.
+  static Device parse(const std::string& name);
+};
+
+// GPUs this process can use (0 in a build without CUDA, or without a driver or device).
+int gpu_count();
+// "NVIDIA H200, compute capability 9.0, 132 SMs, 140 GiB" for a GPU this process has, for headers and metrics.
+std::string gpu_summary(Device device);
+// Throws FailedPreconditionError naming `device` and why it cannot be used (no CUDA in this build, no driver, an
+// index past the GPUs present) unless it is the CPU or a GPU that exists.
+void check_device_available(Device device);
+
+// The device new variables are placed on: the innermost DeviceScope of this thread (TF's `with tf.device(...)`;
+// strategies open one for each replica), else the process's default, which is the CPU unless the environment
+// variable LOCKSTEP_DEVICE ("/gpu:0", "gpu", ...) or set_default_device says otherwise. Ops run where their inputs
+// are; an op with inputs on the host and on a GPU copies the host ones to the GPU.
+Device default_device();
+void set_default_device(Device device);
+class DeviceScope {
+ public:
+  explicit DeviceScope(Device device);
+  ~DeviceScope();
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  std::optional<Device> previous_;
 };
 
 // A block of device memory, 64-byte aligned, returned to the caching allocator when the last tensor
@@ -63,13 +94,20 @@ class Tensor {
   // get a new one.
   int64_t id() const { return impl().id; }
 
-  // Pointer to the first element (at offset); checks that T matches dtype().
+  // Pointer to the first element (at offset) for host code; checks that T matches dtype() and that the tensor is
+  // in host memory (a GPU tensor throws, naming .cpu() as the fix).
   template <typename T> T* data() const {
     LS_CHECK(dtype_of<T>() == dtype(), InvalidArgumentError, "tensor holds ", dtype_name(dtype()),
              ", accessed as ", dtype_name(dtype_of<T>()));
     return static_cast<T*>(raw_data());
   }
   void* raw_data() const;
+  // The first element's address on the tensor's own device, for kernels of that device.
+  void* device_data() const;
+
+  // This tensor on `device`: itself when already there, else a contiguous copy.
+  Tensor to(Device device) const;
+  Tensor cpu() const { return to(Device{}); }
 
   // This tensor if contiguous, else a contiguous copy.
   Tensor contiguous() const;
@@ -105,7 +143,7 @@ class Tensor {
 // under `strides`. The building block of strided loops.
 template <typename F> void for_each_offset(const Shape& shape, const std::vector<int64_t>& strides, F&& f);
 
-// Statistics of the caching allocator, for tests and benchmarks.
+// Statistics of the host memory's caching allocator, for tests and benchmarks.
 struct AllocatorStats {
   int64_t allocations = 0;  // requests served
   int64_t cache_hits = 0;   // requests served from the cache, without malloc
@@ -145,6 +183,7 @@ template <typename T> T lockstep::Tensor::item() const {
 }
 
 template <typename T> std::vector<T> lockstep::Tensor::to_vector() const {
+  if (device().is_gpu()) return cpu().to_vector<T>();
   std::vector<T> out(static_cast<size_t>(numel()));
   visit_dtype(dtype(), [&](auto v) {
     using S = decltype(v);

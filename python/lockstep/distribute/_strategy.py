@@ -12,6 +12,7 @@ from .. import _lockstep, _nest
 from . import cluster_resolver as _resolvers
 
 _cpp = _lockstep.distribute
+_cpp_config = _lockstep.config
 _ops = _lockstep.ops
 
 
@@ -39,8 +40,9 @@ def _reduce_op(op):
 
 
 class CommunicationImplementation(_enum.Enum):
-    """Cross-worker collectives: RING is lockstep's gloo ring; NCCL needs GPUs, which this build does not use, so it
-    runs as RING (as TensorFlow runs NCCL-hinted collectives on CPU tensors); MPI is a lockstep extension."""
+    """Cross-worker collectives: RING is lockstep's gloo ring; NCCL is NCCL between workers on GPUs (docs/gpu.md) and
+    runs as RING for workers on the CPU (as TensorFlow runs NCCL-hinted collectives on CPU tensors); MPI is a
+    lockstep extension."""
 
     AUTO = "AUTO"
     RING = "RING"
@@ -75,9 +77,9 @@ class CommunicationOptions:
     def _to_cpp(self):
         o = _cpp._CommunicationOptions()
         implementation = self.implementation
-        if implementation is CommunicationImplementation.NCCL:
+        if implementation is CommunicationImplementation.NCCL and not _cpp_config.default_device().startswith("/gpu"):
             _logging.getLogger("lockstep").warning(
-                "CommunicationImplementation.NCCL needs GPUs, which this build does not use: using RING")
+                "CommunicationImplementation.NCCL needs GPUs, and this worker runs on the CPU: using RING")
             implementation = CommunicationImplementation.RING
         o.implementation = getattr(_cpp._CommunicationImplementation, implementation.name)
         o.bytes_per_pack = int(self.bytes_per_pack)

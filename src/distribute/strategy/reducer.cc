@@ -78,7 +78,8 @@ void GradientReducer::ensure_layout() {
     auto r = std::make_unique<Replica>();
     r->index = i;
     for (size_t b = 0; b < bucket_elements_.size(); ++b)
-      r->buffers.push_back(Tensor::empty(Shape({static_cast<int64_t>(bucket_elements_[b])}), DType::float32));
+      r->buffers.push_back(
+          Tensor::empty(Shape({static_cast<int64_t>(bucket_elements_[b])}), DType::float32, strategy_.device()));
     r->remaining = bucket_variables_;
     r->launched.assign(bucket_elements_.size(), false);
     Replica* raw = r.get();
@@ -110,12 +111,21 @@ void GradientReducer::ensure_layout() {
 }
 
 void GradientReducer::all_reduce_bucket(Replica& r, Tensor& bucket, const CollectiveOptions& o) {
-  float* const data = bucket.data<float>();
+  if (bucket.device().is_gpu() && !strategy_.impl_->reduces_device_memory()) {
+    // The host backends (RING's gloo, shared memory, MPI) reduce a host copy of a GPU bucket.
+    Tensor host = bucket.cpu();
+    all_reduce_bucket(r, host, o);
+    bucket.copy_from(host);
+    return;
+  }
+  float* const data = static_cast<float*>(bucket.device_data());
   const auto n = static_cast<size_t>(bucket.numel());
   if (strategy_.communication_options().gradient_compression == GradientCompression::NONE) {
     strategy_.impl_->hierarchical_all_reduce(r.index, data, n, DType::float32, o);
     return;
   }
+  LS_CHECK(!bucket.device().is_gpu(), InvalidArgumentError,
+           "GradientCompression::BFLOAT16 is not supported with NCCL: use GradientCompression::NONE");
   r.wire.resize(n);
   std::transform(data, data + n, r.wire.begin(), [](float x) { return bfloat16(x); });
   strategy_.impl_->hierarchical_all_reduce(r.index, r.wire.data(), n, DType::bfloat16, o);
@@ -134,9 +144,10 @@ void GradientReducer::fill(Replica& r, int64_t variable_id, const Tensor& g) {
   if (slot == slots_.end() || r.filled[variable_id] || r.launched[slot->second.bucket]) return;
   LS_CHECK(g.shape() == slot->second.shape, InvalidArgumentError, "gradient of shape ", g.shape().str(),
            " for a variable of shape ", slot->second.shape.str());
-  Tensor f = raw_ops::cast(g, DType::float32).contiguous();
-  std::memcpy(r.buffers[slot->second.bucket].data<float>() + slot->second.offset, f.data<float>(),
-              static_cast<size_t>(f.numel()) * sizeof(float));
+  const Tensor& bucket = r.buffers[slot->second.bucket];
+  const Tensor place(bucket.storage(), g.shape(), g.shape().strides(), static_cast<int64_t>(slot->second.offset),
+                     DType::float32);
+  place.copy_from(raw_ops::cast(g, DType::float32));
   r.filled[variable_id] = true;
   if (--r.remaining[slot->second.bucket] == 0) launch(r, slot->second.bucket);
 }
@@ -154,11 +165,12 @@ std::vector<Tensor> GradientReducer::finalize(int replica, const std::vector<Ten
   for (size_t i = 0; i < variables.size(); ++i) {
     LS_CHECK(slots_.count(variables[i].unique_id()), ValueError, "variable '", variables[i].name(),
              "' was not created under strategy.scope(): create the model and optimizer inside the scope");
-    fill(r, variables[i].unique_id(), gradients[i].defined() ? gradients[i] : zeros(variables[i].shape(), DType::float32));
+    fill(r, variables[i].unique_id(),
+         gradients[i].defined() ? gradients[i] : zeros(variables[i].shape(), DType::float32, strategy_.device()));
   }
   // Variables of this strategy without a gradient this step contribute zeros, as on every other replica.
   for (const Variable& v : watched_)
-    if (!r.filled[v.unique_id()]) fill(r, v.unique_id(), zeros(v.shape(), DType::float32));
+    if (!r.filled[v.unique_id()]) fill(r, v.unique_id(), zeros(v.shape(), DType::float32, strategy_.device()));
   {
     std::unique_lock l(r.mutex);
     r.cv.wait(l, [&] { return r.done == bucket_elements_.size() || r.error; });

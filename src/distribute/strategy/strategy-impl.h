@@ -101,6 +101,9 @@ struct Strategy::Impl {
   bool aborted = false;       // abort() was called: the destructor leaves as on an error
   int64_t global_batch_size = 0;  // of the last distributed dataset, for the start-up check
   void hierarchical_all_reduce(int replica, void* data, size_t count, DType dtype, const CollectiveOptions& o);
+  // Whether hierarchical_all_reduce takes GPU memory as it is (NCCL); else GPU buckets go through host copies.
+  bool reduces_device_memory() const { return cross_takes_device_memory && !local; }
+  bool cross_takes_device_memory = false;
 };
 
 }  // namespace lockstep::distribute

@@ -19,8 +19,10 @@
 #include "lockstep/distribute/collective/hierarchical.h"
 #include "lockstep/distribute/collective/local.h"
 #include "lockstep/distribute/collective/mpi.h"
+#include "lockstep/distribute/collective/nccl.h"
 #include "lockstep/distribute/collective/shared_memory.h"
 #include "lockstep/distribute/coordination/coordination.h"
+#include "lockstep/kernels/cuda/runtime.h"
 #include "lockstep/tensor/ops.h"
 #include "strategy-impl.h"
 
@@ -173,7 +175,7 @@ void ReplicaPool::run(const std::function<void(int)>& fn, const std::function<vo
 // ---- Strategy ----
 
 Strategy::Strategy(int num_local_replicas, std::unique_ptr<ClusterResolver> resolver, CommunicationOptions options)
-    : num_local_(num_local_replicas), resolver_(std::move(resolver)), options_(options), impl_(std::make_unique<Impl>()) {
+    : device_(default_device()), num_local_(num_local_replicas), resolver_(std::move(resolver)), options_(options), impl_(std::make_unique<Impl>()) {
   LS_CHECK(num_local_ >= 1, ValueError, "a strategy needs at least one replica, got ", num_local_);
   options_.gradient_compression = choose_compression(options_.gradient_compression);
   if (num_local_ > 1) {
@@ -229,6 +231,23 @@ static std::vector<int> hosts_of_workers(KeyValueStore& store, int rank, int siz
     if (known == domains.end()) domains.push_back(domain);
   }
   return host_of;
+}
+
+// Whether every worker has a GPU of its own (NCCL refuses two ranks on one GPU): each publishes its GPU's UUID.
+static bool one_gpu_per_worker(KeyValueStore& store, Device device, int rank, int size, std::chrono::milliseconds timeout) {
+#if LOCKSTEP_WITH_CUDA
+  const std::string mine = kernels::cuda::device_uuid(device.index);
+#else
+  const std::string mine = device.str();
+#endif
+  store.set(make_message("gpu/", rank), mine);
+  std::vector<std::string> seen;
+  for (int r = 0; r < size; ++r) {
+    const std::string gpu = r == rank ? mine : store.get(make_message("gpu/", r), timeout);
+    if (std::find(seen.begin(), seen.end(), gpu) != seen.end()) return false;
+    seen.push_back(gpu);
+  }
+  return true;
 }
 
 void Strategy::connect_workers() {
@@ -289,6 +308,27 @@ void Strategy::connect_workers() {
     };
     std::vector<int> everyone(static_cast<size_t>(num_workers()));
     std::iota(everyone.begin(), everyone.end(), 0);
+    // GPU workers: NCCL when each has a GPU of its own (TF's AUTO picks NCCL for GPUs), else the host backends on
+    // host copies of the gradients.
+    if (device_.is_gpu() && backend != CommunicationImplementation::RING) {
+      const bool own_gpus = one_gpu_per_worker(*impl_->coordination, device_, worker_rank(), num_workers(),
+                                               c.startup_timeout);
+      LS_CHECK(own_gpus || backend != CommunicationImplementation::NCCL, ValueError,
+               "CommunicationImplementation::NCCL needs a GPU per worker, but some workers share one: give each "
+               "worker its own GPU (CUDA_VISIBLE_DEVICES), or use RING");
+      if (own_gpus) {
+        NcclOptions n;
+        n.device = device_.index;
+        names(everyone, n);
+        impl_->cross = make_nccl_communicator(*impl_->coordination, worker_rank(), num_workers(), n);
+        impl_->cross_takes_device_memory = true;
+        log(LogLevel::info, "collective backend: NCCL, one GPU per worker");
+        log(LogLevel::info, "joined the cluster as ", resolver_->task().name(), " (rank ", worker_rank(), " of ",
+            num_workers(), ")");
+        return;
+      }
+      log(LogLevel::info, "workers share a GPU, which NCCL cannot use: gradients are reduced as host copies");
+    }
     const std::vector<int> host_of = backend == CommunicationImplementation::AUTO
                                          ? hosts_of_workers(*impl_->coordination, worker_rank(), num_workers(),
                                                             c.startup_timeout)
@@ -329,6 +369,7 @@ void Strategy::run_replicas(const std::function<void(int)>& fn) {
   synchronize_variables(impl_->global_batch_size);  // once: before the first step every worker is checked and equal
   impl_->reducer->discard_unfinalized();
   auto body = [&](int r) {
+    DeviceScope device(device_);
     Strategy* saved = t_current;
     t_current = this;
     t_replica = r;
@@ -351,7 +392,9 @@ void Strategy::run_replicas(const std::function<void(int)>& fn) {
 }
 
 Strategy::Scope::Scope(Strategy* strategy)
-    : previous_(t_current), creation_([strategy](const Variable& v) { strategy->register_variable(v); }) {
+    : previous_(t_current),
+      creation_([strategy](const Variable& v) { strategy->register_variable(v); }),
+      device_(strategy->device()) {
   t_current = strategy;
 }
 Strategy::Scope::~Scope() { t_current = previous_; }
@@ -433,7 +476,7 @@ Tensor Strategy::gather(const PerReplica<Tensor>& value, int64_t axis) {
   for (size_t i = 0; i < dims.size(); ++i)
     LS_CHECK(sum[i] == dims[i] * num_workers(), InvalidArgumentError,
              "strategy.gather needs the same shape on every worker; this worker has ", local.shape().str());
-  Tensor c = local.contiguous();
+  Tensor c = local.cpu().contiguous();
   const size_t bytes = static_cast<size_t>(c.numel()) * dtype_size(c.dtype());
   Tensor all = Tensor::empty(Shape{num_workers() * c.numel()}, c.dtype());
   impl_->cross->all_gather(c.raw_data(), all.raw_data(), bytes, collective_options(options_, Tag::kMetrics));
@@ -490,7 +533,7 @@ void Strategy::synchronize_variables(int64_t global_batch_size) {
   size_t at = 0;
   for (const Variable& v : variables_) {
     const size_t n = static_cast<size_t>(v.value().numel()) * dtype_size(v.dtype());
-    std::memcpy(buf.data() + at, v.value().contiguous().raw_data(), n);
+    std::memcpy(buf.data() + at, v.value().cpu().contiguous().raw_data(), n);
     at += n;
   }
   impl_->cross->broadcast(buf.data(), buf.size(), 0, collective_options(options_, Tag::kInitialValues));
@@ -515,13 +558,26 @@ DefaultStrategy::DefaultStrategy() : Strategy(1, local_resolver(), {}) {}
 MirroredStrategy::MirroredStrategy(std::vector<std::string> devices, CommunicationOptions options)
     : Strategy(devices.empty() ? 1 : static_cast<int>(devices.size()), local_resolver(), options),
       devices_(std::move(devices)) {
-  if (devices_.empty()) devices_.push_back("/cpu:0");
+  if (devices_.empty()) devices_.push_back(device_.str());
+  else device_ = Device{};  // devices named: the CPU unless one of them is a GPU
+  int gpus = 0;
   for (const std::string& d : devices_) {
-    const bool ok = (d.rfind("/cpu:", 0) == 0 || d.rfind("/device:CPU:", 0) == 0 || d.rfind("/job:", 0) == 0);
-    LS_CHECK(ok, ValueError, "device '", d, "' is not available: this build runs replicas on logical CPU devices "
-             "\"/cpu:0\", \"/cpu:1\", ...");
+    if (d.rfind("/job:", 0) == 0) continue;  // a task's device; its replicas run on this process's CPU
+    const Device parsed = Device::parse(d);
+    if (!parsed.is_gpu()) continue;
+    try {
+      check_device_available(parsed);
+    } catch (const FailedPreconditionError& e) {  // TF's ValueError for a device the strategy cannot use
+      const std::string why = e.what();
+      throw ValueError(make_message("device '", d, "' is not available: ", why.substr(why.find(": ") + 2)));
+    }
+    device_ = parsed;
+    ++gpus;
   }
-  log(LogLevel::info, "MirroredStrategy with ", devices_.size(), " replica(s)");
+  LS_CHECK(gpus == 0 || devices_.size() == 1, ValueError, "MirroredStrategy over ", devices_.size(),
+           " devices with GPUs among them is not supported yet: give it one GPU, or run one worker process per GPU "
+           "with MultiWorkerMirroredStrategy (lockstep launch)");
+  log(LogLevel::info, "MirroredStrategy with ", devices_.size(), " replica(s) on ", device_.str());
 }
 
 MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(CommunicationOptions options)
@@ -529,8 +585,9 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(CommunicationOptions op
 
 MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(CommunicationOptions options, std::unique_ptr<ClusterResolver> resolver)
     : Strategy(1, std::move(resolver), options) {
-  LS_CHECK(options.implementation != CommunicationImplementation::NCCL, ValueError,
-           "CommunicationImplementation::NCCL needs GPUs, which this build does not use: use AUTO or RING");
+  LS_CHECK(options.implementation != CommunicationImplementation::NCCL || device_.is_gpu(), ValueError,
+           "CommunicationImplementation::NCCL needs GPUs, but this worker runs on ", device_.str(),
+           ": run it on a GPU (lockstep train --device gpu, LOCKSTEP_DEVICE=/gpu:0), or use AUTO or RING");
   connect_workers();
 }
 

@@ -11,12 +11,6 @@
 
 namespace lockstep::kernels::cpu {
 
-namespace {
-
-constexpr int64_t kParallelElements = int64_t{1} << 16;
-
-// Merges adjacent axes that every operand walks contiguously, and drops axes of extent 1, so most loops
-// become one long unit-stride row.
 Iteration coalesce(const Iteration& in) {
   Iteration out;
   out.strides.resize(in.strides.size());
@@ -39,6 +33,10 @@ Iteration coalesce(const Iteration& in) {
   }
   return out;
 }
+
+namespace {
+
+constexpr int64_t kParallelElements = int64_t{1} << 16;
 
 // Calls row(out_offset, offsets, n, inner_strides) for every innermost row of the coalesced iteration.
 template <size_t K, typename Row> void for_each_row(const Iteration& raw, Row&& row) {

@@ -144,7 +144,11 @@ class Strategy {
    private:
     Strategy* previous_;
     VariableCreationScope creation_;
+    DeviceScope device_;  // variables made in the scope live on the replicas' device
   };
+  // The device this worker's replicas compute on, and their variables live on: the process's default device
+  // (LOCKSTEP_DEVICE, `lockstep train --device`) when the strategy was made, or MirroredStrategy's device.
+  Device device() const { return device_; }
   [[nodiscard]] Scope scope() { return Scope(this); }
 
   // Runs fn on every local replica (on threads when there are several), with arguments that are either
@@ -192,6 +196,7 @@ class Strategy {
   Strategy(int num_local_replicas, std::unique_ptr<ClusterResolver> resolver, CommunicationOptions options);
   // Connects workers (coordination service, gloo); called by MultiWorkerMirroredStrategy's constructor.
   void connect_workers();
+  Device device_;  // see device()
 
  private:
   struct Impl;
@@ -219,8 +224,9 @@ class DefaultStrategy : public Strategy {
   DefaultStrategy();
 };
 
-// Replicas on logical devices of this process: "/cpu:0", "/cpu:1", ... (or "/gpu:i" later). No devices
-// means one replica on "/cpu:0".
+// Replicas on logical devices of this process: "/cpu:0", "/cpu:1", ..., or one GPU ("/gpu:0", "/device:GPU:0").
+// No devices means one replica on the process's default device. Several GPUs in one process are not supported
+// yet: run one worker process per GPU under MultiWorkerMirroredStrategy.
 class MirroredStrategy : public Strategy {
  public:
   // `options` is lockstep's: TF's MirroredStrategy takes cross_device_ops instead; bytes_per_pack and the

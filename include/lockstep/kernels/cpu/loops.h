@@ -25,6 +25,10 @@ struct Iteration {
   std::vector<int64_t> dims;
   std::vector<std::vector<int64_t>> strides;  // one list per operand, output excluded (it is contiguous)
 };
+// The same iteration with the adjacent axes that every operand walks contiguously merged and the axes of extent 1
+// dropped, so most loops become one long unit-stride row; a scalar becomes one axis of extent 1 and stride 0.
+// Row-major order is kept: a flat index over the result is a flat index over in.dims.
+Iteration coalesce(const Iteration& in);
 
 // out (contiguous, dims) = a op b. dtype is that of a and b; out is bool for comparisons. bfloat16 is computed in
 // float32 and rounded as each element is stored.
