@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <memory>
 #include <optional>
 #include <type_traits>
 #include <vector>
@@ -280,9 +282,12 @@ template <typename T> struct ConvPlan {
              std::is_same_v<T, float> ? "float32" : "float64", " input ", x.dims[0], "x", x.dims[1], "x", x.dims[2],
              "x", x.dims[3], " and ", w.dims[1], "x", w.dims[2], " filters to ", w.dims[0],
              " channels within a workspace of ", kMaxWorkspaceBytes >> 20, " MiB");
-    // The ranking's math type is the one the algorithm was ranked under (float32 keeps FMA).
-    if constexpr (std::is_same_v<T, double>) LS_CUDA(cudnnSetConvolutionMathType(conv_desc.get(), chosen->mathType));
     return *chosen;
+  }
+
+  // Sets the math type `algo` was ranked under before it runs (float32 keeps FMA; float64's directions may differ).
+  template <typename Perf> void use(const Perf& algo) {
+    if constexpr (std::is_same_v<T, double>) LS_CUDA(cudnnSetConvolutionMathType(conv_desc.get(), algo.mathType));
   }
 
   Array4 x, y, w;                    // as the caller holds them
@@ -299,6 +304,26 @@ template <typename T> struct ConvPlan {
                                        to_int(a.dims[2], "width")));
   }
 };
+
+// A shape's plan and its algorithm for each direction, chosen once per thread and device (cuDNN's ranking costs
+// about as much as a small convolution): the first call with a shape asks cuDNN, the others reuse its answer.
+template <typename T> struct CachedConv {
+  explicit CachedConv(const Conv2dShape& s) : plan(s) {}
+  ConvPlan<T> plan;
+  std::optional<cudnnConvolutionFwdAlgoPerf_t> forward;
+  std::optional<cudnnConvolutionBwdDataAlgoPerf_t> backward_data;
+  std::optional<cudnnConvolutionBwdFilterAlgoPerf_t> backward_filter;
+};
+
+template <typename T> CachedConv<T>& cached_conv(const Conv2dShape& s) {
+  using Key = std::array<int64_t, 14>;
+  thread_local std::map<Key, std::unique_ptr<CachedConv<T>>> cache;
+  const Key key{current_device(), s.n, s.h, s.w, s.c, s.kh, s.kw, s.o, s.stride_h, s.stride_w,
+                s.pad_top, s.pad_left, s.pad_bottom, s.pad_right};
+  auto& entry = cache[key];
+  if (!entry) entry = std::make_unique<CachedConv<T>>(s);
+  return *entry;
+}
 
 template <typename T> __global__ void add_bias_kernel(int64_t n, int64_t channels, const T* bias, T* y) {
   for (int64_t i = grid_start(); i < n; i += grid_step()) y[i] += bias[i % channels];
@@ -317,19 +342,24 @@ template <typename T> void conv2d_forward(const Conv2dShape& s, const T* x, cons
   if (size.x == 0 || size.w == 0) {  // an empty sum
     zero(y, size.y);
   } else {
-    ConvPlan<T> plan(s);
+    CachedConv<T>& cached = cached_conv<T>(s);
+    ConvPlan<T>& plan = cached.plan;
     std::optional<Scratch> x_buffer, w_buffer, y_buffer;
     const T* xc = to_cudnn(x, plan.x, plan.cudnn_x, plan.x_shift, x_buffer);
     const T* wc = to_cudnn(w, plan.w, plan.cudnn_w, Shift{}, w_buffer);
     T* yc = cudnn_output(y, plan.y, plan.cudnn_y, y_buffer);
     const cudnnHandle_t h = detail::cudnn();
-    int count = 0;
-    LS_CUDA(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &count));
-    std::vector<cudnnConvolutionFwdAlgoPerf_t> ranked(static_cast<size_t>(count));
-    LS_CUDA(cudnnGetConvolutionForwardAlgorithm_v7(h, plan.x_desc.get(), plan.w_desc.get(), plan.conv_desc.get(),
-                                                   plan.y_desc.get(), count, &count, ranked.data()));
-    ranked.resize(static_cast<size_t>(count));
-    const auto algo = plan.choose(ranked, "forward");
+    if (!cached.forward) {
+      int count = 0;
+      LS_CUDA(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &count));
+      std::vector<cudnnConvolutionFwdAlgoPerf_t> ranked(static_cast<size_t>(count));
+      LS_CUDA(cudnnGetConvolutionForwardAlgorithm_v7(h, plan.x_desc.get(), plan.w_desc.get(), plan.conv_desc.get(),
+                                                     plan.y_desc.get(), count, &count, ranked.data()));
+      ranked.resize(static_cast<size_t>(count));
+      cached.forward = plan.choose(ranked, "forward");
+    }
+    const auto algo = *cached.forward;
+    plan.use(algo);
     Scratch workspace(algo.memory);
     const T one = 1, nothing = 0;
     LS_CUDA(cudnnConvolutionForward(h, &one, plan.x_desc.get(), xc, plan.w_desc.get(), wc, plan.conv_desc.get(),
@@ -343,20 +373,25 @@ template <typename T> void conv2d_backward_data(const Conv2dShape& s, const T* d
   const ConvSizes size(s);
   if (size.x == 0) return;
   if (size.y == 0 || size.w == 0) return zero(dx, size.x);
-  ConvPlan<T> plan(s);
+  CachedConv<T>& cached = cached_conv<T>(s);
+  ConvPlan<T>& plan = cached.plan;
   std::optional<Scratch> dy_buffer, w_buffer, dx_buffer;
   const T* dyc = to_cudnn(dy, plan.y, plan.cudnn_y, Shift{}, dy_buffer);
   const T* wc = to_cudnn(w, plan.w, plan.cudnn_w, Shift{}, w_buffer);
   // With padding applied by copying, cuDNN's dx is that of the padded input, cropped below.
   T* dxc = cudnn_output(dx, plan.x, plan.cudnn_x, dx_buffer);
   const cudnnHandle_t h = detail::cudnn();
-  int count = 0;
-  LS_CUDA(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &count));
-  std::vector<cudnnConvolutionBwdDataAlgoPerf_t> ranked(static_cast<size_t>(count));
-  LS_CUDA(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, plan.w_desc.get(), plan.y_desc.get(), plan.conv_desc.get(),
-                                                      plan.x_desc.get(), count, &count, ranked.data()));
-  ranked.resize(static_cast<size_t>(count));
-  const auto algo = plan.choose(ranked, "backward data");
+  if (!cached.backward_data) {
+    int count = 0;
+    LS_CUDA(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &count));
+    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> ranked(static_cast<size_t>(count));
+    LS_CUDA(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, plan.w_desc.get(), plan.y_desc.get(), plan.conv_desc.get(),
+                                                        plan.x_desc.get(), count, &count, ranked.data()));
+    ranked.resize(static_cast<size_t>(count));
+    cached.backward_data = plan.choose(ranked, "backward data");
+  }
+  const auto algo = *cached.backward_data;
+  plan.use(algo);
   Scratch workspace(algo.memory);
   const T one = 1, nothing = 0;
   LS_CUDA(cudnnConvolutionBackwardData(h, &one, plan.w_desc.get(), wc, plan.y_desc.get(), dyc, plan.conv_desc.get(),
@@ -377,19 +412,25 @@ template <typename T> void conv2d_backward_weights(const Conv2dShape& s, const T
   }
   if (size.w == 0) return;
   if (size.x == 0 || size.y == 0) return zero(dw, size.w);
-  ConvPlan<T> plan(s);
+  CachedConv<T>& cached = cached_conv<T>(s);
+  ConvPlan<T>& plan = cached.plan;
   std::optional<Scratch> x_buffer, dy_buffer, dw_buffer;
   const T* xc = to_cudnn(x, plan.x, plan.cudnn_x, plan.x_shift, x_buffer);
   const T* dyc = to_cudnn(dy, plan.y, plan.cudnn_y, Shift{}, dy_buffer);
   T* dwc = cudnn_output(dw, plan.w, plan.cudnn_w, dw_buffer);
   const cudnnHandle_t h = detail::cudnn();
-  int count = 0;
-  LS_CUDA(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &count));
-  std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> ranked(static_cast<size_t>(count));
-  LS_CUDA(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, plan.x_desc.get(), plan.y_desc.get(), plan.conv_desc.get(),
-                                                        plan.w_desc.get(), count, &count, ranked.data()));
-  ranked.resize(static_cast<size_t>(count));
-  const auto algo = plan.choose(ranked, "backward filter");
+  if (!cached.backward_filter) {
+    int count = 0;
+    LS_CUDA(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &count));
+    std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> ranked(static_cast<size_t>(count));
+    LS_CUDA(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, plan.x_desc.get(), plan.y_desc.get(),
+                                                          plan.conv_desc.get(), plan.w_desc.get(), count, &count,
+                                                          ranked.data()));
+    ranked.resize(static_cast<size_t>(count));
+    cached.backward_filter = plan.choose(ranked, "backward filter");
+  }
+  const auto algo = *cached.backward_filter;
+  plan.use(algo);
   Scratch workspace(algo.memory);
   const T one = 1, nothing = 0;
   LS_CUDA(cudnnConvolutionBackwardFilter(h, &one, plan.x_desc.get(), xc, plan.y_desc.get(), dyc, plan.conv_desc.get(),

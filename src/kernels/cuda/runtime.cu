@@ -4,6 +4,7 @@
 // One stream per device keeps the allocator simple and safe: every kernel, copy and library call for a device is
 // queued on its stream in program order, so a block freed by the host while kernels that use it are still queued is
 // only ever reused by work queued after them.
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -25,13 +26,56 @@ std::string device_name(int device) { return make_message("/gpu:", device); }
   throw RuntimeError(message);
 }
 
+// Copies from host memory up to this size go through pinned staging buffers and do not wait; larger ones wait.
+constexpr size_t kMaxStagedBytes = size_t{64} << 20;
+constexpr size_t kMaxStagingBytes = size_t{512} << 20;  // all staging buffers of a device together
+
+// A pinned host buffer that a copy to the device reads from; free again once `done` has happened.
+struct Staging {
+  void* host;
+  size_t bytes;
+  cudaEvent_t done;
+};
+
 struct DeviceState {
   std::once_flag once;
   cudaStream_t stream = nullptr;
-  std::mutex mutex;  // guards the allocator below
+  std::mutex mutex;  // guards the allocator and the staging buffers below
   std::map<size_t, std::vector<void*>> free_blocks;
   DeviceMemoryStats stats;
+  std::vector<Staging> staging;
+  size_t staging_bytes = 0;
 };
+
+// Queues a copy of host memory to the device through a pinned staging buffer, so that the caller neither waits for
+// the kernels queued before it nor for the copy (the source is copied into the buffer first). False when no buffer
+// is free and the staging memory is at its limit: then the caller copies and waits.
+bool stage_to_device(DeviceState& s, void* dst, const void* src, size_t bytes) {
+  if (bytes > kMaxStagedBytes) return false;
+  std::lock_guard lock(s.mutex);
+  Staging* buffer = nullptr;
+  for (Staging& b : s.staging)
+    if (b.bytes >= bytes && cudaEventQuery(b.done) == cudaSuccess) {
+      buffer = &b;
+      break;
+    }
+  cudaGetLastError();  // cudaEventQuery's "not ready" is no error
+  if (!buffer) {
+    size_t size = size_t{64} << 10;
+    while (size < bytes) size *= 2;
+    if (s.staging_bytes + size > kMaxStagingBytes) return false;
+    Staging b{nullptr, size, nullptr};
+    LS_CUDA(cudaHostAlloc(&b.host, size, cudaHostAllocDefault));
+    LS_CUDA(cudaEventCreateWithFlags(&b.done, cudaEventDisableTiming));
+    s.staging.push_back(b);
+    s.staging_bytes += size;
+    buffer = &s.staging.back();
+  }
+  std::memcpy(buffer->host, src, bytes);
+  LS_CUDA(cudaMemcpyAsync(dst, buffer->host, bytes, cudaMemcpyHostToDevice, s.stream));
+  LS_CUDA(cudaEventRecord(buffer->done, s.stream));
+  return true;
+}
 
 // Fixed for the process: cudaGetDeviceCount's answer does not change while it runs.
 int count_devices(std::string* reason) {
@@ -194,6 +238,7 @@ void copy(void* dst, const void* src, size_t bytes, CopyKind kind, int device) {
   if (bytes == 0) return;
   DeviceState& s = state(device);
   DeviceGuard guard(device);
+  if (kind == CopyKind::host_to_device && stage_to_device(s, dst, src, bytes)) return;
   const cudaMemcpyKind k = kind == CopyKind::host_to_device   ? cudaMemcpyHostToDevice
                            : kind == CopyKind::device_to_host ? cudaMemcpyDeviceToHost
                                                               : cudaMemcpyDeviceToDevice;

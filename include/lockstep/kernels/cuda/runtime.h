@@ -34,8 +34,9 @@ struct DeviceMemoryStats {
 DeviceMemoryStats memory_stats(int device);
 
 enum class CopyKind { host_to_device, device_to_host, device_to_device };
-// Copies `bytes` on `device`'s stream. host_to_device and device_to_host wait for the copy (and so for everything
-// queued before it on that stream); device_to_device does not.
+// Copies `bytes` on `device`'s stream. device_to_host waits for the copy (and so for everything queued before it on
+// that stream). host_to_device copies `src` into a pinned staging buffer and returns without waiting (up to 64 MiB;
+// larger copies wait); device_to_device does not wait.
 void copy(void* dst, const void* src, size_t bytes, CopyKind kind, int device);
 // The device's stream as a cudaStream_t (opaque here), for libraries that queue work beside the kernels (NCCL).
 void* native_stream(int device);
