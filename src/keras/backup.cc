@@ -96,9 +96,11 @@ class BackupAndRestoreCallback : public Callback {
   }
 
   BackupAndRestoreOptions opt_;
+  // Declared before the checkpoint, so destroyed after it: when training ends on an error (a peer died), the
+  // launcher's SIGTERM to the survivors must not kill the chief while its destructor finishes the backup in flight.
+  std::optional<train::PreemptionWatch> watch_;
   std::unique_ptr<train::Checkpoint> checkpoint_;
   std::unique_ptr<train::CheckpointManager> manager_;
-  std::optional<train::PreemptionWatch> watch_;
   std::optional<std::chrono::steady_clock::time_point> restored_at_;
 };
 
