@@ -3,10 +3,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
-#include <optional>
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <sstream>
 
 #include "lockstep/kernels/cuda/kernels.h"

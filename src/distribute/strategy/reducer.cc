@@ -1,7 +1,6 @@
 // GradientReducer: gradient buckets filled by variables' gradient hooks and all-reduced on communication
 // threads while backward continues.
 #include <algorithm>
-#include <cstring>
 
 #include "lockstep/tensor/ops.h"
 #include "strategy-impl.h"

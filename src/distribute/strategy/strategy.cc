@@ -323,40 +323,40 @@ void Strategy::connect_workers() {
         impl_->cross = make_nccl_communicator(*impl_->coordination, worker_rank(), num_workers(), n);
         impl_->cross_takes_device_memory = true;
         log(LogLevel::info, "collective backend: NCCL, one GPU per worker");
-        log(LogLevel::info, "joined the cluster as ", resolver_->task().name(), " (rank ", worker_rank(), " of ",
-            num_workers(), ")");
-        return;
+      } else {
+        log(LogLevel::info, "workers share a GPU, which NCCL cannot use: gradients are reduced as host copies");
       }
-      log(LogLevel::info, "workers share a GPU, which NCCL cannot use: gradients are reduced as host copies");
     }
-    const std::vector<int> host_of = backend == CommunicationImplementation::AUTO
-                                         ? hosts_of_workers(*impl_->coordination, worker_rank(), num_workers(),
-                                                            c.startup_timeout)
-                                         : std::vector<int>(everyone.size(), 0);
-    const int hosts = *std::max_element(host_of.begin(), host_of.end()) + 1;
-    if (backend == CommunicationImplementation::RING || hosts == num_workers()) {
-      impl_->cross = gloo(everyone, worker_rank(), "gloo");
-      log(LogLevel::info, "collective backend: gloo (TCP), ",
-          backend == CommunicationImplementation::RING ? "as CommunicationImplementation::RING asks"
-                                                       : "every worker on a host of its own");
-    } else if (hosts == 1) {
-      impl_->cross = shared_memory(everyone, worker_rank(), "shm");
-      log(LogLevel::info, "collective backend: shared memory (UCX), all ", num_workers(), " workers on one host");
-    } else {
-      // Shared memory inside each host, gloo between the hosts' first workers.
-      const int host = host_of[static_cast<size_t>(worker_rank())];
-      std::vector<int> mine, leaders;
-      for (int r = 0; r < num_workers(); ++r) {
-        if (host_of[static_cast<size_t>(r)] == host) mine.push_back(r);
-        if (std::find(host_of.begin(), host_of.begin() + r, host_of[static_cast<size_t>(r)]) == host_of.begin() + r)
-          leaders.push_back(r);
+    if (!impl_->cross) {  // the host backends
+      const std::vector<int> host_of = backend == CommunicationImplementation::AUTO
+                                           ? hosts_of_workers(*impl_->coordination, worker_rank(), num_workers(),
+                                                              c.startup_timeout)
+                                           : std::vector<int>(everyone.size(), 0);
+      const int hosts = *std::max_element(host_of.begin(), host_of.end()) + 1;
+      if (backend == CommunicationImplementation::RING || hosts == num_workers()) {
+        impl_->cross = gloo(everyone, worker_rank(), "gloo");
+        log(LogLevel::info, "collective backend: gloo (TCP), ",
+            backend == CommunicationImplementation::RING ? "as CommunicationImplementation::RING asks"
+                                                         : "every worker on a host of its own");
+      } else if (hosts == 1) {
+        impl_->cross = shared_memory(everyone, worker_rank(), "shm");
+        log(LogLevel::info, "collective backend: shared memory (UCX), all ", num_workers(), " workers on one host");
+      } else {
+        // Shared memory inside each host, gloo between the hosts' first workers.
+        const int host = host_of[static_cast<size_t>(worker_rank())];
+        std::vector<int> mine, leaders;
+        for (int r = 0; r < num_workers(); ++r) {
+          if (host_of[static_cast<size_t>(r)] == host) mine.push_back(r);
+          if (std::find(host_of.begin(), host_of.begin() + r, host_of[static_cast<size_t>(r)]) == host_of.begin() + r)
+            leaders.push_back(r);
+        }
+        const int local_rank = static_cast<int>(std::find(mine.begin(), mine.end(), worker_rank()) - mine.begin());
+        auto local = shared_memory(mine, local_rank, make_message("shm/", host));
+        auto between = local_rank == 0 ? gloo(leaders, host, "gloo-leaders") : nullptr;
+        impl_->cross = make_hierarchical_communicator(worker_rank(), host_of, std::move(local), std::move(between));
+        log(LogLevel::info, "collective backend: shared memory (UCX) inside each of ", hosts,
+            " hosts, gloo (TCP) between them");
       }
-      const int local_rank = static_cast<int>(std::find(mine.begin(), mine.end(), worker_rank()) - mine.begin());
-      auto local = shared_memory(mine, local_rank, make_message("shm/", host));
-      auto between = local_rank == 0 ? gloo(leaders, host, "gloo-leaders") : nullptr;
-      impl_->cross = make_hierarchical_communicator(worker_rank(), host_of, std::move(local), std::move(between));
-      log(LogLevel::info, "collective backend: shared memory (UCX) inside each of ", hosts,
-          " hosts, gloo (TCP) between them");
     }
   }
   log(LogLevel::info, "joined the cluster as ", resolver_->task().name(), " (rank ", worker_rank(), " of ",

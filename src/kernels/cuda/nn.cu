@@ -315,6 +315,23 @@ template <typename T> struct CachedConv {
   std::optional<cudnnConvolutionBwdFilterAlgoPerf_t> backward_filter;
 };
 
+// `slot`'s algorithm, ranked by cuDNN the first time: max_count(handle, &n) and rank(handle, n, &n, perfs) are one
+// direction's pair of cuDNN calls. Sets the math type the algorithm was ranked under.
+template <typename T, typename Perf, typename MaxCount, typename Rank>
+Perf algorithm(ConvPlan<T>& plan, std::optional<Perf>& slot, const char* direction, MaxCount max_count, Rank rank) {
+  if (!slot) {
+    const cudnnHandle_t h = detail::cudnn();
+    int count = 0;
+    LS_CUDA(max_count(h, &count));
+    std::vector<Perf> ranked(static_cast<size_t>(count));
+    LS_CUDA(rank(h, count, &count, ranked.data()));
+    ranked.resize(static_cast<size_t>(count));
+    slot = plan.choose(ranked, direction);
+  }
+  plan.use(*slot);
+  return *slot;
+}
+
 template <typename T> CachedConv<T>& cached_conv(const Conv2dShape& s) {
   using Key = std::array<int64_t, 14>;
   thread_local std::map<Key, std::unique_ptr<CachedConv<T>>> cache;
@@ -348,18 +365,13 @@ template <typename T> void conv2d_forward(const Conv2dShape& s, const T* x, cons
     const T* xc = to_cudnn(x, plan.x, plan.cudnn_x, plan.x_shift, x_buffer);
     const T* wc = to_cudnn(w, plan.w, plan.cudnn_w, Shift{}, w_buffer);
     T* yc = cudnn_output(y, plan.y, plan.cudnn_y, y_buffer);
+    const auto algo = algorithm(plan, cached.forward, "forward", cudnnGetConvolutionForwardAlgorithmMaxCount,
+                                [&](cudnnHandle_t h, int n, int* found, cudnnConvolutionFwdAlgoPerf_t* perfs) {
+                                  return cudnnGetConvolutionForwardAlgorithm_v7(h, plan.x_desc.get(), plan.w_desc.get(),
+                                                                                plan.conv_desc.get(), plan.y_desc.get(),
+                                                                                n, found, perfs);
+                                });
     const cudnnHandle_t h = detail::cudnn();
-    if (!cached.forward) {
-      int count = 0;
-      LS_CUDA(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &count));
-      std::vector<cudnnConvolutionFwdAlgoPerf_t> ranked(static_cast<size_t>(count));
-      LS_CUDA(cudnnGetConvolutionForwardAlgorithm_v7(h, plan.x_desc.get(), plan.w_desc.get(), plan.conv_desc.get(),
-                                                     plan.y_desc.get(), count, &count, ranked.data()));
-      ranked.resize(static_cast<size_t>(count));
-      cached.forward = plan.choose(ranked, "forward");
-    }
-    const auto algo = *cached.forward;
-    plan.use(algo);
     Scratch workspace(algo.memory);
     const T one = 1, nothing = 0;
     LS_CUDA(cudnnConvolutionForward(h, &one, plan.x_desc.get(), xc, plan.w_desc.get(), wc, plan.conv_desc.get(),
@@ -380,18 +392,14 @@ template <typename T> void conv2d_backward_data(const Conv2dShape& s, const T* d
   const T* wc = to_cudnn(w, plan.w, plan.cudnn_w, Shift{}, w_buffer);
   // With padding applied by copying, cuDNN's dx is that of the padded input, cropped below.
   T* dxc = cudnn_output(dx, plan.x, plan.cudnn_x, dx_buffer);
+  const auto algo = algorithm(plan, cached.backward_data, "backward data",
+                              cudnnGetConvolutionBackwardDataAlgorithmMaxCount,
+                              [&](cudnnHandle_t h, int n, int* found, cudnnConvolutionBwdDataAlgoPerf_t* perfs) {
+                                return cudnnGetConvolutionBackwardDataAlgorithm_v7(h, plan.w_desc.get(),
+                                                                                   plan.y_desc.get(), plan.conv_desc.get(),
+                                                                                   plan.x_desc.get(), n, found, perfs);
+                              });
   const cudnnHandle_t h = detail::cudnn();
-  if (!cached.backward_data) {
-    int count = 0;
-    LS_CUDA(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &count));
-    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> ranked(static_cast<size_t>(count));
-    LS_CUDA(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, plan.w_desc.get(), plan.y_desc.get(), plan.conv_desc.get(),
-                                                        plan.x_desc.get(), count, &count, ranked.data()));
-    ranked.resize(static_cast<size_t>(count));
-    cached.backward_data = plan.choose(ranked, "backward data");
-  }
-  const auto algo = *cached.backward_data;
-  plan.use(algo);
   Scratch workspace(algo.memory);
   const T one = 1, nothing = 0;
   LS_CUDA(cudnnConvolutionBackwardData(h, &one, plan.w_desc.get(), wc, plan.y_desc.get(), dyc, plan.conv_desc.get(),
@@ -418,19 +426,14 @@ template <typename T> void conv2d_backward_weights(const Conv2dShape& s, const T
   const T* xc = to_cudnn(x, plan.x, plan.cudnn_x, plan.x_shift, x_buffer);
   const T* dyc = to_cudnn(dy, plan.y, plan.cudnn_y, Shift{}, dy_buffer);
   T* dwc = cudnn_output(dw, plan.w, plan.cudnn_w, dw_buffer);
+  const auto algo = algorithm(plan, cached.backward_filter, "backward filter",
+                              cudnnGetConvolutionBackwardFilterAlgorithmMaxCount,
+                              [&](cudnnHandle_t h, int n, int* found, cudnnConvolutionBwdFilterAlgoPerf_t* perfs) {
+                                return cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                                    h, plan.x_desc.get(), plan.y_desc.get(), plan.conv_desc.get(), plan.w_desc.get(), n,
+                                    found, perfs);
+                              });
   const cudnnHandle_t h = detail::cudnn();
-  if (!cached.backward_filter) {
-    int count = 0;
-    LS_CUDA(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &count));
-    std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> ranked(static_cast<size_t>(count));
-    LS_CUDA(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, plan.x_desc.get(), plan.y_desc.get(),
-                                                          plan.conv_desc.get(), plan.w_desc.get(), count, &count,
-                                                          ranked.data()));
-    ranked.resize(static_cast<size_t>(count));
-    cached.backward_filter = plan.choose(ranked, "backward filter");
-  }
-  const auto algo = *cached.backward_filter;
-  plan.use(algo);
   Scratch workspace(algo.memory);
   const T one = 1, nothing = 0;
   LS_CUDA(cudnnConvolutionBackwardFilter(h, &one, plan.x_desc.get(), xc, plan.y_desc.get(), dyc, plan.conv_desc.get(),
