@@ -136,13 +136,13 @@ TEST_F(TrainFlags, TooManyThreadsAreCappedWithOneWarning) {
   EXPECT_NE(r.err.find("capped"), std::string::npos) << r.err;
 }
 
-// An exception that is not a lockstep error (here std::bad_alloc: one step of 10000 images needs more than
-// 3 GB, and the address space is limited to 1.5 GB, of which a CUDA build's libraries take about 0.9) still ends
-// as one line on stderr and exit code 1, not `terminate called ...` and an abort.
+// An exception that is not a lockstep error (here std::bad_alloc: one step of 4000 images needs more than
+// 1 GB, and the address space is limited to 600 MB) still ends as one line on stderr and exit code 1, not
+// `terminate called ...` and an abort.
 TEST_F(TrainFlags, AnUnexpectedExceptionIsOneLineAndExitCode1) {
-  write_idx_dataset(data_, 10000, 10);
-  Result r = run_lockstep("train --dataset " + data_.string() + " --epochs 1 --batch-size 10000 --threads 1 --verbose 0",
-                          "ulimit -v 1500000;", 120);
+  write_idx_dataset(data_, 4000, 10);
+  Result r = run_lockstep("train --dataset " + data_.string() + " --epochs 1 --batch-size 4000 --threads 1 --verbose 0",
+                          "ulimit -v 600000;", 120);
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_EQ(count_lines(r.err), 1u) << r.err;
   EXPECT_EQ(r.err.rfind("lockstep: error: out of memory", 0), 0u) << r.err;

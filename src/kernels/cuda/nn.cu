@@ -78,15 +78,15 @@ __device__ inline void report_failure(unsigned long long* first, int64_t pos) {
 void gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float* a, int lda, int64_t a_stride,
           const float* b, int ldb, int64_t b_stride, float* c, int ldc, int64_t c_stride, int batch) {
   const float one = 1, zero = 0;
-  LS_CUDA(cublasSgemmStridedBatched(detail::cublas(), ta, tb, m, n, k, &one, a, lda, a_stride, b, ldb, b_stride, &zero,
-                                    c, ldc, c_stride, batch));
+  LS_CUDA(detail::cublas_api().sgemm_strided_batched(detail::cublas(), ta, tb, m, n, k, &one, a, lda, a_stride, b,
+                                                     ldb, b_stride, &zero, c, ldc, c_stride, batch));
 }
 
 void gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const double* a, int lda, int64_t a_stride,
           const double* b, int ldb, int64_t b_stride, double* c, int ldc, int64_t c_stride, int batch) {
   const double one = 1, zero = 0;
-  LS_CUDA(cublasDgemmStridedBatched(detail::cublas(), ta, tb, m, n, k, &one, a, lda, a_stride, b, ldb, b_stride, &zero,
-                                    c, ldc, c_stride, batch));
+  LS_CUDA(detail::cublas_api().dgemm_strided_batched(detail::cublas(), ta, tb, m, n, k, &one, a, lda, a_stride, b,
+                                                     ldb, b_stride, &zero, c, ldc, c_stride, batch));
 }
 
 }  // namespace

@@ -14,6 +14,17 @@ namespace lockstep::kernels::cuda::detail {
 
 // The current device's stream (non-blocking, created on first use, never destroyed).
 cudaStream_t stream();
+// cuBLAS's entry points that lockstep uses, from libcublas loaded on first use: linked at start-up, its
+// initialisation cost every process about 60 ms, GPU or not, and the CPU test suite starts some 1500 of them.
+struct CublasApi {
+  decltype(&cublasCreate_v2) create;
+  decltype(&cublasSetStream_v2) set_stream;
+  decltype(&cublasSetMathMode) set_math_mode;
+  decltype(&cublasSgemmStridedBatched) sgemm_strided_batched;
+  decltype(&cublasDgemmStridedBatched) dgemm_strided_batched;
+  decltype(&cublasGetStatusString) status_string;
+};
+const CublasApi& cublas_api();
 // The calling thread's cuBLAS and cuDNN handles for the current device, bound to stream(). cuBLAS runs in
 // CUBLAS_DEFAULT_MATH with TF32 off (CUBLAS_PEDANTIC_MATH is not needed: float32 GEMMs use FMA, not tensor cores).
 cublasHandle_t cublas();

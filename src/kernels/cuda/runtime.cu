@@ -4,6 +4,8 @@
 // One stream per device keeps the allocator simple and safe: every kernel, copy and library call for a device is
 // queued on its stream in program order, so a block freed by the host while kernels that use it are still queued is
 // only ever reused by work queued after them.
+#include <dlfcn.h>
+
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -259,14 +261,38 @@ namespace detail {
 
 cudaStream_t stream() { return state(current_device()).stream; }
 
+const CublasApi& cublas_api() {
+  static const CublasApi api = [] {
+    // The toolkit's soname; the CUDA runtime this build links statically is of the same major version.
+    const std::string name = make_message("libcublas.so.", CUDART_VERSION / 1000);
+    void* lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    LS_CHECK(lib, FailedPreconditionError, "cannot load cuBLAS (", name, "): ", dlerror(),
+             ": install the CUDA toolkit's cuBLAS or put its folder on LD_LIBRARY_PATH");
+    auto load = [&](auto& fn, const char* symbol) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, symbol));
+      LS_CHECK(fn, FailedPreconditionError, name, " has no ", symbol, ": a cuBLAS of another CUDA version?");
+    };
+    CublasApi a{};
+    load(a.create, "cublasCreate_v2");
+    load(a.set_stream, "cublasSetStream_v2");
+    load(a.set_math_mode, "cublasSetMathMode");
+    load(a.sgemm_strided_batched, "cublasSgemmStridedBatched");
+    load(a.dgemm_strided_batched, "cublasDgemmStridedBatched");
+    load(a.status_string, "cublasGetStatusString");
+    return a;
+  }();
+  return api;
+}
+
 cublasHandle_t cublas() {
   thread_local std::map<int, cublasHandle_t> handles;  // per thread: a handle is not for concurrent use
   const int device = current_device();
   auto [it, fresh] = handles.try_emplace(device, nullptr);
   if (fresh) {
-    check(cublasCreate(&it->second), "cublasCreate");
-    check(cublasSetStream(it->second, stream()), "cublasSetStream");
-    check(cublasSetMathMode(it->second, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+    const CublasApi& api = cublas_api();
+    check(api.create(&it->second), "cublasCreate");
+    check(api.set_stream(it->second, stream()), "cublasSetStream");
+    check(api.set_math_mode(it->second, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
   }
   return it->second;
 }
@@ -290,7 +316,7 @@ void check(cudaError_t status, const char* call) {
 
 void check(cublasStatus_t status, const char* call) {
   if (status == CUBLAS_STATUS_SUCCESS) return;
-  fail(status == CUBLAS_STATUS_ALLOC_FAILED, call, cublasGetStatusString(status));
+  fail(status == CUBLAS_STATUS_ALLOC_FAILED, call, cublas_api().status_string(status));
 }
 
 void check(cudnnStatus_t status, const char* call) {
