@@ -1,6 +1,6 @@
 // `lockstep train` under `mpirun -np 2 --oversubscribe` on this machine: the MPI cluster resolver and the
 // MPI collective backend. 2 ranks x 64 match 1 process x 128 for 20 steps (custom loop and Keras fit), with
-// identical weights on both ranks and bitwise the weights gloo reaches; LOCKSTEP_COLLECTIVE chooses the
+// identical weights on both ranks and bitwise the weights the network backend reaches; LOCKSTEP_COLLECTIVE chooses the
 // backend, and a bad value or `mpi` outside mpirun is a one-line error. Skipped where mpirun is missing.
 #include <gtest/gtest.h>
 
@@ -49,7 +49,7 @@ class MPITrain : public ::testing::Test {
   fs::path dir_;
 };
 
-TEST_F(MPITrain, TwoRanksOfTheCustomLoopMatchOneProcessWithTheGlobalBatchAndGloo) {
+TEST_F(MPITrain, TwoRanksOfTheCustomLoopMatchOneProcessWithTheGlobalBatchAndTheNetwork) {
   Result one = run_lockstep(common("ctl") + " --batch-size 128" + out("one.json"));
   ASSERT_EQ(one.code, 0) << one.err;
   Result mpi = run_under_mpirun(common("ctl") + " --batch-size 64" + out("mpi.json"));
@@ -67,11 +67,11 @@ TEST_F(MPITrain, TwoRanksOfTheCustomLoopMatchOneProcessWithTheGlobalBatchAndGloo
   ASSERT_EQ(hashes.size(), 2u);
   EXPECT_EQ(hashes[0], hashes[1]);
 
-  // The same job with gloo (the MPI resolver's addresses, LOCKSTEP_COLLECTIVE=ring) reaches the same bits:
+  // The same job over the network backend (the MPI resolver's addresses, LOCKSTEP_COLLECTIVE=ring) reaches the same bits:
   // with two ranks both backends compute a + b for every gradient element.
   Result ring = run_under_mpirun(common("ctl") + " --batch-size 64" + out("ring.json"), "LOCKSTEP_COLLECTIVE=ring");
   ASSERT_EQ(ring.code, 0) << ring.err << ring.out;
-  EXPECT_NE(ring.err.find("collective backend: gloo"), std::string::npos) << ring.err;
+  EXPECT_NE(ring.err.find("collective backend: UCX over TCP"), std::string::npos) << ring.err;
   EXPECT_EQ(metrics("ring.json")["weights_sha256"], b["weights_sha256"]);
 }
 
@@ -95,12 +95,12 @@ TEST_F(MPITrain, TwoRanksOfKerasFitMatchOneProcessWithTheGlobalBatch) {
 TEST(MPIChoice, ABadLockstepCollectiveIsOneLineNamingTheVariable) {
   const fs::path dir = temp_dir("mpi_choice");
   write_idx_dataset(dir, 64, 16);
-  for (const char* env : {"LOCKSTEP_COLLECTIVE=gloo", "LOCKSTEP_COLLECTIVE=mpi"}) {
+  for (const char* env : {"LOCKSTEP_COLLECTIVE=tcp", "LOCKSTEP_COLLECTIVE=mpi"}) {
     Result r = run_lockstep("train --epochs 1 --steps-per-epoch 1 --dataset " + dir.string(), env, 60);
     EXPECT_EQ(r.code, 2) << env << ": " << r.err;
     EXPECT_EQ(count_lines(r.err), 1u) << env << ": " << r.err;
-    // gloo is not a value (ring is); mpi outside mpirun says how to start the job.
-    EXPECT_NE(r.err.find(std::string(env).find("gloo") != std::string::npos ? "LOCKSTEP_COLLECTIVE='gloo'" : "mpirun"),
+    // tcp is not a value (ring is); mpi outside mpirun says how to start the job.
+    EXPECT_NE(r.err.find(std::string(env).find("tcp") != std::string::npos ? "LOCKSTEP_COLLECTIVE='tcp'" : "mpirun"),
               std::string::npos)
         << r.err;
   }

@@ -1,7 +1,7 @@
-// gloo and shared memory between real processes: forked workers on 127.0.0.1 meet through a store in a temporary
-// directory and all-reduce. One is killed with SIGKILL in the middle of a collective loop: the survivor must throw
-// UnavailableError naming it within seconds, not hang. Stray clients hammer every listening socket of a
-// starting job: the mesh must still come up.
+// The process backends (gloo, shared memory, the network) between real processes: forked workers on 127.0.0.1
+// meet through a store in a temporary directory and all-reduce. One is killed with SIGKILL in the middle of a
+// collective loop: the survivor must throw UnavailableError naming it within seconds, not hang. Stray clients
+// hammer every listening socket of a starting job on the network backend: the job must still come up.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -21,6 +21,7 @@
 
 #include "lockstep/core/error.h"
 #include "lockstep/distribute/collective/gloo.h"
+#include "lockstep/distribute/collective/network.h"
 #include "lockstep/distribute/collective/shared_memory.h"
 
 namespace lockstep::distribute {
@@ -70,20 +71,28 @@ class FileStore final : public KeyValueStore {
 
 constexpr size_t kCount = 1 << 16;
 
-enum class Backend { gloo, shared_memory };
+enum class Backend { gloo, shared_memory, network };
 
-std::unique_ptr<Communicator> connect(Backend backend, KeyValueStore& store, int rank) {
-  if (backend == Backend::shared_memory) {
-    SharedMemoryOptions options;
-    options.peer_names = {"worker:0", "worker:1"};
-    options.connect_timeout = std::chrono::seconds(20);
-    return make_shared_memory_communicator(store, rank, 2, options);
-  }
-  GlooOptions options;
-  options.peer_names = {"worker:0", "worker:1"};
+// The options of rank r of `size` ("worker:r"), their keys in the store under "job/".
+template <typename Options>
+Options job_options(int size) {
+  Options options;
+  for (int r = 0; r < size; ++r) options.peer_names.push_back("worker:" + std::to_string(r));
   options.connect_timeout = std::chrono::seconds(20);
   options.prefix = "job";
-  return make_gloo_communicator(store, rank, 2, options);
+  return options;
+}
+
+std::unique_ptr<Communicator> connect(Backend backend, KeyValueStore& store, int rank, int size = 2) {
+  switch (backend) {
+    case Backend::shared_memory:
+      return make_shared_memory_communicator(store, rank, size, job_options<SharedMemoryOptions>(size));
+    case Backend::network:
+      return make_network_communicator(store, rank, size, job_options<NetworkOptions>(size));
+    case Backend::gloo:
+      break;
+  }
+  return make_gloo_communicator(store, rank, size, job_options<GlooOptions>(size));
 }
 
 // One worker process. Exit codes: 0 = caught UnavailableError after the peer died (or the peer finished),
@@ -195,9 +204,14 @@ TEST(SharedMemoryProcessTest, SurvivorOfAKilledPeerThrowsUnavailableWithinSecond
   survivor_of_a_killed_peer_fails_naming_it(Backend::shared_memory);
 }
 
-// The store for the stray-connection test: a get() of a peer's pair addresses (gloo's key "job/<rank>") waits
-// until the test sets "go". Each worker publishes its own once all its pairs listen, then waits here, so the
-// test can attack every listening socket before any real peer has connected to it.
+// The survivor learns of the exit from UCX, when the kernel closes the peer's connection.
+TEST(NetworkProcessTest, SurvivorOfAKilledPeerThrowsUnavailableWithinSeconds) {
+  survivor_of_a_killed_peer_fails_naming_it(Backend::network);
+}
+
+// The store for the stray-connection test: a get() of a peer's address (key "job/<rank>") waits until the test sets
+// "go". Each worker publishes its own once it listens, then waits here, so the test can attack every listening
+// socket before any real peer has connected to it.
 class GatedStore final : public KeyValueStore {
  public:
   explicit GatedStore(FileStore& files) : files_(files) {}
@@ -220,12 +234,8 @@ constexpr int kStrayRanks = 3;
 int stray_worker(const fs::path& dir, int rank) {
   FileStore files(dir);
   GatedStore store(files);
-  GlooOptions options;
-  for (int r = 0; r < kStrayRanks; ++r) options.peer_names.push_back("worker:" + std::to_string(r));
-  options.connect_timeout = std::chrono::seconds(20);
-  options.prefix = "job";
   try {
-    auto comm = make_gloo_communicator(store, rank, kStrayRanks, options);
+    auto comm = connect(Backend::network, store, rank, kStrayRanks);
     std::vector<float> v(4096);
     for (int step = 0; step < 5; ++step) {
       std::fill(v.begin(), v.end(), static_cast<float>(rank + step));
@@ -310,7 +320,7 @@ class Hammer {
   std::deque<int> held_;
 };
 
-TEST(GlooProcessTest, StrayConnectionsToTheListenersDuringRendezvousAreDropped) {
+TEST(NetworkProcessTest, StrayConnectionsToTheListenersDuringRendezvousAreDropped) {
   const TempDir temp("lockstep-stray");
   ASSERT_FALSE(temp.path.empty());
   const fs::path& dir = temp.path;
@@ -324,14 +334,14 @@ TEST(GlooProcessTest, StrayConnectionsToTheListenersDuringRendezvousAreDropped) 
   FileStore files(dir);
   for (int rank = 0; rank < kStrayRanks; ++rank) {
     ASSERT_NO_THROW(files.get("job/" + std::to_string(rank), std::chrono::seconds(30)))
-        << "worker " << rank << " did not publish its gloo addresses";
+        << "worker " << rank << " did not publish its address";
   }
   // Every pair of every worker listens now, and no peer has connected yet.
   std::set<int> ports;
   for (pid_t pid : children.pids) {
     for (int port : listening_ports(pid)) ports.insert(port);
   }
-  ASSERT_EQ(ports.size(), static_cast<size_t>(kStrayRanks * (kStrayRanks - 1))) << "one listener per pair";
+  ASSERT_GE(ports.size(), static_cast<size_t>(kStrayRanks)) << "a listener per worker at least";
   Hammer hammer;
   const Stray kinds[] = {Stray::kRandomBytes, Stray::kCloseAtOnce, Stray::kSilent, Stray::kWrongHello};
   for (int port : ports) {

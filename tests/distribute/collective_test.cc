@@ -16,6 +16,7 @@
 #include "lockstep/core/error.h"
 #include "lockstep/distribute/collective/gloo.h"
 #include "lockstep/distribute/collective/hierarchical.h"
+#include "lockstep/distribute/collective/network.h"
 #include "lockstep/distribute/collective/shared_memory.h"
 #include "lockstep/distribute/collective/local.h"
 #include "lockstep/distribute/collective/nccl.h"
@@ -101,6 +102,16 @@ Backend shared_memory_backend() {
             for (int r = 0; r < size; ++r) options.peer_names.push_back("worker:" + std::to_string(r));
             options.connect_timeout = std::chrono::seconds(20);
             run_threads(size, [&](int r) { body(*make_shared_memory_communicator(store, r, size, options)); });
+          }};
+}
+
+Backend network_backend() {
+  return {"Network", false, [](int size, const Body& body) {
+            MemoryStore store;
+            NetworkOptions options;
+            for (int r = 0; r < size; ++r) options.peer_names.push_back("worker:" + std::to_string(r));
+            options.connect_timeout = std::chrono::seconds(20);
+            run_threads(size, [&](int r) { body(*make_network_communicator(store, r, size, options)); });
           }};
 }
 
@@ -393,7 +404,7 @@ TEST_P(CollectiveTest, RankThatNeverJoinsGivesDeadlineExceededWithinTheTimeout) 
   std::cout << "    " << GetParam().name << " timeout message: " << messages[0] << "\n";
 }
 
-INSTANTIATE_TEST_SUITE_P(Collective, CollectiveTest, ::testing::Values(local_backend(), gloo_backend(), shared_memory_backend(),
+INSTANTIATE_TEST_SUITE_P(Collective, CollectiveTest, ::testing::Values(local_backend(), gloo_backend(), shared_memory_backend(), network_backend(),
                                                             hierarchical_backend()),
                          [](const ::testing::TestParamInfo<Backend>& info) { return info.param.name; });
 

@@ -216,7 +216,7 @@ void timeout() {
 // A strategy whose last collective is a broadcast: rank 0 sends and leaves at once, rank 1 receives it two
 // seconds later (longer than the data plane takes to notice a closed peer). Leaving must not close the
 // connections before every worker is done (it once did, and rank 1 failed with "lost its connection").
-// Run with LOCKSTEP_COLLECTIVE=ring (gloo) or mpi.
+// Run with LOCKSTEP_COLLECTIVE=ring (the network backend) or mpi.
 void last_broadcast() {
   int value = 0;
   {

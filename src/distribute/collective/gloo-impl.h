@@ -1,7 +1,7 @@
-// The gloo backend's parts, one concern per file: the rendezvous store on our KeyValueStore (gloo_store.cc),
-// the transport whose pairs take only a verified connection (gloo_verify.cc), the watchdog that notices a broken
-// connection and records each failure with the task it blames (gloo_watchdog.cc), and the communicator on
-// top of them (gloo.cc). Only gloo_verify.cc reaches below gloo's public interfaces.
+// The gloo backend's parts, one concern per file: the rendezvous store on our KeyValueStore (gloo_store.cc), the
+// watchdog that notices a broken connection and records each failure with the task it blames (gloo_watchdog.cc),
+// and the communicator on top of them (gloo.cc). All of them use gloo's public interfaces only (the build checks
+// it: tests/CMakeLists.txt, gloo_public_api_only).
 #pragma once
 #include <gloo/context.h>
 #include <gloo/rendezvous/store.h>
@@ -53,12 +53,6 @@ class StoreAdapter final : public gloo::rendezvous::Store {
   std::unordered_map<std::string, std::vector<char>> values_;
 };
 
-// A transport context of `device` whose pairs keep only a connection that first proves it knows the pair's
-// secret, which travels only through the store: stray clients during the rendezvous are dropped and do not
-// break it (gloo_verify.cc).
-std::shared_ptr<gloo::transport::Context> make_verified_context(std::shared_ptr<gloo::transport::tcp::Device> device,
-                                                                int rank, int size);
-
 // gloo (2022-05) tells only queued operations that their connection broke, not a message that was half sent or
 // half received at that moment: a collective waiting for one would sit out its whole timeout. So the transport
 // context is wrapped, through gloo's public virtual interfaces, to keep a list of the live buffers, and a broken
@@ -105,7 +99,7 @@ class TrackingContext final : public gloo::transport::Context, public std::enabl
   std::unordered_set<TrackedBuffer*> buffers_;
 };
 
-// The tcp device of a communicator: its contexts are verified (make_verified_context) and tracked.
+// The tcp device of a communicator: its contexts are tracked.
 class GlooDevice final : public gloo::transport::tcp::Device {
  public:
   using gloo::transport::tcp::Device::Device;

@@ -1,5 +1,4 @@
-// The gloo backend: a tcp device on the worker's own address, a full mesh of verified pairs set up through our
-// KeyValueStore, and gloo's ring algorithms (each element of an all_reduce is reduced by one rank and then copied
+// The gloo backend: a tcp device on the worker's own address, a full mesh of pairs set up through our KeyValueStore, and gloo's ring algorithms (each element of an all_reduce is reduced by one rank and then copied
 // to the others, so every rank ends with the same bits). The watchdog turns a broken connection into an error
 // naming the peer, at once; gloo errors become lockstep errors that carry the task they blame.
 #include "lockstep/distribute/collective/gloo.h"
@@ -25,8 +24,7 @@ namespace lockstep::distribute {
 namespace detail {
 
 std::shared_ptr<gloo::transport::Context> GlooDevice::createContext(int rank, int size) {
-  auto device = std::static_pointer_cast<gloo::transport::tcp::Device>(shared_from_this());
-  auto context = std::make_shared<TrackingContext>(make_verified_context(device, rank, size));
+  auto context = std::make_shared<TrackingContext>(gloo::transport::tcp::Device::createContext(rank, size));
   last_context_ = context;
   return context;
 }

@@ -426,7 +426,7 @@ void CoordinationClient::report_error(const std::string& message) {
   }
 }
 
-void CoordinationClient::shutdown(std::chrono::milliseconds timeout) {
+void CoordinationClient::shutdown(std::chrono::milliseconds timeout, const std::function<void()>& after_barrier) {
   {
     std::lock_guard lock(impl_->mu);
     if (impl_->shutting_down) return;
@@ -440,6 +440,7 @@ void CoordinationClient::shutdown(std::chrono::milliseconds timeout) {
     pb::Empty reply;
     return impl_->stub->Shutdown(ctx, request, &reply);
   });
+  if (after_barrier) after_barrier();
   impl_->stop();
   // Every task passed the barrier (or gave up on it): nobody needs rank 0's service any more.
   impl_->service.reset();

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <string_view>
 #include <thread>
 
 #include "lockstep/core/logging.h"
@@ -20,6 +21,7 @@
 #include "lockstep/distribute/collective/local.h"
 #include "lockstep/distribute/collective/mpi.h"
 #include "lockstep/distribute/collective/nccl.h"
+#include "lockstep/distribute/collective/network.h"
 #include "lockstep/distribute/collective/shared_memory.h"
 #include "lockstep/distribute/coordination/coordination.h"
 #include "lockstep/kernels/cuda/runtime.h"
@@ -55,16 +57,24 @@ std::chrono::milliseconds timeout_from_env(const char* name, std::chrono::millis
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
 
-// The cross-worker backend: RING is gloo, MPI is MPI (only in a job an MPI launcher started); AUTO is what
-// LOCKSTEP_COLLECTIVE says, else MPI under an MPI launcher, and otherwise stays AUTO: shared memory when every
-// worker is on one host, gloo when not (connect_workers decides).
+// Whether LOCKSTEP_COLLECTIVE=gloo asks for gloo in place of the network backend (RING's engine).
+bool gloo_asked() {
+  const char* v = std::getenv("LOCKSTEP_COLLECTIVE");
+  return v && std::string_view(v) == "gloo";
+}
+
+// The cross-worker backend: RING is the network backend (gloo if LOCKSTEP_COLLECTIVE=gloo), MPI is MPI (only in a
+// job an MPI launcher started); AUTO is what LOCKSTEP_COLLECTIVE says, else MPI under an MPI launcher, and
+// otherwise stays AUTO: shared memory when every worker is on one host, the network when not (connect_workers
+// decides).
 CommunicationImplementation choose_collective(CommunicationImplementation requested) {
   using enum CommunicationImplementation;
   if (const char* v = std::getenv("LOCKSTEP_COLLECTIVE")) {
     const std::string value = v;
-    LS_CHECK(value == "auto" || value == "ring" || value == "mpi", ValueError, "LOCKSTEP_COLLECTIVE='",
-             shorten(value), "' is not a collective backend: set it to auto, ring (gloo) or mpi, or unset it");
-    if (requested == AUTO) requested = value == "mpi" ? MPI : value == "ring" ? RING : AUTO;
+    LS_CHECK(value == "auto" || value == "ring" || value == "gloo" || value == "mpi", ValueError,
+             "LOCKSTEP_COLLECTIVE='", shorten(value),
+             "' is not a collective backend: set it to auto, ring (the network), gloo or mpi, or unset it");
+    if (requested == AUTO) requested = value == "mpi" ? MPI : value == "auto" ? AUTO : RING;
   }
   if (requested == AUTO && launched_by_mpi()) return MPI;
   if (requested == MPI)
@@ -200,9 +210,11 @@ Strategy::~Strategy() {
     return;
   }
   // The connections close only after everybody is done: a worker's last collective may be a broadcast it sends
-  // and leaves at once (a checkpoint's status), which a slower peer has still to receive.
+  // and leaves at once (a checkpoint's status), which a slower peer has still to receive. They close on every
+  // worker at once, right after the shutdown barrier: closing one flushes it, which needs the peer's answer.
   try {
-    impl_->coordination->shutdown();  // the chief keeps the service up until everybody is done
+    // The chief keeps the service up until everybody is done.
+    impl_->coordination->shutdown(std::chrono::seconds(60), [&] { impl_->cross.reset(); });
   } catch (const std::exception& e) {
     log(LogLevel::warning, "coordination shutdown: ", e.what());
   }
@@ -292,13 +304,23 @@ void Strategy::connect_workers() {
       }
       options.connect_timeout = c.startup_timeout;
     };
-    auto gloo = [&](const std::vector<int>& ranks, int rank, const std::string& prefix) {
-      GlooOptions g;
-      const std::string& own = tasks[static_cast<size_t>(worker_rank())].address;
-      g.hostname = own.front() == '[' ? own.substr(1, own.find(']') - 1) : own.substr(0, own.rfind(':'));
-      g.prefix = prefix;
-      names(ranks, g);
-      return make_gloo_communicator(*impl_->coordination, rank, static_cast<int>(ranks.size()), g);
+    const std::string& own = tasks[static_cast<size_t>(worker_rank())].address;
+    const std::string own_host = own.front() == '[' ? own.substr(1, own.find(']') - 1) : own.substr(0, own.rfind(':'));
+    // The engine between hosts, and of RING: the network backend, or gloo when LOCKSTEP_COLLECTIVE=gloo asks.
+    const char* const network_name = gloo_asked() ? "gloo (TCP)" : "UCX over TCP";
+    auto network = [&](const std::vector<int>& ranks, int rank, const std::string& prefix) -> std::unique_ptr<Communicator> {
+      if (gloo_asked()) {
+        GlooOptions g;
+        g.hostname = own_host;
+        g.prefix = "gloo-" + prefix;
+        names(ranks, g);
+        return make_gloo_communicator(*impl_->coordination, rank, static_cast<int>(ranks.size()), g);
+      }
+      NetworkOptions n;
+      n.hostname = own_host;
+      n.prefix = prefix;
+      names(ranks, n);
+      return make_network_communicator(*impl_->coordination, rank, static_cast<int>(ranks.size()), n);
     };
     auto shared_memory = [&](const std::vector<int>& ranks, int rank, const std::string& prefix) {
       SharedMemoryOptions m;
@@ -334,15 +356,16 @@ void Strategy::connect_workers() {
                                            : std::vector<int>(everyone.size(), 0);
       const int hosts = *std::max_element(host_of.begin(), host_of.end()) + 1;
       if (backend == CommunicationImplementation::RING || hosts == num_workers()) {
-        impl_->cross = gloo(everyone, worker_rank(), "gloo");
-        log(LogLevel::info, "collective backend: gloo (TCP), ",
-            backend == CommunicationImplementation::RING ? "as CommunicationImplementation::RING asks"
+        impl_->cross = network(everyone, worker_rank(), "net");
+        log(LogLevel::info, "collective backend: ", network_name, ", ",
+            gloo_asked() ? "as LOCKSTEP_COLLECTIVE=gloo asks"
+            : backend == CommunicationImplementation::RING ? "as CommunicationImplementation::RING asks"
                                                          : "every worker on a host of its own");
       } else if (hosts == 1) {
         impl_->cross = shared_memory(everyone, worker_rank(), "shm");
         log(LogLevel::info, "collective backend: shared memory (UCX), all ", num_workers(), " workers on one host");
       } else {
-        // Shared memory inside each host, gloo between the hosts' first workers.
+        // Shared memory inside each host, the network between the hosts' first workers.
         const int host = host_of[static_cast<size_t>(worker_rank())];
         std::vector<int> mine, leaders;
         for (int r = 0; r < num_workers(); ++r) {
@@ -352,10 +375,10 @@ void Strategy::connect_workers() {
         }
         const int local_rank = static_cast<int>(std::find(mine.begin(), mine.end(), worker_rank()) - mine.begin());
         auto local = shared_memory(mine, local_rank, make_message("shm/", host));
-        auto between = local_rank == 0 ? gloo(leaders, host, "gloo-leaders") : nullptr;
+        auto between = local_rank == 0 ? network(leaders, host, "net-leaders") : nullptr;
         impl_->cross = make_hierarchical_communicator(worker_rank(), host_of, std::move(local), std::move(between));
-        log(LogLevel::info, "collective backend: shared memory (UCX) inside each of ", hosts,
-            " hosts, gloo (TCP) between them");
+        log(LogLevel::info, "collective backend: shared memory (UCX) inside each of ", hosts, " hosts, ", network_name,
+            " between them");
       }
     }
   }

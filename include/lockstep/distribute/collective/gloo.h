@@ -1,5 +1,6 @@
 // The gloo collective backend: one worker process per rank, TCP between every pair of workers, and the
-// rendezvous (who listens where) through the coordination service's KeyValueStore.
+// rendezvous (who listens where) through the coordination service's KeyValueStore. The fallback to the network
+// backend (network.h), chosen only by LOCKSTEP_COLLECTIVE=gloo.
 #pragma once
 #include <chrono>
 #include <memory>
@@ -24,8 +25,11 @@ struct GlooOptions : RendezvousOptions {
 // Connects rank `rank` of `size` to the others; blocks until all of them have called it (or until
 // connect_timeout: DeadlineExceededError naming a rank that did not come). Ignores SIGPIPE for the
 // process if its disposition is the default, so a dead peer is an exception here rather than a signal.
-// Each pair's listening socket keeps only a connection that first sends the pair's secret, which only the
-// store carries: port scans and stray clients during the rendezvous are dropped and do not break it.
+// Stray connections: gloo (Debian's 2022 snapshot) gives each pair a listening socket of its own and takes the
+// first connection on it as the peer, with no handshake. A port scan or stray client that reaches a socket during
+// the rendezvous becomes "the peer": the rendezvous then fails, or gloo's event loop ends the process on its bytes.
+// The strategy therefore uses gloo only when LOCKSTEP_COLLECTIVE=gloo asks, on a network without such clients; the
+// network backend (network.h) is the default, and its listener drops them.
 //
 // Errors: a collective that runs past CollectiveOptions.timeout throws DeadlineExceededError; a peer that
 // dies or closes its connections makes the collective in flight (within a second) or the next one throw

@@ -101,8 +101,11 @@ class CoordinationClient : public KeyValueStore {
   // Best effort; never throws.
   void report_error(const std::string& message);
   // The last call of every task: waits until all tasks arrived (or timeout), so that rank 0's service stays
-  // up while anyone still needs it; then stops heartbeats and, on rank 0, the service.
-  void shutdown(std::chrono::milliseconds timeout = std::chrono::seconds(60));
+  // up while anyone still needs it; then runs `after_barrier` (where every task closes what all close together,
+  // such as the collectives' connections, while all of them are still here), and stops heartbeats and, on rank
+  // 0, the service.
+  void shutdown(std::chrono::milliseconds timeout = std::chrono::seconds(60),
+                const std::function<void()>& after_barrier = {});
 
   int rank() const;
   int world_size() const;

@@ -1,8 +1,12 @@
-// The shared-memory backend (shared_memory.h) on UCX's tag-matched messages: a worker and one endpoint per peer,
-// UCX held to its shared-memory transports, every UCX call under one mutex (the worker is serialized), and a
-// thread that waits on every peer's pidfd so that a peer's exit fails the collective in flight at once.
-#include "lockstep/distribute/collective/shared_memory.h"
-
+// The shared-memory (shared_memory.h) and network (network.h) backends on UCX's tag-matched messages: a worker and
+// one endpoint per peer, every UCX call under one mutex (the worker is serialized), and the ring all-reduce.
+// - Shared memory: UCX held to its shared-memory transports, and a thread that waits on every peer's pidfd so that
+//   a peer's exit fails the collective in flight at once (UCX 1.13 reports no peer failure over shared memory).
+// - Network: UCX held to its TCP transport on the interface of the worker's own address, with UCX's peer failure
+//   handling: a broken connection fails the collective in flight and names the peer.
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/eventfd.h>
@@ -23,6 +27,8 @@
 #include <thread>
 
 #include "lockstep/core/files.h"
+#include "lockstep/distribute/collective/network.h"
+#include "lockstep/distribute/collective/shared_memory.h"
 #include "reduce-impl.h"
 
 namespace lockstep::distribute {
@@ -43,6 +49,36 @@ std::string namespace_of(const char* kind) {
   std::array<char, 128> link{};
   const ssize_t n = ::readlink(make_message("/proc/self/ns/", kind).c_str(), link.data(), link.size() - 1);
   return n > 0 ? std::string(link.data(), static_cast<size_t>(n)) : std::string(kind) + ":?";
+}
+
+// Whether two socket addresses hold the same IP address.
+bool same_ip(const sockaddr* a, const sockaddr* b) {
+  if (a->sa_family != b->sa_family) return false;
+  if (a->sa_family == AF_INET)
+    return reinterpret_cast<const sockaddr_in*>(a)->sin_addr.s_addr ==
+           reinterpret_cast<const sockaddr_in*>(b)->sin_addr.s_addr;
+  if (a->sa_family == AF_INET6)
+    return std::memcmp(&reinterpret_cast<const sockaddr_in6*>(a)->sin6_addr,
+                       &reinterpret_cast<const sockaddr_in6*>(b)->sin6_addr, sizeof(in6_addr)) == 0;
+  return false;
+}
+
+// The network interface of this host that holds `hostname`'s address ("lo" for 127.0.0.1), or "" if none does.
+std::string interface_of(const std::string& hostname) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* addresses = nullptr;
+  if (::getaddrinfo(hostname.c_str(), nullptr, &hints, &addresses) != 0) return "";
+  ifaddrs* interfaces = nullptr;
+  std::string name;
+  if (::getifaddrs(&interfaces) == 0) {
+    for (const addrinfo* a = addresses; a && name.empty(); a = a->ai_next)
+      for (const ifaddrs* i = interfaces; i && name.empty(); i = i->ifa_next)
+        if (i->ifa_addr && same_ip(a->ai_addr, i->ifa_addr)) name = i->ifa_name;
+    ::freeifaddrs(interfaces);
+  }
+  ::freeaddrinfo(addresses);
+  return name;
 }
 
 int open_pidfd(pid_t pid) {
@@ -67,16 +103,24 @@ constexpr size_t kNoticeBytes = 1024;
 // Set while this thread frees a broken communicator's UCX worker: its warnings about abandoned requests are dropped.
 thread_local bool t_quiet = false;
 
-class SharedMemoryCommunicator;
-void remember(const SharedMemoryCommunicator* c);
-void forget(const SharedMemoryCommunicator* c);
+// What the messages travel over: decides UCX's transports, how a peer's failure is noticed, and the words of
+// errors.
+struct Medium {
+  bool network;
+  std::string interface;  // network: the one UCX uses ("" = UCX's choice)
+  const char* name() const { return network ? "network" : "shared-memory"; }
+};
 
-class SharedMemoryCommunicator final : public Communicator {
+class UcxCommunicator;
+void remember(const UcxCommunicator* c);
+void forget(const UcxCommunicator* c);
+
+class UcxCommunicator final : public Communicator {
  public:
-  SharedMemoryCommunicator(int rank, int size, const SharedMemoryOptions& options)
-      : peers_{rank, size, options.peer_names, options.peer_tasks} {}
+  UcxCommunicator(int rank, int size, const RendezvousOptions& options, Medium medium)
+      : peers_{rank, size, options.peer_names, options.peer_tasks}, medium_(std::move(medium)) {}
 
-  ~SharedMemoryCommunicator() override {
+  ~UcxCommunicator() override {
     forget(this);
     if (watcher_.joinable()) {
       const uint64_t one = 1;
@@ -103,15 +147,16 @@ class SharedMemoryCommunicator final : public Communicator {
       }
     }
     for (void* request : notice_sends_) ucp_request_free(request);
-    // UCX warns, as it frees the worker, about each request that never completed: expected here, not printed.
-    t_quiet = abandoned_;
+    // UCX warns, as it frees the worker of a broken communicator, about each request that never completed and each
+    // message that came for none (a second peer's notice): expected then, not printed.
+    t_quiet = abandoned_ || failure_.happened();
     if (!abandoned_) close_endpoints();
     ucp_worker_destroy(worker_);
     ucp_cleanup(context_);
     t_quiet = false;
   }
 
-  void connect(KeyValueStore& store, const SharedMemoryOptions& options) {
+  void connect(KeyValueStore& store, const RendezvousOptions& options) {
     if (size() == 1) return;
     const auto deadline = Clock::now() + options.connect_timeout;
     start_ucx();
@@ -125,7 +170,7 @@ class SharedMemoryCommunicator final : public Communicator {
                          std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(deadline - Clock::now())));
       } catch (const DeadlineExceededError&) {
         throw DeadlineExceededError(
-            make_message("shared-memory rendezvous: ", peers_.self(), " waited ", options.connect_timeout.count(),
+            make_message(medium_.name(), " rendezvous: ", peers_.self(), " waited ", options.connect_timeout.count(),
                          " ms for ", peers_.name(r), " to publish its address (store key '", options.prefix, "/", r,
                          "'); that worker did not start, crashed, or uses another prefix; check its log and restart "
                          "the job"),
@@ -140,9 +185,11 @@ class SharedMemoryCommunicator final : public Communicator {
       if (UCS_PTR_IS_ERR(notice_)) check(UCS_PTR_STATUS(notice_), "ucp_tag_recv_nbx");
     }
     remember(this);
-    stop_fd_ = ::eventfd(0, EFD_CLOEXEC);
-    LS_CHECK(stop_fd_ >= 0, UnavailableError, "shared-memory collectives: eventfd failed: ", std::strerror(errno));
-    watcher_ = std::thread([this] { watch(); });
+    if (!medium_.network) {
+      stop_fd_ = ::eventfd(0, EFD_CLOEXEC);
+      LS_CHECK(stop_fd_ >= 0, UnavailableError, "shared-memory collectives: eventfd failed: ", std::strerror(errno));
+      watcher_ = std::thread([this] { watch(); });
+    }
     // The first exchange with every peer: each endpoint is wired up, and every rank is known to be here.
     barrier({0, std::max(milliseconds(1), std::chrono::duration_cast<milliseconds>(deadline - Clock::now()))});
   }
@@ -173,7 +220,7 @@ class SharedMemoryCommunicator final : public Communicator {
 
   void all_reduce(void* data, size_t count, DType dtype, ReduceOp op, const CollectiveOptions& options) override {
     failure_.check();
-    detail::visit_reducible(dtype, "shared-memory all_reduce", [&](auto x) {
+    detail::visit_reducible(dtype, medium_.network ? "network all_reduce" : "shared-memory all_reduce", [&](auto x) {
       using T = decltype(x);
       if (count == 0) return;
       if (size() > 1) {
@@ -230,8 +277,10 @@ class SharedMemoryCommunicator final : public Communicator {
  private:
   struct Peer {
     ucp_ep_h endpoint = nullptr;
-    pid_t pid = 0;
+    pid_t pid = 0;   // shared memory only
     int pidfd = -1;  // -1: the watcher polls kill(pid, 0) instead
+    int rank = -1;                     // network: for UCX's error callback on `endpoint`
+    ucs_status_t broken = UCS_OK;      // what that callback reported (guarded by ucp_mutex_)
   };
 
   // A collective in progress, for its messages and its deadline.
@@ -243,23 +292,32 @@ class SharedMemoryCommunicator final : public Communicator {
   };
 
   void check(ucs_status_t status, const char* what) const {
-    LS_CHECK(status == UCS_OK, UnavailableError, "shared-memory collectives on ", peers_.self(), ": UCX ", what,
-             " failed: ", ucs_status_string(status),
-             "; the workers cannot use shared memory here: set CommunicationImplementation::RING (or "
-             "LOCKSTEP_COLLECTIVE=ring) to use the network");
+    if (status == UCS_OK) return;
+    if (medium_.network)
+      throw UnavailableError(make_message(
+          "network collectives on ", peers_.self(), ": UCX ", what, " failed: ", ucs_status_string(status),
+          " (TCP on ", medium_.interface.empty() ? std::string("any interface") : "interface " + medium_.interface,
+          "); check that this worker's TF_CONFIG address is one of this host's and reachable from the other workers"));
+    throw UnavailableError(make_message(
+        "shared-memory collectives on ", peers_.self(), ": UCX ", what, " failed: ", ucs_status_string(status),
+        "; the workers cannot use shared memory here: set CommunicationImplementation::RING (or "
+        "LOCKSTEP_COLLECTIVE=ring) to use the network"));
   }
 
   void start_ucx() {
     ucp_config_t* config = nullptr;
     check(ucp_config_read(nullptr, nullptr, &config), "ucp_config_read");
-    // Shared memory only: no socket, no network device, whatever UCX_TLS says.
-    const ucs_status_t modified = ucp_config_modify(config, "TLS", "sm");
+    // Shared memory only (no socket, no network device), or TCP only on the worker's interface, whatever UCX_TLS
+    // and UCX_NET_DEVICES say.
+    ucs_status_t modified = ucp_config_modify(config, "TLS", medium_.network ? "tcp" : "sm");
+    if (modified == UCS_OK && !medium_.interface.empty())
+      modified = ucp_config_modify(config, "NET_DEVICES", medium_.interface.c_str());
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES;
     params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
     const ucs_status_t initialised = modified == UCS_OK ? ucp_init(&params, config, &context_) : modified;
     ucp_config_release(config);
-    check(initialised, "ucp_init (shared-memory transports)");
+    check(initialised, medium_.network ? "ucp_init (TCP transport)" : "ucp_init (shared-memory transports)");
     ucp_worker_params_t worker{};
     worker.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE | UCP_WORKER_PARAM_FIELD_EVENTS;
     worker.thread_mode = UCS_THREAD_MODE_SERIALIZED;
@@ -268,12 +326,13 @@ class SharedMemoryCommunicator final : public Communicator {
     if (ucp_worker_get_efd(worker_, &event_fd_) != UCS_OK) event_fd_ = -1;  // then a wait naps instead
   }
 
-  // What a peer needs to reach this rank: its shared-memory domain, its pid and its UCX address, one per line.
+  // What a peer needs to reach this rank: its shared-memory domain ("network" on the network), its pid and its UCX
+  // address, one per line.
   std::string own_card() {
     ucp_address_t* address = nullptr;
     size_t length = 0;
     check(ucp_worker_get_address(worker_, &address, &length), "ucp_worker_get_address");
-    std::string card = make_message(shared_memory_domain(), "\n", ::getpid(), "\n");
+    std::string card = make_message(medium_.network ? "network" : shared_memory_domain(), "\n", ::getpid(), "\n");
     card.append(reinterpret_cast<const char*>(address), length);
     ucp_worker_release_address(worker_, address);
     return card;
@@ -282,8 +341,21 @@ class SharedMemoryCommunicator final : public Communicator {
   void reach(int r, const std::string& card) {
     const size_t domain_end = card.find('\n');
     const size_t pid_end = domain_end == std::string::npos ? std::string::npos : card.find('\n', domain_end + 1);
-    LS_CHECK(pid_end != std::string::npos, DataLossError, "shared-memory rendezvous: ", peers_.name(r),
+    LS_CHECK(pid_end != std::string::npos, DataLossError, medium_.name(), " rendezvous: ", peers_.name(r),
              " published a malformed address; it runs another lockstep version: run one version on every worker");
+    Peer& peer = remote_[static_cast<size_t>(r)];
+    ucp_ep_params_t params{};
+    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+    params.address = reinterpret_cast<const ucp_address_t*>(card.data() + pid_end + 1);
+    if (medium_.network) {
+      peer.rank = r;
+      params.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER;
+      params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+      params.err_handler = {&UcxCommunicator::on_endpoint_error, &peer};
+      std::lock_guard lock(ucp_mutex_);
+      check(ucp_ep_create(worker_, &params, &peer.endpoint), "ucp_ep_create");
+      return;
+    }
     const std::string domain = card.substr(0, domain_end);
     if (domain != shared_memory_domain())
       throw UnavailableError(
@@ -291,12 +363,8 @@ class SharedMemoryCommunicator final : public Communicator {
                        " as shared memory sees it (", domain, " against ", shared_memory_domain(),
                        "); use CommunicationImplementation::RING (or LOCKSTEP_COLLECTIVE=ring) across hosts"),
           Culprit{peers_.task(r)});
-    Peer& peer = remote_[static_cast<size_t>(r)];
     peer.pid = static_cast<pid_t>(std::stol(card.substr(domain_end + 1, pid_end - domain_end - 1)));
     peer.pidfd = open_pidfd(peer.pid);
-    ucp_ep_params_t params{};
-    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
-    params.address = reinterpret_cast<const ucp_address_t*>(card.data() + pid_end + 1);
     params.err_mode = UCP_ERR_HANDLING_MODE_NONE;  // UCX 1.13 has no peer failure handling over shared memory
     std::lock_guard lock(ucp_mutex_);
     check(ucp_ep_create(worker_, &params, &peer.endpoint), "ucp_ep_create");
@@ -308,7 +376,10 @@ class SharedMemoryCommunicator final : public Communicator {
       if (!p.endpoint) continue;
       ucp_request_param_t param{};
       param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-      param.flags = UCP_EP_CLOSE_FLAG_FORCE;  // no flush: a peer may be gone
+      // Over shared memory no flush, as a peer may be gone (and UCX would not notice). On the network a healthy
+      // communicator flushes: its protocol messages may still be on their way (a forced close leaves them on the
+      // endpoint, which UCX 1.13 aborts on as it frees the worker), and a peer that is gone fails the flush.
+      param.flags = medium_.network && !failure_.happened() ? 0 : UCP_EP_CLOSE_FLAG_FORCE;
       void* request = ucp_ep_close_nbx(p.endpoint, &param);
       if (request && !UCS_PTR_IS_ERR(request)) closing.push_back(request);
     }
@@ -316,7 +387,7 @@ class SharedMemoryCommunicator final : public Communicator {
     for (void* request : closing) {
       while (ucp_request_check_status(request) == UCS_INPROGRESS && Clock::now() < deadline)
         ucp_worker_progress(worker_);
-      if (ucp_request_check_status(request) != UCS_INPROGRESS) ucp_request_free(request);
+      ucp_request_free(request);  // one still in progress is released by UCX when it ends, or with the worker
     }
   }
 
@@ -337,6 +408,28 @@ class SharedMemoryCommunicator final : public Communicator {
     return request;  // null: done already
   }
 
+  // UCX's report, from inside ucp_worker_progress (ucp_mutex_ held), that the connection to a peer broke. It is
+  // kept until the progress call returns: a notice the peer sent before it closed (its own failure, which names
+  // the cause) arrives in the same call and comes first (check_broken).
+  static void on_endpoint_error(void* arg, ucp_ep_h, ucs_status_t status) {
+    Peer& peer = *static_cast<Peer*>(arg);
+    if (peer.broken == UCS_OK) peer.broken = status;
+  }
+
+  // The first peer whose connection broke, as a failure (caller holds ucp_mutex_, after check_notice).
+  void check_broken() {
+    for (const Peer& p : remote_) {
+      if (p.broken == UCS_OK) continue;
+      failure_.record({Failure::unavailable,
+                       make_message("network collectives on ", peers_.self(), " of ", size(), " lost its connection to ",
+                                    peers_.name(p.rank), " (UCX: ", ucs_status_string(p.broken),
+                                    "): that worker exited or its host is unreachable; the job failed; restart it "
+                                    "(lockstep launch --max-restarts)"),
+                       peers_.task(p.rank)});
+      return;
+    }
+  }
+
   Failure peer_exited(int r) const {
     return {Failure::unavailable,
             make_message("shared-memory collectives on ", peers_.self(), " of ", size(), ": ", peers_.name(r), " (pid ",
@@ -351,7 +444,7 @@ class SharedMemoryCommunicator final : public Communicator {
   }
 
   std::string op_name(const Op& o) const {
-    return make_message("shared-memory ", o.kind, " (tag ", o.options.tag, ") on ", peers_.self(), " of ", size());
+    return make_message(medium_.name(), " ", o.kind, " (tag ", o.options.tag, ") on ", peers_.self(), " of ", size());
   }
 
   // Sends `bytes` at `mine` to every other rank and receives each rank's `bytes` at into(rank).
@@ -411,6 +504,7 @@ class SharedMemoryCommunicator final : public Communicator {
           requests[i] = nullptr;
           o.moved = true;
           if (status != UCS_OK) {
+            check_broken();  // the network: the broken connection that failed it, named
             const int gone = exited_peer(milliseconds(500));  // a transfer from a process that died fails so
             failure_.record(gone >= 0 ? peer_exited(gone) : transport_failure(o, status));
             errored = true;
@@ -418,6 +512,10 @@ class SharedMemoryCommunicator final : public Communicator {
         }
       }
       if (!pending && !errored) return;  // a peer may exit once it has its data: the next collective tells
+      {
+        std::lock_guard lock(ucp_mutex_);
+        check_broken();
+      }
       failure_.check();
       const auto now = Clock::now();
       if (now >= o.deadline) failure_.raise(detail::timed_out(op_name(o), o.options.timeout));
@@ -483,7 +581,7 @@ class SharedMemoryCommunicator final : public Communicator {
     const int sender = static_cast<int>(info.sender_tag & 0xffff);
     told_ = true;  // the peer has told the others itself
     failure_.record({Failure::unavailable,
-            make_message("shared-memory collectives on ", peers_.self(), " of ", size(), ": ", peers_.name(sender),
+            make_message(medium_.name(), " collectives on ", peers_.self(), " of ", size(), ": ", peers_.name(sender),
                          " failed: ", std::string(notice_text_.data(), std::min(info.length, notice_text_.size())))});
   }
 
@@ -505,6 +603,7 @@ class SharedMemoryCommunicator final : public Communicator {
   }
 
   const detail::Peers peers_;
+  const Medium medium_;
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   int event_fd_ = -1;        // UCX's, signalled on the worker's events once armed
@@ -516,7 +615,7 @@ class SharedMemoryCommunicator final : public Communicator {
   std::string notice_sent_;  // what tell_peers sent
   std::vector<void*> notice_sends_;  // its sends still in flight (guarded by ucp_mutex_)
   std::vector<Peer> remote_;  // by rank; this rank's entry is unused
-  int stop_fd_ = -1;         // written to stop the watcher
+  int stop_fd_ = -1;         // written to stop the watcher (shared memory only)
   std::thread watcher_;
   detail::FirstFailure failure_;
 };
@@ -527,26 +626,26 @@ class SharedMemoryCommunicator final : public Communicator {
 // of a live communicator has exited (or does within half a second), UCX's FATAL message is dropped and the failed
 // transfer ends as an error.
 std::mutex g_live_mutex;
-std::set<const SharedMemoryCommunicator*>* g_live = new std::set<const SharedMemoryCommunicator*>;
+std::set<const UcxCommunicator*>* g_live = new std::set<const UcxCommunicator*>;
 
 ucs_log_func_rc_t on_ucx_log(const char*, unsigned, const char*, ucs_log_level_t level,
                              const ucs_log_component_config_t*, const char*, va_list) {
   if (t_quiet && level >= UCS_LOG_LEVEL_WARN) return UCS_LOG_FUNC_RC_STOP;
   if (level != UCS_LOG_LEVEL_FATAL) return UCS_LOG_FUNC_RC_CONTINUE;
   std::lock_guard lock(g_live_mutex);
-  for (const SharedMemoryCommunicator* c : *g_live)
+  for (const UcxCommunicator* c : *g_live)
     if (c->exited_peer(milliseconds(500)) >= 0) return UCS_LOG_FUNC_RC_STOP;
   return UCS_LOG_FUNC_RC_CONTINUE;
 }
 
-void remember(const SharedMemoryCommunicator* c) {
+void remember(const UcxCommunicator* c) {
   static std::once_flag once;
   std::call_once(once, [] { ucs_log_push_handler(on_ucx_log); });
   std::lock_guard lock(g_live_mutex);
   g_live->insert(c);
 }
 
-void forget(const SharedMemoryCommunicator* c) {
+void forget(const UcxCommunicator* c) {
   std::lock_guard lock(g_live_mutex);
   g_live->erase(c);
 }
@@ -572,7 +671,16 @@ std::unique_ptr<Communicator> make_shared_memory_communicator(KeyValueStore& sto
   LS_CHECK(size >= 1 && size < (1 << 16), ValueError, "shared-memory communicator size must be in [1, 65535], got ",
            size);
   detail::check_rendezvous(options, rank, size, "SharedMemoryOptions");
-  auto communicator = std::make_unique<SharedMemoryCommunicator>(rank, size, options);
+  auto communicator = std::make_unique<UcxCommunicator>(rank, size, options, Medium{false, ""});
+  communicator->connect(store, options);
+  return communicator;
+}
+
+std::unique_ptr<Communicator> make_network_communicator(KeyValueStore& store, int rank, int size,
+                                                        const NetworkOptions& options) {
+  LS_CHECK(size >= 1 && size < (1 << 16), ValueError, "network communicator size must be in [1, 65535], got ", size);
+  detail::check_rendezvous(options, rank, size, "NetworkOptions");
+  auto communicator = std::make_unique<UcxCommunicator>(rank, size, options, Medium{true, interface_of(options.hostname)});
   communicator->connect(store, options);
   return communicator;
 }
