@@ -329,7 +329,7 @@ class Compare:
     def scaling(self):
         """samples/s of 2 workers x 1 thread over 1 worker x 1 thread (64 per worker), each system in turn."""
         systems = {"lockstep (the default: shared memory)": lambda w: self.lockstep_step(workers=w),
-                   "lockstep over gloo (LOCKSTEP_COLLECTIVE=ring)":
+                   "lockstep over the network (LOCKSTEP_COLLECTIVE=ring: UCX over TCP)":
                        lambda w: self.lockstep_step(workers=w, env={**ENV, "LOCKSTEP_COLLECTIVE": "ring"})}
         for p in self.peers():
             systems[p] = lambda w, p=p: self.peer_step(p, workers=w)
@@ -358,9 +358,12 @@ class Compare:
             "lockstep shared memory (UCX, the default)": [self.lockstep, "launch", "-n", "2", "--", "lockstep", "bench",
                                                           "allreduce", "--sizes-mib", ",".join(map(str, sizes)),
                                                           "--iters", str(iters)],
-            "lockstep ring (gloo, TCP loopback)": [self.lockstep, "launch", "-n", "2", "--", "lockstep", "bench", "allreduce",
-                                                    "--implementation", "ring", "--sizes-mib", ",".join(map(str, sizes)),
-                                                    "--iters", str(iters)],
+            "lockstep ring (UCX over TCP loopback)": [self.lockstep, "launch", "-n", "2", "--", "lockstep", "bench",
+                                                      "allreduce", "--implementation", "ring", "--sizes-mib",
+                                                      ",".join(map(str, sizes)), "--iters", str(iters)],
+            "lockstep gloo (LOCKSTEP_COLLECTIVE=gloo, TCP loopback)": ["env", "LOCKSTEP_COLLECTIVE=gloo", self.lockstep, "launch",
+                                                                      "-n", "2", "--", "lockstep", "bench", "allreduce",
+                                                                      "--sizes-mib", ",".join(map(str, sizes)), "--iters", str(iters)],
             "lockstep mpi": mpirun + [self.lockstep, "bench", "allreduce", "--implementation", "mpi", "--sizes-mib",
                                       ",".join(map(str, sizes)), "--iters", str(iters)],
             "OpenMPI, shared memory": mpirun + [os.path.join(bins, "mpi_allreduce")],
@@ -384,7 +387,7 @@ class Compare:
             for name in systems:
                 vals = [p[size] for p in per[name] if p and size in p]
                 row[name] = median(vals)
-            ours_columns = {"shm": "lockstep shared memory (UCX, the default)", "ring": "lockstep ring (gloo, TCP loopback)",
+            ours_columns = {"shm": "lockstep shared memory (UCX, the default)", "ring": "lockstep ring (UCX over TCP loopback)",
                             "mpi": "lockstep mpi"}
             for ours, ref in (("shm", "OpenMPI, shared memory"), ("ring", "OpenMPI, --mca btl tcp,self"),
                               ("ring", "OpenMPI, shared memory"), ("mpi", "OpenMPI, shared memory")):
@@ -392,7 +395,7 @@ class Compare:
                 ratios = [a[size] / b[size] for a, b in zip(mine, per[ref])
                           if a and b and size in a and size in b and b[size] > 0]
                 row[f"{ours}/{ref}"] = median(ratios)
-            ring = row["lockstep ring (gloo, TCP loopback)"]
+            ring = row["lockstep ring (UCX over TCP loopback)"]
             row["ring/iperf3"] = ring / iperf if ring and iperf else None
             rows.append(row)
             print(f"  allreduce {json.dumps(row)}", flush=True)
@@ -529,7 +532,7 @@ class Compare:
         L.append("")
         L.append("Targets: busbw at every size ≥ OpenMPI's shared memory for the default backend of workers on one host "
                  "(shared memory, started by `lockstep launch` or TF_CONFIG) and for the MPI backend (a job started by mpirun); "
-                 "gloo's ring, the engine across hosts, against OpenMPI over TCP.")
+                 "the network backend's ring (UCX over TCP), the engine across hosts, against OpenMPI over TCP.")
         L.append("")
         L.append("**Start-up and memory**, 2 workers: seconds from the command's start to worker 0's first finished step "
                  "(the tutorial CNN on Fashion-MNIST from Debian's dataset-fashion-mnist, read and converted by each worker), "
@@ -576,7 +579,7 @@ def representative_commands(c):
              f"mpirun -np 1|2 {rel}/bin/lockstep bench step --threads 1 --steps {s} --warmup {w}",
              f"{rel}/bin/lockstep bench step --replicas 2 --threads 1 --steps {s} --warmup {w}",
              "/usr/bin/python3 bench/peers/torch_cnn.py --workers 2 --threads 1 ...", "tf_cnn.py --workers 2 --threads 1 ...",
-             f"{rel}/bin/lockstep launch -n 2 -- lockstep bench allreduce [--implementation ring]",
+             f"[LOCKSTEP_COLLECTIVE=gloo] {rel}/bin/lockstep launch -n 2 -- lockstep bench allreduce [--implementation ring]",
              f"mpirun -np 2 {rel}/bin/lockstep bench allreduce --implementation mpi",
              f"mpirun -np 2 {rel}/bench-bin/mpi_allreduce", f"mpirun --mca btl tcp,self -np 2 {rel}/bench-bin/mpi_allreduce",
              f"{rel}/bin/lockstep launch -n 2 -- lockstep bench step --dataset fashion_mnist --threads 1 --steps 1 --warmup 1 "

@@ -17,7 +17,7 @@ import math
 import re
 
 ALGORITHM = {"openmpi-ring": "ring", "openmpi-rd": "rd", "openmpi-rab": "rab", "openmpi-default": "ring",
-             "lockstep-gloo": "ring", "lockstep-mpi": "ring"}
+             "lockstep-ucx": "ring", "lockstep-gloo": "ring", "lockstep-mpi": "ring"}
 
 
 def coefficients(algorithm, p):

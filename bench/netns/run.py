@@ -3,15 +3,15 @@
 once per backend, into one CSV row per (hosts, backend, size). Needs root, ip, tc, mpicc/mpirun.
 
   sudo bench/netns/run.py --hosts 2,4,8 --rate 1gbit --out bench/netns/results/1gbit.csv
-       [--backends openmpi-ring,openmpi-rd,openmpi-rab,lockstep-gloo,lockstep-mpi]
+       [--backends openmpi-ring,openmpi-rd,openmpi-rab,lockstep-ucx,lockstep-gloo,lockstep-mpi]
        [--sizes-kib 4,16,64,256,1024,4096,16384,65536] [--iters 5] [--lockstep build/bin/lockstep]
        [--mpi-mca btl_tcp_links=2 --tag links2]   # extra OpenMPI settings; the tag marks their rows
        [--timeout 300]   # seconds per backend run; every process is killed after it
 
 Backends: openmpi-<alg> is OpenMPI's MPI_Allreduce forced to one algorithm of its tuned component (ring,
 rd = recursive doubling, rab = Rabenseifner's halving-doubling), measured by mpi_allreduce.c (compiled here);
-lockstep-gloo is `lockstep bench allreduce --implementation ring`, one worker per host found through
-TF_CONFIG; lockstep-mpi is `--implementation mpi` under mpirun. lockstep's command takes whole MiB only, so
+lockstep-ucx is `lockstep bench allreduce --implementation ring` (the network backend: UCX over TCP), one worker
+per host found through TF_CONFIG; lockstep-gloo is the same with LOCKSTEP_COLLECTIVE=gloo; lockstep-mpi is `--implementation mpi` under mpirun. lockstep's command takes whole MiB only, so
 its rows start at 1 MiB. A lockstep backend whose binary or option is missing is skipped with a note. The cluster is always torn down, on errors and Ctrl-C too.
 Fit the rows with bench/netns/fit.py.
 """
@@ -85,8 +85,9 @@ def run_bounded(cmd, timeout, env):
     return proc.returncode, out
 
 
-def lockstep_workers(args, hosts, implementation):
-    """One `lockstep bench allreduce` per host, each in its namespace with its own TF_CONFIG."""
+def lockstep_workers(args, hosts, implementation, collective=None):
+    """One `lockstep bench allreduce` per host, each in its namespace with its own TF_CONFIG (and LOCKSTEP_COLLECTIVE
+    when `collective` is given)."""
     workers = [f"{SUBNET}.{i + 1}:2222" for i in range(hosts)]
     sizes_mib = ",".join(str(mib) for mib in lockstep_sizes_mib(args))
     procs = []
@@ -94,6 +95,8 @@ def lockstep_workers(args, hosts, implementation):
         tf_config = '{"cluster":{"worker":[%s]},"task":{"type":"worker","index":%d}}' % (
             ",".join(f'"{w}"' for w in workers), i)
         env = dict(os.environ, TF_CONFIG=tf_config, OMP_NUM_THREADS="1")
+        if collective:
+            env["LOCKSTEP_COLLECTIVE"] = collective
         cmd = ["ip", "netns", "exec", f"lsn-h{i}", "timeout", "-s", "KILL", str(args.timeout), args.lockstep, "bench",
                "allreduce", "--sizes-mib", sizes_mib, "--iters", str(args.iters), "--implementation", implementation]
         procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
@@ -140,8 +143,10 @@ def measure(args, hosts, backend, hostfile, mpi_binary):
         extra = [("coll_tuned_use_dynamic_rules", 1), ("coll_tuned_allreduce_algorithm", MPI_ALGORITHMS[backend]),
                  *args.mpi_mca]
         return run_bounded(mpirun(hosts, hostfile, program, extra), args.timeout, mpi_env())
-    if backend == "lockstep-gloo":
+    if backend == "lockstep-ucx":
         return lockstep_workers(args, hosts, "ring")
+    if backend == "lockstep-gloo":
+        return lockstep_workers(args, hosts, "ring", collective="gloo")
     if backend == "lockstep-mpi":
         # The namespaces share one host name, so the MPI resolver would take the ranks for one machine and use
         # 127.0.0.1: each rank names its own namespace's address instead (LOCKSTEP_HOST).
@@ -157,7 +162,7 @@ def main():
     parser.add_argument("--hosts", default="2,4,8", help="host counts, 2..8 each")
     parser.add_argument("--rate", default="1gbit", help="tc rate of every link, each direction")
     parser.add_argument("--delay", default="0", help="netem delay per link direction (needs sch_netem)")
-    parser.add_argument("--backends", default="openmpi-ring,openmpi-rd,openmpi-rab,lockstep-gloo,lockstep-mpi")
+    parser.add_argument("--backends", default="openmpi-ring,openmpi-rd,openmpi-rab,lockstep-ucx,lockstep-gloo,lockstep-mpi")
     parser.add_argument("--sizes-kib", default="4,16,64,256,1024,4096,16384,65536")
     parser.add_argument("--iters", type=int, default=5)
     parser.add_argument("--lockstep", default="build/bin/lockstep")
@@ -174,7 +179,7 @@ def main():
     check_prerequisites(args)
 
     skip = {}
-    for backend, what in (("lockstep-gloo", "ring"), ("lockstep-mpi", "mpi")):
+    for backend, what in (("lockstep-ucx", "ring"), ("lockstep-gloo", "ring"), ("lockstep-mpi", "mpi")):
         if backend in args.backends:
             reason = lockstep_supports(args, what)
             if reason:

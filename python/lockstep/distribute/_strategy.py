@@ -40,9 +40,9 @@ def _reduce_op(op):
 
 
 class CommunicationImplementation(_enum.Enum):
-    """Cross-worker collectives: RING is lockstep's gloo ring; NCCL is NCCL between workers on GPUs (docs/gpu.md) and
-    runs as RING for workers on the CPU (as TensorFlow runs NCCL-hinted collectives on CPU tensors); MPI is a
-    lockstep extension."""
+    """Cross-worker collectives: RING is lockstep's ring over TCP (UCX); NCCL is NCCL between workers on GPUs
+    (docs/gpu.md) and runs as RING for workers on the CPU (as TensorFlow runs NCCL-hinted collectives on CPU
+    tensors); MPI is a lockstep extension."""
 
     AUTO = "AUTO"
     RING = "RING"
