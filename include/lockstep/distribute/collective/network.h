@@ -30,6 +30,9 @@ struct NetworkOptions : RendezvousOptions {
 // UnavailableError naming it, with that peer's task as its culprit(). Either way the communicator is broken: it
 // tells its peers, and every later call throws the same error at once. Build a new one (new prefix) to go on.
 //
+// Waiting: a collective polls UCX while its messages move and sleeps on UCX's event file descriptor once none has
+// for 100 µs, leaving the core to other work while the wire is busy.
+//
 // Thread-safety: collectives with distinct tags may run at once from different threads (messages are matched by
 // tag); two in flight with the same tag are undefined.
 std::unique_ptr<Communicator> make_network_communicator(KeyValueStore& store, int rank, int size,
