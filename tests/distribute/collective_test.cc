@@ -85,35 +85,24 @@ Backend local_backend() {
           }};
 }
 
-Backend gloo_backend() {
-  return {"Gloo", false, [](int size, const Body& body) {
+// A backend of ranks that meet through a store, each rank a thread with its own communicator (`make` with
+// `Options`, ranks named "worker:r").
+template <typename Options, auto make>
+Backend process_backend(const char* name) {
+  return {name, false, [](int size, const Body& body) {
             MemoryStore store;
-            GlooOptions options;
+            Options options;
             for (int r = 0; r < size; ++r) options.peer_names.push_back("worker:" + std::to_string(r));
             options.connect_timeout = std::chrono::seconds(20);
-            run_threads(size, [&](int r) { body(*make_gloo_communicator(store, r, size, options)); });
+            run_threads(size, [&](int r) { body(*make(store, r, size, options)); });
           }};
 }
 
+Backend gloo_backend() { return process_backend<GlooOptions, make_gloo_communicator>("Gloo"); }
 Backend shared_memory_backend() {
-  return {"SharedMemory", false, [](int size, const Body& body) {
-            MemoryStore store;
-            SharedMemoryOptions options;
-            for (int r = 0; r < size; ++r) options.peer_names.push_back("worker:" + std::to_string(r));
-            options.connect_timeout = std::chrono::seconds(20);
-            run_threads(size, [&](int r) { body(*make_shared_memory_communicator(store, r, size, options)); });
-          }};
+  return process_backend<SharedMemoryOptions, make_shared_memory_communicator>("SharedMemory");
 }
-
-Backend network_backend() {
-  return {"Network", false, [](int size, const Body& body) {
-            MemoryStore store;
-            NetworkOptions options;
-            for (int r = 0; r < size; ++r) options.peer_names.push_back("worker:" + std::to_string(r));
-            options.connect_timeout = std::chrono::seconds(20);
-            run_threads(size, [&](int r) { body(*make_network_communicator(store, r, size, options)); });
-          }};
-}
+Backend network_backend() { return process_backend<NetworkOptions, make_network_communicator>("Network"); }
 
 // Hosts of two ranks each (rank r on host r / 2), each host and the hosts' leaders a LocalGroup.
 Backend hierarchical_backend() {
