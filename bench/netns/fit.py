@@ -2,7 +2,8 @@
 """Fits T(n, p, m) = a(p)·α + b(p)·m·β to the all-reduce times run.py measured, per backend, and projects the
 step time and efficiency of data-parallel training for 8..1024 workers from the fit (docs/scaling.md).
 
-  bench/netns/fit.py bench/netns/results/*.csv [--project lockstep-gloo] [--link-gbit 10] [--latency-us 50]
+  bench/netns/fit.py bench/netns/results/*.csv [--project lockstep-ucx] [--alpha-us 36.2] [--link-gbit 10]
+                     [--latency-us 50]
                      [--residuals] [--markdown]
 
 The fit minimises the squared *relative* error (each row weighted by 1/T²), so 4 KiB and 64 MiB runs count
@@ -97,6 +98,8 @@ def main():
     parser.add_argument("csv", nargs="+")
     parser.add_argument("--project", default="lockstep-gloo", help="backend whose fit the projections use")
     parser.add_argument("--link-gbit", type=float, default=10.0, help="projected NIC rate")
+    parser.add_argument("--alpha-us", type=float, default=None, help="α for the projections in place of the projected "
+                        "backend's fitted one (rows that start at 1 MiB leave α unidentified: take another backend's)")
     parser.add_argument("--latency-us", type=float, default=50.0, help="link latency added to the fitted α "
                         "(the simulation has none: no netem in the kernel)")
     parser.add_argument("--cnn-ms", type=float, default=9.8, help="one worker's tutorial CNN step, batch 64")
@@ -131,6 +134,8 @@ def main():
     if args.project not in fits:
         return
     alpha_fit, beta_fit, sim_bits = fits[args.project]
+    if args.alpha_us is not None:
+        alpha_fit = args.alpha_us * 1e-6
     # The backend keeps the fraction of the wire it reached in the simulation; the link adds its latency.
     alpha = alpha_fit + args.latency_us * 1e-6
     beta = beta_fit * sim_bits / (args.link_gbit * 1e9)
@@ -139,7 +144,8 @@ def main():
         ("tutorial CNN (2.77 M)", {"params": cnn_params, "compute_s": args.cnn_ms / 1e3, "tail_only": True}),
         ("100M-parameter", {"params": big_params, "compute_s": args.cnn_ms / 1e3 * big_params / cnn_params}),
     ]
-    print(f"\nProjection from {args.project}: α = {alpha_fit * 1e6:.1f} µs fitted + {args.latency_us:g} µs link = "
+    given = "given" if args.alpha_us is not None else "fitted"
+    print(f"\nProjection from {args.project}: α = {alpha_fit * 1e6:.1f} µs {given} + {args.latency_us:g} µs link = "
           f"{alpha * 1e6:.1f} µs; β = {beta * 1e9:.3f} ns/B at {args.link_gbit:g} Gbit/s "
           f"({1e-9 / beta:.2f} GB/s, the simulation's fraction of the wire); 8 workers per host.")
     variants = [("flat ring, 25 MiB buckets, fp32", dict(bucket_bytes=25 << 20)),
