@@ -298,18 +298,26 @@ Tensor one_hot(const Tensor& indices, int64_t depth, double on_value, double off
 
 // ---- linear algebra ----
 
+// The gradient of matmul's input `input` (of shape `shape`): op(x) @ op(y), summed over broadcast batch axes. Written
+// straight into the input's gradient destination when there is one and nothing needs to be summed or recorded.
+static Tensor product_gradient(size_t input, const Shape& shape, const Tensor& x, const Tensor& y, bool tx, bool ty) {
+  const Tensor& into = detail::gradient_destination(input);
+  if (into.defined() && x.rank() == 2 && y.rank() == 2 && into.shape() == shape && into.dtype() == x.dtype() &&
+      into.device() == x.device() && into.device() == y.device() && !GradientTape::should_record({&x, &y}))
+    return raw_ops::matmul(x, y, tx, ty, into);
+  return sum_to(matmul(x, y, tx, ty), shape);
+}
+
 Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   return recorded(raw_ops::matmul(a, b, ta, tb), {&a, &b}, [a, b, ta, tb](const Tensor& dy, const std::vector<bool>& needs) {
     // TF's rules: with C = op(A) op(B), dA and dB are products of dy with the other operand.
     Grads g(2);
     if (needs[0])
-      g[0] = sum_to(ta ? (tb ? matmul(b, dy, true, true) : matmul(b, dy, false, true))
-                       : (tb ? matmul(dy, b) : matmul(dy, b, false, true)),
-                    a.shape());
+      g[0] = ta ? (tb ? product_gradient(0, a.shape(), b, dy, true, true) : product_gradient(0, a.shape(), b, dy, false, true))
+                : (tb ? product_gradient(0, a.shape(), dy, b, false, false) : product_gradient(0, a.shape(), dy, b, false, true));
     if (needs[1])
-      g[1] = sum_to(tb ? (ta ? matmul(dy, a, true, true) : matmul(dy, a, true, false))
-                       : (ta ? matmul(a, dy) : matmul(a, dy, true, false)),
-                    b.shape());
+      g[1] = tb ? (ta ? product_gradient(1, b.shape(), dy, a, true, true) : product_gradient(1, b.shape(), dy, a, true, false))
+                : (ta ? product_gradient(1, b.shape(), a, dy, false, false) : product_gradient(1, b.shape(), a, dy, true, false));
     return g;
   });
 }

@@ -11,7 +11,17 @@ namespace lockstep {
 namespace {
 thread_local GradientTape* t_innermost = nullptr;
 thread_local bool t_no_grad = false;
+thread_local bool t_to_destinations = false;
+// The destinations of the inputs of the backward function running now (GradientTape::gradient sets them).
+thread_local const std::vector<Tensor>* t_destinations = nullptr;
 }  // namespace
+
+namespace detail {
+const Tensor& gradient_destination(size_t input) {
+  static const Tensor none;
+  return t_destinations && input < t_destinations->size() ? (*t_destinations)[input] : none;
+}
+}  // namespace detail
 
 GradientTape::GradientTape(GradientTapeOptions options) : options_(options), outer_(t_innermost) {
   t_innermost = this;
@@ -137,6 +147,25 @@ std::vector<Tensor> GradientTape::gradient_impl(const Tensor& target, const std:
       if (variables[i]) variables[i]->run_gradient_hooks(g->second);
   };
   if (!consumers.count(target.id())) finished(target.id());
+  // Under GradientsToDestinations: for each input of entry `e` that is a source variable whose gradient `e`
+  // completes alone (its last consumer, nothing accumulated for it yet), the memory the variable names for it.
+  auto destinations_of = [&](const Entry& e, const std::vector<bool>& needs) {
+    std::vector<Tensor> found(e.inputs.size());
+    bool any = false;
+    for (size_t j = 0; j < e.inputs.size(); ++j) {
+      const int64_t id = e.inputs[j];
+      auto s = source_at.find(id);
+      if (!needs[j] || s == source_at.end() || consumers[id] != 1 || grads.count(id)) continue;
+      for (size_t i : s->second) {
+        if (!variables[i]) continue;
+        found[j] = variables[i]->gradient_destination();
+        break;
+      }
+      any = any || found[j].defined();
+    }
+    if (!any) found.clear();
+    return found;
+  };
 
   for (size_t i = entries_.size(); i-- > 0;) {
     if (!relevant[i]) continue;
@@ -146,7 +175,17 @@ std::vector<Tensor> GradientTape::gradient_impl(const Tensor& target, const std:
       if (!source_at.count(e.output)) grads.erase(g);  // no longer needed: free it early
       std::vector<bool> needs(e.inputs.size());
       for (size_t j = 0; j < e.inputs.size(); ++j) needs[j] = needed.count(e.inputs[j]) > 0;
-      std::vector<Tensor> dx = e.backward(dy, needs);
+      std::vector<Tensor> destinations;
+      if (t_to_destinations) destinations = destinations_of(e, needs);
+      t_destinations = destinations.empty() ? nullptr : &destinations;
+      std::vector<Tensor> dx;
+      try {
+        dx = e.backward(dy, needs);
+      } catch (...) {
+        t_destinations = nullptr;
+        throw;
+      }
+      t_destinations = nullptr;
       for (size_t j = 0; j < e.inputs.size() && j < dx.size(); ++j) {
         if (!dx[j].defined() || !needed.count(e.inputs[j])) continue;
         auto [slot, fresh] = grads.try_emplace(e.inputs[j], dx[j]);
@@ -173,6 +212,9 @@ GradientTape::StopRecording::StopRecording(GradientTape& tape) : tape_(tape), wa
   tape.recording_ = false;
 }
 GradientTape::StopRecording::~StopRecording() { tape_.recording_ = was_recording_; }
+
+GradientsToDestinations::GradientsToDestinations() : previous_(t_to_destinations) { t_to_destinations = true; }
+GradientsToDestinations::~GradientsToDestinations() { t_to_destinations = previous_; }
 
 NoGradGuard::NoGradGuard() : previous_(t_no_grad) { t_no_grad = true; }
 NoGradGuard::~NoGradGuard() { t_no_grad = previous_; }

@@ -26,8 +26,9 @@ struct Variable::Impl {
   bool trainable;
   int64_t id;
   Tensor value;
-  std::mutex hooks_mutex;
+  std::mutex hooks_mutex;  // guards hooks and destination
   std::map<int, GradientHook> hooks;
+  GradientDestination destination;
   int next_hook = 0;
 };
 
@@ -82,6 +83,20 @@ void Variable::assign_add(const Tensor& delta) const {
 
 void Variable::assign_sub(const Tensor& delta) const {
   assign(raw_ops::binary(raw_ops::BinaryOp::sub, value(), delta));
+}
+
+void Variable::set_gradient_destination(GradientDestination destination) const {
+  std::lock_guard lock(impl_->hooks_mutex);
+  impl_->destination = std::move(destination);
+}
+
+Tensor Variable::gradient_destination() const {
+  GradientDestination destination;
+  {
+    std::lock_guard lock(impl_->hooks_mutex);
+    destination = impl_->destination;
+  }
+  return destination ? destination(*this) : Tensor();
 }
 
 int Variable::add_gradient_hook(GradientHook hook) const {

@@ -157,6 +157,7 @@ std::vector<Model::ReplicaOutputRef> Model::run_step(const std::vector<data::Bat
       std::vector<Tensor> grads;
       {
         GradientTape tape;
+        GradientsToDestinations into_buckets;  // the gradients go to apply_gradients unread
         out.y_pred = (*this)(b.x, {.training = true});
         loss = (*s_->loss)(b.y, out.y_pred, b.sample_weight);
         std::vector<Tensor> reg = losses();

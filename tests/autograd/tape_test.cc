@@ -155,6 +155,42 @@ TEST(Variable, HookCanChangeTheGradientInPlace) {
   EXPECT_EQ(tape.gradient(loss, std::vector<Variable>{w})[0].to_vector<double>(), (std::vector<double>{1, 1}));
 }
 
+// A matrix product's weight gradient, written straight into the variable's gradient destination under
+// GradientsToDestinations (the same bits as computed on its own), and only there: not without the scope, and not
+// for a variable whose gradient adds up over two uses.
+TEST(Variable, GradientGoesIntoItsDestinationOnlyWhenAskedAndComputedAlone) {
+  Philox rng(3);
+  const Tensor x = random_uniform({4, 3}, rng);
+  Variable w(random_uniform({3, 2}, rng)), u(random_uniform({3, 2}, rng));
+  Tensor w_place = zeros(Shape{3, 2}, DType::float32), u_place = zeros(Shape{3, 2}, DType::float32);
+  int asked = 0;
+  w.set_gradient_destination([&](const Variable&) { return ++asked, w_place; });
+  u.set_gradient_destination([&](const Variable&) { return u_place; });
+  auto loss_of = [&] { return reduce_sum(matmul(x, w) * 2.0f) + reduce_sum(matmul(x, u) + matmul(x, u)); };
+  std::vector<Tensor> plain;
+  {
+    GradientTape tape;
+    plain = tape.gradient(loss_of(), std::vector<Variable>{w, u});
+  }
+  EXPECT_EQ(asked, 0) << "asked for a destination outside GradientsToDestinations";
+  std::vector<Tensor> placed;
+  {
+    GradientTape tape;
+    GradientsToDestinations into_destinations;
+    placed = tape.gradient(loss_of(), std::vector<Variable>{w, u});
+  }
+  EXPECT_EQ(asked, 1);
+  EXPECT_EQ(placed[0].storage(), w_place.storage()) << "w's gradient was not written into its destination";
+  EXPECT_EQ(w_place.to_vector<float>(), plain[0].to_vector<float>());
+  EXPECT_NE(placed[1].storage(), u_place.storage()) << "u's gradient adds two products: it has no single writer";
+  EXPECT_EQ(u_place.to_vector<float>(), std::vector<float>(6, 0.0f));
+  EXPECT_EQ(placed[1].to_vector<float>(), plain[1].to_vector<float>());
+  w.set_gradient_destination({});
+  GradientTape tape;
+  GradientsToDestinations into_destinations;
+  EXPECT_NE(tape.gradient(loss_of(), std::vector<Variable>{w})[0].storage(), w_place.storage());
+}
+
 TEST(GradientTape, ImageInputGradientIsNotComputedWhenNotWanted) {
   // Only the filters are watched: conv2d's backward must not be asked for the input's gradient.
   Philox rng(1);

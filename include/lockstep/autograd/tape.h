@@ -101,6 +101,30 @@ class GradientTape {
   friend class NoGradGuard;
 };
 
+// While one lives on this thread, GradientTape::gradient lets the op that computes a variable's final gradient write
+// it straight into the memory the variable's gradient destination names (Variable::set_gradient_destination: a
+// distribution strategy's gradient bucket) instead of a tensor of its own, where that op can (a matrix product
+// today). The gradients gradient() returns then alias that memory, which the strategy reduces in place while
+// backward goes on: for code that hands them on unread (Keras' train step). Without one, every gradient is the
+// tape's own tensor, as TF's are.
+class GradientsToDestinations {
+ public:
+  GradientsToDestinations();
+  ~GradientsToDestinations();
+  GradientsToDestinations(const GradientsToDestinations&) = delete;
+  GradientsToDestinations& operator=(const GradientsToDestinations&) = delete;
+
+ private:
+  bool previous_;
+};
+
+namespace detail {
+// For a backward function: where it may write the gradient of its `input`-th input (a tensor of that input's
+// shape and dtype), or an undefined tensor. Defined only inside GradientTape::gradient's call of the backward
+// function of a source variable's last consumer, under GradientsToDestinations.
+const Tensor& gradient_destination(size_t input);
+}  // namespace detail
+
 // No tape records while a NoGradGuard lives on this thread (inference, optimizer updates).
 class NoGradGuard {
  public:

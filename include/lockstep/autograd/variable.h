@@ -42,6 +42,12 @@ class Variable {
   void assign_add(const Tensor& delta) const;
   void assign_sub(const Tensor& delta) const;
 
+  // Where this variable's gradient may be written by the backward pass (see GradientsToDestinations): the memory
+  // for the calling thread, or an undefined tensor. One per variable; an empty function removes it.
+  using GradientDestination = std::function<Tensor(const Variable&)>;
+  void set_gradient_destination(GradientDestination destination) const;
+  Tensor gradient_destination() const;
+
   int add_gradient_hook(GradientHook hook) const;
   void remove_gradient_hook(int handle) const;
   void run_gradient_hooks(const Tensor& gradient) const;

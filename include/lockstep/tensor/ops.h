@@ -80,8 +80,10 @@ Tensor one_hot(const Tensor& indices, int64_t depth, double on_value = 1, double
 Tensor pad_slice_grad(const Tensor& dy, const Shape& x_shape, const std::vector<int64_t>& begin);
 
 // ---- linear algebra and neural-network kernels (float32 on oneDNN; float64 on reference kernels) ----
-// op(a) @ op(b) over the last two axes; leading (batch) axes broadcast. Ranks >= 2.
-Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false);
+// op(a) @ op(b) over the last two axes; leading (batch) axes broadcast. Ranks >= 2. Written into `into` when it is
+// given (contiguous, of the product's shape, dtype and device; else InvalidArgumentError), which is returned.
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false,
+              const Tensor& into = Tensor());
 
 enum class Padding { valid, same };
 Padding padding_from_name(const std::string& name);  // "valid"/"same", any case

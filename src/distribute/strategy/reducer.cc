@@ -35,13 +35,17 @@ GradientReducer::~GradientReducer() {
     r->cv.notify_all();
     if (r->thread.joinable()) r->thread.join();
   }
-  for (auto& [v, handle] : hooks_) v.remove_gradient_hook(handle);
+  for (auto& [v, handle] : hooks_) {
+    v.remove_gradient_hook(handle);
+    v.set_gradient_destination({});
+  }
 }
 
 void GradientReducer::watch(const Variable& v) {
   std::lock_guard lock(layout_mutex_);
   watched_.push_back(v);
   hooks_.emplace_back(v, v.add_gradient_hook([this](const Variable& var, const Tensor& g) { on_gradient(var, g); }));
+  v.set_gradient_destination([this](const Variable& var) { return destination(var); });
 }
 
 void GradientReducer::ensure_layout() {
@@ -138,23 +142,39 @@ void GradientReducer::launch(Replica& r, size_t bucket) {
   r.cv.notify_all();
 }
 
+Tensor GradientReducer::place(const Replica& r, const Slot& slot) const {
+  const Tensor& bucket = r.buffers[slot.bucket];
+  return Tensor(bucket.storage(), slot.shape, slot.shape.strides(), static_cast<int64_t>(slot.offset), DType::float32);
+}
+
 void GradientReducer::fill(Replica& r, int64_t variable_id, const Tensor& g) {
   auto slot = slots_.find(variable_id);
   if (slot == slots_.end() || r.filled[variable_id] || r.launched[slot->second.bucket]) return;
   LS_CHECK(g.shape() == slot->second.shape, InvalidArgumentError, "gradient of shape ", g.shape().str(),
            " for a variable of shape ", slot->second.shape.str());
-  const Tensor& bucket = r.buffers[slot->second.bucket];
-  const Tensor place(bucket.storage(), g.shape(), g.shape().strides(), static_cast<int64_t>(slot->second.offset),
-                     DType::float32);
-  place.copy_from(raw_ops::cast(g, DType::float32));
+  const Tensor into = place(r, slot->second);
+  const bool written_there = g.storage() == into.storage() && g.offset() == into.offset() && g.is_contiguous();
+  if (!written_there) into.copy_from(raw_ops::cast(g, DType::float32));
   r.filled[variable_id] = true;
   if (--r.remaining[slot->second.bucket] == 0) launch(r, slot->second.bucket);
 }
 
-void GradientReducer::on_gradient(const Variable& v, const Tensor& g) {
-  if (!in_replica_context() || &get_strategy() != &strategy_ || strategy_.num_replicas_in_sync() == 1) return;
+GradientReducer::Replica* GradientReducer::current_replica() {
+  if (!in_replica_context() || &get_strategy() != &strategy_ || strategy_.num_replicas_in_sync() == 1) return nullptr;
   ensure_layout();
-  fill(*replicas_[static_cast<size_t>(replica_id_in_sync_group())], v.unique_id(), g);
+  return replicas_[static_cast<size_t>(replica_id_in_sync_group())].get();
+}
+
+void GradientReducer::on_gradient(const Variable& v, const Tensor& g) {
+  if (Replica* r = current_replica()) fill(*r, v.unique_id(), g);
+}
+
+Tensor GradientReducer::destination(const Variable& v) {
+  Replica* r = current_replica();
+  if (!r || v.dtype() != DType::float32) return Tensor();
+  auto slot = slots_.find(v.unique_id());
+  if (slot == slots_.end() || r->filled[v.unique_id()] || r->launched[slot->second.bucket]) return Tensor();
+  return place(*r, slot->second);
 }
 
 std::vector<Tensor> GradientReducer::finalize(int replica, const std::vector<Tensor>& gradients,

@@ -49,6 +49,8 @@ class ReplicaPool {
 // produced all of its gradients (variables' gradient hooks), on a communication thread per replica, so
 // communication overlaps the rest of backward. Buckets are filled and launched in the same order on every
 // replica and worker because every replica runs the same model; each bucket's collectives carry its own tag.
+// Each variable names its place in the replica's bucket as its gradient destination, so that under
+// GradientsToDestinations backward writes the gradient there and no copy is made.
 class GradientReducer {
  public:
   explicit GradientReducer(Strategy& strategy);
@@ -70,6 +72,12 @@ class GradientReducer {
   };
   struct Replica;
   void on_gradient(const Variable& v, const Tensor& g);
+  // The calling replica's place for v's gradient in its bucket, while it may still be written (the variable's
+  // gradient destination), else an undefined tensor.
+  Tensor destination(const Variable& v);
+  // The replica is this strategy's, in a step with more than one replica: its gradients go into its buckets.
+  Replica* current_replica();
+  Tensor place(const Replica& r, const Slot& slot) const;
   void ensure_layout();
   void fill(Replica& r, int64_t variable_id, const Tensor& g);
   void launch(Replica& r, size_t bucket);
