@@ -48,6 +48,7 @@ struct Case {
   int backup_freq;    // 0: "epoch"
   bool restores;      // a save is surely durable before the fault (else the restart may begin from scratch)
   const char* what;
+  const char* collective = "";  // LOCKSTEP_COLLECTIVE ("": the default, shared memory on one host)
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.what; }
@@ -63,7 +64,9 @@ TEST_P(Recovery, EndsWithTheWeightsOfAnUninterruptedRun) {
   const std::string freq = c.backup_freq > 0 ? std::to_string(c.backup_freq) : "epoch";
   Result r = run_lockstep(args(c.loop) + " --max-restarts 3 --backup-dir " + backup + " --backup-freq " + freq +
                               " --metrics-out " + metrics,
-                          "LOCKSTEP_FAULT_INJECT=" + c.fault, 240);
+                          "LOCKSTEP_FAULT_INJECT=" + c.fault +
+                              (*c.collective ? std::string(" LOCKSTEP_COLLECTIVE=") + c.collective : ""),
+                          240);
   ASSERT_EQ(r.code, 0) << c.what << "\n" << r.err;
   const json got = json::parse(read_all(metrics));
   EXPECT_EQ(got["restarts"], 1) << r.err;
@@ -88,9 +91,15 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"fit", "term:1:6", 0, true, "fit: SIGTERM to the non-chief saves at the next step and restarts"},
                       Case{"ctl", "kill:1:13", 5, true, "custom loop: non-chief killed mid-epoch"},
                       Case{"ctl", "kill:0:10", 5, false, "custom loop: chief killed during the asynchronous save"},
-                      Case{"ctl", "term:0:9", 0, true, "custom loop: SIGTERM to the chief"}),
+                      Case{"ctl", "term:0:9", 0, true, "custom loop: SIGTERM to the chief"},
+                      // The network backend (UCX over TCP, what workers on different hosts use) learns of the
+                      // killed peer from its broken connection.
+                      Case{"fit", "kill:1:11", 4, true, "fit over the network: non-chief killed mid-epoch", "ring"},
+                      Case{"ctl", "kill:0:10", 5, false, "custom loop over the network: chief killed during a save",
+                           "ring"}),
     [](const auto& info) {
-      std::string name = info.param.loop + "_" + info.param.fault;
+      std::string name = info.param.loop + "_" + info.param.fault + (*info.param.collective ? "_" : "") +
+                         info.param.collective;
       for (char& ch : name)
         if (ch == ':') ch = '_';
       return name;
