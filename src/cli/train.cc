@@ -512,6 +512,7 @@ std::pair<Tensor, Tensor> CustomLoop::replica_step(const data::Batch& b) {
   std::vector<Tensor> reg = model_.losses();
   if (!reg.empty()) loss = loss + nn::scale_regularization_loss(add_n(reg));
   std::vector<Variable> vars = model_.trainable_variables();
+  GradientsToDestinations into_buckets;  // the gradients go to apply_gradients unread
   optimizer_->apply_gradients(tape.gradient(loss, vars), vars);
   return {loss, stop_gradient(logits)};
 }
