@@ -189,11 +189,13 @@ bool scalar(const std::string& name, double data, int64_t step, SummaryWriter* w
 }
 
 bool histogram(const std::string& name, const Tensor& data, int64_t step, SummaryWriter* writer, int buckets) {
+  LS_CHECK(buckets >= 0, InvalidArgumentError, "summary histogram '", name, "': buckets must be 0 or more, got ",
+           buckets);
   writer = resolve(writer);
   if (!writer) return false;
   std::vector<double> values = data.to_vector<double>();
   std::erase_if(values, [](double v) { return std::isnan(v); });
-  const size_t k = static_cast<size_t>(std::max(buckets, 0));
+  const size_t k = static_cast<size_t>(buckets);
   std::vector<double> rows(k * 3, 0.0);  // (left, right, count) per bucket
   if (!values.empty() && k > 0) {
     const auto [lo, hi] = std::minmax_element(values.begin(), values.end());

@@ -132,6 +132,8 @@ TEST_F(Summary, HistogramEdgeCasesFollowTensorFlow) {
   EXPECT_EQ(total, 10);
   EXPECT_EQ(rows[0], 0);
   EXPECT_EQ(rows[89 - 1], 9);
+  EXPECT_THROW(histogram("negative", from_vector<float>({1}, {1}), 0, &writer, -1), InvalidArgumentError);
+  EXPECT_EQ(summaries(writer.path()).size(), 5u) << "a refused histogram writes nothing";
 }
 
 TEST_F(Summary, WithoutAWriterNothingIsWrittenAndTheDefaultWriterIsScoped) {

@@ -75,7 +75,8 @@ bool scalar(const std::string& name, double data, int64_t step, SummaryWriter* w
 // The values of `data` (any shape and dtype) in `buckets` equal-width buckets between their minimum and maximum,
 // as TF's tf.summary.histogram computes them: a float64 [buckets, 3] tensor of (left edge, right edge, count)
 // rows for the "histograms" and "distributions" dashboards. All values equal: every edge is that value and the
-// last bucket counts them all; no values: all zeros. NaNs are not counted.
+// last bucket counts them all; no values: all zeros. NaNs are not counted. buckets < 0: InvalidArgumentError (TF
+// fails making a tensor of that many rows).
 bool histogram(const std::string& name, const Tensor& data, int64_t step, SummaryWriter* writer = nullptr,
                int buckets = 30);
 
