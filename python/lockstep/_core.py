@@ -153,11 +153,25 @@ def fill(dims, value, name=None, layout=None):
     return _ops.fill(list(dims), value, None)
 
 
+def _range_dtype(value):
+    """The dtype TF's range gives an argument: a tensor's or NumPy value's own, else float32 or int32."""
+    if hasattr(value, "dtype"):
+        return _dtypes.as_dtype(value.dtype)
+    return _dtypes.float32 if isinstance(value, float) else _dtypes.int32
+
+
 def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001
     if limit is None:
         start, limit = 0, start
-    if dtype is None:
-        dtype = _dtypes.float32 if any(isinstance(v, float) for v in (start, limit, delta)) else _dtypes.int32
+    if dtype is None:  # as TF: the widest of the arguments' dtypes in this order
+        order = [getattr(_dtypes, n) for n in ("int32", "int64", "float16", "bfloat16", "float32", "float64")
+                 if hasattr(_dtypes, n)]
+        found = [_range_dtype(v) for v in (start, limit, delta)]
+        for d in found:
+            if d not in order:
+                raise TypeError(f"range: arguments of dtype {d.name} are not supported; use one of "
+                                f"{', '.join(o.name for o in order)}")
+        dtype = max(found, key=order.index)
     return _ops.range(float(start), float(limit), float(delta), _dtypes.as_dtype(dtype)._lockstep_dtype)
 
 

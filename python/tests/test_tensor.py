@@ -18,6 +18,18 @@ def test_constant_follows_tensorflows_dtype_rules():
     assert tf.dtypes.int64 is tf.int64 and tf.as_dtype("float32") is tf.float32 and tf.float32 == np.float32
 
 
+def test_range_takes_the_widest_dtype_of_its_arguments_as_tensorflow():
+    assert tf.range(3).dtype == tf.int32
+    assert tf.range(0.5, 2).dtype == tf.float32
+    assert tf.range(tf.constant(5, dtype=tf.int64)).dtype == tf.int64
+    assert tf.range(np.int64(1), 4).dtype == tf.int64
+    assert tf.range(1, tf.constant(4.0, dtype=tf.float64)).dtype == tf.float64
+    assert tf.range(5, dtype=tf.float32).dtype == tf.float32
+    assert list(tf.range(tf.constant(1, dtype=tf.int64), 7, 2).numpy()) == [1, 3, 5]
+    with pytest.raises(TypeError, match="bool"):
+        tf.range(tf.constant(True))
+
+
 def test_numpy_is_a_view_of_a_contiguous_tensor_and_a_copy_of_a_variable():
     t = tf.constant(np.arange(6, dtype=np.float32).reshape(2, 3))
     a, b = t.numpy(), t.numpy()
