@@ -313,11 +313,9 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
     // TF's rules: with C = op(A) op(B), dA and dB are products of dy with the other operand.
     Grads g(2);
     if (needs[0])
-      g[0] = ta ? (tb ? product_gradient(0, a.shape(), b, dy, true, true) : product_gradient(0, a.shape(), b, dy, false, true))
-                : (tb ? product_gradient(0, a.shape(), dy, b, false, false) : product_gradient(0, a.shape(), dy, b, false, true));
+      g[0] = ta ? product_gradient(0, a.shape(), b, dy, tb, true) : product_gradient(0, a.shape(), dy, b, false, !tb);
     if (needs[1])
-      g[1] = tb ? (ta ? product_gradient(1, b.shape(), dy, a, true, true) : product_gradient(1, b.shape(), dy, a, true, false))
-                : (ta ? product_gradient(1, b.shape(), a, dy, false, false) : product_gradient(1, b.shape(), a, dy, true, false));
+      g[1] = tb ? product_gradient(1, b.shape(), dy, a, true, ta) : product_gradient(1, b.shape(), a, dy, !ta, false);
     return g;
   });
 }

@@ -177,15 +177,11 @@ std::vector<Tensor> GradientTape::gradient_impl(const Tensor& target, const std:
       for (size_t j = 0; j < e.inputs.size(); ++j) needs[j] = needed.count(e.inputs[j]) > 0;
       std::vector<Tensor> destinations;
       if (t_to_destinations) destinations = destinations_of(e, needs);
-      t_destinations = destinations.empty() ? nullptr : &destinations;
-      std::vector<Tensor> dx;
-      try {
-        dx = e.backward(dy, needs);
-      } catch (...) {
-        t_destinations = nullptr;
-        throw;
-      }
-      t_destinations = nullptr;
+      struct Offered {  // the destinations, for this backward function only
+        explicit Offered(const std::vector<Tensor>& d) { t_destinations = d.empty() ? nullptr : &d; }
+        ~Offered() { t_destinations = nullptr; }
+      } offered(destinations);
+      std::vector<Tensor> dx = e.backward(dy, needs);
       for (size_t j = 0; j < e.inputs.size() && j < dx.size(); ++j) {
         if (!dx[j].defined() || !needed.count(e.inputs[j])) continue;
         auto [slot, fresh] = grads.try_emplace(e.inputs[j], dx[j]);
