@@ -149,21 +149,23 @@ std::vector<Tensor> GradientTape::gradient_impl(const Tensor& target, const std:
   if (!consumers.count(target.id())) finished(target.id());
   // Under GradientsToDestinations: for each input of entry `e` that is a source variable whose gradient `e`
   // completes alone (its last consumer, nothing accumulated for it yet), the memory the variable names for it.
+  // Empty when there is none (most entries: nothing is allocated for them).
   auto destinations_of = [&](const Entry& e, const std::vector<bool>& needs) {
-    std::vector<Tensor> found(e.inputs.size());
-    bool any = false;
+    std::vector<Tensor> found;
     for (size_t j = 0; j < e.inputs.size(); ++j) {
       const int64_t id = e.inputs[j];
       auto s = source_at.find(id);
       if (!needs[j] || s == source_at.end() || consumers[id] != 1 || grads.count(id)) continue;
       for (size_t i : s->second) {
         if (!variables[i]) continue;
-        found[j] = variables[i]->gradient_destination();
+        Tensor destination = variables[i]->gradient_destination();
+        if (destination.defined()) {
+          found.resize(e.inputs.size());
+          found[j] = std::move(destination);
+        }
         break;
       }
-      any = any || found[j].defined();
     }
-    if (!any) found.clear();
     return found;
   };
 

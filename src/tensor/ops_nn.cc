@@ -92,17 +92,26 @@ Padding padding_from_name(const std::string& name) {
   throw ValueError(make_message("unknown padding '", name, "': use \"valid\" or \"same\""));
 }
 
+// An op's result: `into` when given (checked to be contiguous, of `shape`, `dtype` and `device`), else a new tensor.
+static Tensor result_tensor(const char* op, const Tensor& into, const Shape& shape, DType dtype, Device device) {
+  if (!into.defined()) return Tensor::empty(shape, dtype, device);
+  LS_CHECK(into.shape() == shape && into.dtype() == dtype && into.device() == device && into.is_contiguous(),
+           InvalidArgumentError, op, ": the output given is ", into.shape().str(), " ", dtype_name(into.dtype()), " on ",
+           into.device().str(), into.is_contiguous() ? "" : " (not contiguous)", ", the result is ", shape.str(), " ",
+           dtype_name(dtype), " on ", device.str());
+  return into;
+}
+
 Tensor matmul(const Tensor& a_host, const Tensor& b_host, bool ta, bool tb, const Tensor& into) {
   const Device device = detail::op_device({&a_host, &b_host});
   const Tensor a_in = a_host.to(device), b_in = b_host.to(device);
   if (device.is_gpu() && a_in.dtype() == DType::bfloat16 && b_in.dtype() == DType::bfloat16) {
-    Tensor product = narrow(matmul(widen(a_in), widen(b_in), ta, tb));  // products of bfloat16 are exact in float32
+    // Products of bfloat16 are exact in float32.
+    const Tensor product = narrow(matmul(widen(a_in), widen(b_in), ta, tb));
     if (!into.defined()) return product;
-    LS_CHECK(into.shape() == product.shape() && into.dtype() == product.dtype() && into.device() == device,
-             InvalidArgumentError, "matmul: the output given is ", into.shape().str(), ", the product is ",
-             product.shape().str());
-    into.copy_from(product);
-    return into;
+    const Tensor out = result_tensor("matmul", into, product.shape(), product.dtype(), device);
+    out.copy_from(product);
+    return out;
   }
   LS_CHECK(a_in.rank() >= 2 && b_in.rank() >= 2, InvalidArgumentError, "matmul needs tensors of rank >= 2, got ",
            a_in.shape().str(), " and ", b_in.shape().str());
@@ -147,13 +156,7 @@ Tensor matmul(const Tensor& a_host, const Tensor& b_host, bool ta, bool tb, cons
   out_dims.push_back(m);
   out_dims.push_back(n);
   cpu::MatmulShape s{batch.numel(), m, n, k, ta, tb, sa, sb};
-  if (into.defined())
-    LS_CHECK(into.shape() == Shape(out_dims) && into.dtype() == a.dtype() && into.device() == device &&
-                 into.is_contiguous(),
-             InvalidArgumentError, "matmul: the output given is ", into.shape().str(), " ", dtype_name(into.dtype()),
-             " on ", into.device().str(), into.is_contiguous() ? "" : " (not contiguous)", ", the product is ",
-             Shape(out_dims).str(), " ", dtype_name(a.dtype()), " on ", device.str());
-  Tensor out = into.defined() ? into : Tensor::empty(Shape(out_dims), a.dtype(), device);
+  Tensor out = result_tensor("matmul", into, Shape(out_dims), a.dtype(), device);
 #if LOCKSTEP_WITH_CUDA
   if (detail::run_on_gpu(device)) {
     visit_float("matmul", a, [&](auto v) {

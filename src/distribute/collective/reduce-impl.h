@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -151,9 +152,10 @@ void divide_elements(void* data, size_t n, int size) {
   }
 }
 
-// Calls f(T{}) for the dtypes collectives reduce; anything else is an InvalidArgumentError naming `what`.
+// Calls f(T{}) for the dtypes collectives reduce; anything else is an InvalidArgumentError naming `what` (a view:
+// no string is made on the way of every all-reduce).
 template <typename F>
-decltype(auto) visit_reducible(DType dtype, const std::string& what, F&& f) {
+decltype(auto) visit_reducible(DType dtype, std::string_view what, F&& f) {
   switch (dtype) {
     case DType::float32:
       return f(float{});

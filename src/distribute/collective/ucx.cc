@@ -692,7 +692,8 @@ std::unique_ptr<Communicator> make_network_communicator(KeyValueStore& store, in
                                                         const NetworkOptions& options) {
   LS_CHECK(size >= 1 && size < (1 << 16), ValueError, "network communicator size must be in [1, 65535], got ", size);
   detail::check_rendezvous(options, rank, size, "NetworkOptions");
-  auto communicator = std::make_unique<UcxCommunicator>(rank, size, options, Medium{true, interface_of(options.hostname)});
+  auto communicator =
+      std::make_unique<UcxCommunicator>(rank, size, options, Medium{true, interface_of(options.hostname)});
   communicator->connect(store, options);
   return communicator;
 }

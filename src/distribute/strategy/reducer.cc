@@ -10,10 +10,11 @@ namespace lockstep::distribute {
 struct GradientReducer::Replica {
   int index = 0;
   std::vector<Tensor> buffers;  // float32, one per bucket; finalize returns views of them
+  std::vector<Tensor> places;   // by slot index: each variable's view of its bucket, made once per layout
   std::vector<bfloat16> wire;  // a bucket as sent under GradientCompression::BFLOAT16
   std::vector<int> remaining;
   std::vector<bool> launched;
-  std::unordered_map<int64_t, bool> filled;
+  std::vector<bool> filled;  // by slot index
   // The communication thread and its queue of buckets to all-reduce.
   std::mutex mutex;
   std::condition_variable cv;
@@ -63,7 +64,7 @@ void GradientReducer::ensure_layout() {
       bucket_elements_.push_back(0);
       bucket_variables_.push_back(0);
     }
-    slots_[it->unique_id()] = {bucket_elements_.size() - 1, bucket_elements_.back(), it->shape()};
+    slots_[it->unique_id()] = {slots_.size(), bucket_elements_.size() - 1, bucket_elements_.back(), it->shape()};
     bucket_elements_.back() += static_cast<size_t>(n);
     ++bucket_variables_.back();
   }
@@ -83,8 +84,11 @@ void GradientReducer::ensure_layout() {
     for (size_t b = 0; b < bucket_elements_.size(); ++b)
       r->buffers.push_back(
           Tensor::empty(Shape({static_cast<int64_t>(bucket_elements_[b])}), DType::float32, strategy_.device()));
-    r->remaining = bucket_variables_;
-    r->launched.assign(bucket_elements_.size(), false);
+    r->places.resize(slots_.size());
+    for (const auto& [id, slot] : slots_)
+      r->places[slot.index] = Tensor(r->buffers[slot.bucket].storage(), slot.shape, slot.shape.strides(),
+                                     static_cast<int64_t>(slot.offset), DType::float32);
+    start_step(*r);
     Replica* raw = r.get();
     r->thread = std::thread([this, raw] {
       for (;;) {
@@ -142,21 +146,18 @@ void GradientReducer::launch(Replica& r, size_t bucket) {
   r.cv.notify_all();
 }
 
-Tensor GradientReducer::place(const Replica& r, const Slot& slot) const {
-  const Tensor& bucket = r.buffers[slot.bucket];
-  return Tensor(bucket.storage(), slot.shape, slot.shape.strides(), static_cast<int64_t>(slot.offset), DType::float32);
-}
-
 void GradientReducer::fill(Replica& r, int64_t variable_id, const Tensor& g) {
-  auto slot = slots_.find(variable_id);
-  if (slot == slots_.end() || r.filled[variable_id] || r.launched[slot->second.bucket]) return;
-  LS_CHECK(g.shape() == slot->second.shape, InvalidArgumentError, "gradient of shape ", g.shape().str(),
-           " for a variable of shape ", slot->second.shape.str());
-  const Tensor into = place(r, slot->second);
+  auto found = slots_.find(variable_id);
+  if (found == slots_.end()) return;
+  const Slot& slot = found->second;
+  if (r.filled[slot.index] || r.launched[slot.bucket]) return;
+  LS_CHECK(g.shape() == slot.shape, InvalidArgumentError, "gradient of shape ", g.shape().str(),
+           " for a variable of shape ", slot.shape.str());
+  const Tensor& into = r.places[slot.index];
   const bool written_there = g.storage() == into.storage() && g.offset() == into.offset() && g.is_contiguous();
   if (!written_there) into.copy_from(raw_ops::cast(g, DType::float32));
-  r.filled[variable_id] = true;
-  if (--r.remaining[slot->second.bucket] == 0) launch(r, slot->second.bucket);
+  r.filled[slot.index] = true;
+  if (--r.remaining[slot.bucket] == 0) launch(r, slot.bucket);
 }
 
 GradientReducer::Replica* GradientReducer::current_replica() {
@@ -172,9 +173,9 @@ void GradientReducer::on_gradient(const Variable& v, const Tensor& g) {
 Tensor GradientReducer::destination(const Variable& v) {
   Replica* r = current_replica();
   if (!r || v.dtype() != DType::float32) return Tensor();
-  auto slot = slots_.find(v.unique_id());
-  if (slot == slots_.end() || r->filled[v.unique_id()] || r->launched[slot->second.bucket]) return Tensor();
-  return place(*r, slot->second);
+  auto found = slots_.find(v.unique_id());
+  if (found == slots_.end() || r->filled[found->second.index] || r->launched[found->second.bucket]) return Tensor();
+  return r->places[found->second.index];
 }
 
 std::vector<Tensor> GradientReducer::finalize(int replica, const std::vector<Tensor>& gradients,
@@ -189,7 +190,8 @@ std::vector<Tensor> GradientReducer::finalize(int replica, const std::vector<Ten
   }
   // Variables of this strategy without a gradient this step contribute zeros, as on every other replica.
   for (const Variable& v : watched_)
-    if (!r.filled[v.unique_id()]) fill(r, v.unique_id(), zeros(v.shape(), DType::float32, strategy_.device()));
+    if (!r.filled[slots_.at(v.unique_id()).index])
+      fill(r, v.unique_id(), zeros(v.shape(), DType::float32, strategy_.device()));
   {
     std::unique_lock l(r.mutex);
     r.cv.wait(l, [&] { return r.done == bucket_elements_.size() || r.error; });
@@ -202,26 +204,21 @@ std::vector<Tensor> GradientReducer::finalize(int replica, const std::vector<Ten
   // Views of the buckets, not copies (DDP's gradient_as_bucket_view): valid until this replica's next step
   // fills the buckets again.
   std::vector<Tensor> out;
-  for (const Variable& v : variables) {
-    const Slot& s = slots_.at(v.unique_id());
-    const Tensor view(r.buffers[s.bucket].storage(), s.shape, s.shape.strides(), static_cast<int64_t>(s.offset),
-                      DType::float32);
-    out.push_back(raw_ops::cast(view, v.dtype()));
-  }
+  for (const Variable& v : variables) out.push_back(raw_ops::cast(r.places[slots_.at(v.unique_id()).index], v.dtype()));
   start_step(r);
   return out;
 }
 
 void GradientReducer::start_step(Replica& r) {
   r.done = 0;
-  r.filled.clear();
+  r.filled.assign(slots_.size(), false);
   r.remaining = bucket_variables_;
   r.launched.assign(bucket_elements_.size(), false);
 }
 
 void GradientReducer::discard_unfinalized() {
   for (auto& r : replicas_) {
-    if (r->filled.empty()) continue;  // finalize ran, or no gradient came
+    if (std::find(r->filled.begin(), r->filled.end(), true) == r->filled.end()) continue;  // finalize ran, or none came
     const auto launched = static_cast<size_t>(std::count(r->launched.begin(), r->launched.end(), true));
     std::unique_lock l(r->mutex);
     r->cv.wait(l, [&] { return r->done == launched; });  // each launched bucket ends, failed or not

@@ -66,6 +66,7 @@ class GradientReducer {
 
  private:
   struct Slot {
+    size_t index;   // of the variable in the layout: 0, 1, ... in bucket order
     size_t bucket;
     size_t offset;  // elements into the bucket
     Shape shape;
@@ -77,7 +78,6 @@ class GradientReducer {
   Tensor destination(const Variable& v);
   // The replica is this strategy's, in a step with more than one replica: its gradients go into its buckets.
   Replica* current_replica();
-  Tensor place(const Replica& r, const Slot& slot) const;
   void ensure_layout();
   void fill(Replica& r, int64_t variable_id, const Tensor& g);
   void launch(Replica& r, size_t bucket);
