@@ -331,6 +331,22 @@ TEST_P(CollectiveTest, CollectivesWithDifferentTagsRunConcurrently) {
 
 // ---- failures ----
 
+// A rank may finish its last collective, and close, while a peer is still in one that does not need it (a
+// broadcast whose sender is done): the peer's collective and its result stand. Every root, every late rank.
+TEST_P(CollectiveTest, ARankThatClosesAfterItsLastCollectiveFailsNoOne) {
+  for (int root = 0; root < 3; ++root) {
+    for (int late = 0; late < 3; ++late) {
+      if (late == root) continue;
+      run(3, [&](Communicator& c) {
+        if (c.rank() == late) std::this_thread::sleep_for(milliseconds(100));  // the others are done by then
+        uint64_t v = c.rank() == root ? 0x5eed0000u + static_cast<uint64_t>(root) : 0;
+        c.broadcast(&v, sizeof v, root);
+        EXPECT_EQ(v, 0x5eed0000u + static_cast<uint64_t>(root)) << "root " << root << " rank " << c.rank();
+      });
+    }
+  }
+}
+
 // Every timeout below but the first is long (a timeout that ended a call would name it: "120000 ms"), so an
 // error naming the 300 ms timeout or a lost peer shows that a broken group failed the call at once.
 TEST_P(CollectiveTest, RankThatNeverJoinsGivesDeadlineExceededWithinTheTimeout) {

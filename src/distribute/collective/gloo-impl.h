@@ -117,8 +117,8 @@ class GlooDevice final : public gloo::transport::tcp::Device {
 // pairs' state, never on the words of gloo's messages.
 int first_failed_peer(gloo::transport::Context& transport);
 
-// Watches a connected communicator: notices a connection that breaks while no collective runs, records the
-// first failure (later ones are its consequences) with the task it blames, wakes the collectives stuck on a
+// Watches a connected communicator: notices a connection that breaks while no collective runs (a peer that
+// closes cleanly says goodbye first, and is no failure), records the first failure (later ones are its consequences) with the task it blames, wakes the collectives stuck on a
 // wait gloo does not end, and closes the connections so that the peers fail at once too. Every collective
 // enters it, and after a failure every later one raises the same error.
 class Watchdog {
@@ -151,6 +151,7 @@ class Watchdog {
 
  private:
   void watch();
+  void say_goodbye();
   [[noreturn]] void refuse(std::unique_lock<std::mutex>& lock);
   Failure lost_peer(const std::string& op, const std::string& detail);
   bool any_past_deadline(Clock::time_point now) const;

@@ -15,12 +15,15 @@ namespace {
 using std::chrono::milliseconds;
 
 // Slots no collective uses (gloo's algorithms build theirs from small prefixes): the canary's, on which a recv
-// from every peer fails as soon as any connection breaks, and the one first_failed_peer posts its probes in.
+// from every peer fails as soon as any connection breaks (and completes when the peer says goodbye), and the one
+// first_failed_peer posts its probes in.
 const uint64_t kCanarySlot = gloo::Slot::build(0xff, 0);
 const uint64_t kProbeSlot = gloo::Slot::build(0xff, 1);
 constexpr milliseconds kForever = std::chrono::hours(24 * 3650);  // a wait on it that ends would break the context
 // How long collectives in flight get to fail on their own after a connection broke before being woken.
 constexpr milliseconds kWakeGrace{300};
+// How long a closing communicator waits for its goodbyes to be sent (one byte each, on live connections at once).
+constexpr milliseconds kGoodbyeTimeout{1000};
 
 }  // namespace
 
@@ -82,10 +85,13 @@ int first_failed_peer(gloo::transport::Context& transport) {
 
 Watchdog::~Watchdog() {
   if (!thread_.joinable()) return;
+  bool healthy = false;
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
+    healthy = !failure_ && !broken_;
   }
+  if (healthy) say_goodbye();
   cv_.notify_all();
   canary_->abortWaitRecv();
   thread_.join();
@@ -180,13 +186,42 @@ bool Watchdog::any_past_deadline(Clock::time_point now) const {
   return !deadlines_.empty() && *deadlines_.begin() <= now;
 }
 
-// Waits on the canary. When a connection breaks it records the failure (unless a collective already has, or
+// A communicator closing after its last collective tells each peer so on the canary's slot before its connections
+// close: the peer's canary then completes instead of failing, and a collective the peer still runs without this
+// rank (a broadcast whose sender is done) is no failure. A peer that never hears it (a crash) sees the connection
+// break. Bounded: a send that cannot finish in time is given up, and the connection closes all the same.
+void Watchdog::say_goodbye() {
+  char byte = 0;
+  auto goodbye = context_->createUnboundBuffer(&byte, 1);
+  int sent = 0;
+  for (int peer = 0; peer < peers_.size; ++peer) {
+    if (peer == peers_.rank) continue;
+    try {
+      goodbye->send(peer, kCanarySlot, 0, 1);
+      ++sent;
+    } catch (const gloo::Exception&) {
+    }  // a connection already broken: that peer has its failure
+  }
+  const auto deadline = Clock::now() + kGoodbyeTimeout;
+  try {
+    for (; sent > 0; --sent) {
+      const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+      if (left <= milliseconds(0) || !goodbye->waitSend(left)) break;
+    }
+  } catch (const gloo::Exception&) {
+  }
+}
+
+// Waits on the canary; a peer that says goodbye has left cleanly and is watched no more. When a connection
+// breaks it records the failure (unless a collective already has, or
 // will: a timeout is recorded by the collective that timed out); collectives still in flight after a grace
 // period are stuck on a wait gloo does not end, so it closes the connections and wakes them.
 void Watchdog::watch() {
   std::string what;
   try {
-    if (!canary_->waitRecv(kForever)) return;  // woken by the destructor
+    for (int watched = peers_.size - 1;; --watched) {
+      if (watched == 0 || !canary_->waitRecv(kForever)) return;  // every peer left, or woken by the destructor
+    }
   } catch (const gloo::Exception& e) {
     what = strip_location(e.what());
   }
