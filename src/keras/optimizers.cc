@@ -59,13 +59,13 @@ void Optimizer::build(const std::vector<Variable>& variables) {
 }
 
 template <typename T>
-void Optimizer::apply_one(const Tensor& gradient, const Variable& v, const Step& step) {
+void Optimizer::apply_one(const Tensor& gradient, const Variable& v, const Step& step, int part, int parts) {
   const Tensor& value = v.value();
   Tensor g = gradient.to(value.device()).contiguous();
-  LS_CHECK(value.is_contiguous(), InvalidArgumentError, "variable '", v.name(), "' is not contiguous");
   const std::vector<Tensor>& slots = slots_for(v).tensors;
   if (value.device().is_gpu()) {
 #if LOCKSTEP_WITH_CUDA
+    if (part != 0) return;  // one kernel does the whole variable
     kernels::cuda::set_device(value.device().index);
     std::array<T*, kMaxSlots> s{};
     for (size_t i = 0; i < slots.size(); ++i) s[i] = static_cast<T*>(slots[i].device_data());
@@ -76,22 +76,27 @@ void Optimizer::apply_one(const Tensor& gradient, const Variable& v, const Step&
 #endif
     return;
   }
-  T* w = value.data<T>();
-  const T* gp = g.data<T>();
+  // This part's elements, split at cache lines (16 floats) so that two parts never write one line.
+  const int64_t n = value.numel();
+  auto boundary = [&](int p) { return p == parts ? n : n * p / parts / 16 * 16; };
+  const int64_t begin = boundary(part), end = boundary(part + 1);
+  if (begin >= end) return;
+  T* w = value.data<T>() + begin;
+  const T* gp = g.data<T>() + begin;
   std::array<T*, kMaxSlots> s{};
-  for (size_t i = 0; i < slots.size(); ++i) s[i] = slots[i].data<T>();
+  for (size_t i = 0; i < slots.size(); ++i) s[i] = slots[i].data<T>() + begin;
   // Chunks let large variables use every core; the update is elementwise, so results do not depend on it.
   constexpr int64_t kChunk = 1 << 16;
-  const int64_t n = value.numel(), chunks = (n + kChunk - 1) / kChunk;
+  const int64_t count = end - begin, chunks = (count + kChunk - 1) / kChunk;
   if (chunks <= 1) {
-    update_step(w, gp, s.data(), n, step);
+    update_step(w, gp, s.data(), count, step);
     return;
   }
   parallel_for(chunks, true, [&](int64_t c) {
     const int64_t off = c * kChunk;
     std::array<T*, kMaxSlots> sc{};
     for (size_t i = 0; i < slots.size(); ++i) sc[i] = s[i] + off;
-    update_step(w + off, gp + off, sc.data(), std::min(kChunk, n - off), step);
+    update_step(w + off, gp + off, sc.data(), std::min(kChunk, count - off), step);
   });
 }
 
@@ -99,19 +104,25 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& gradients, const std:
   LS_CHECK(gradients.size() == variables.size(), InvalidArgumentError, "apply_gradients: got ", gradients.size(),
            " gradients for ", variables.size(), " variables; pass one gradient per variable");
   // Inside strategy.run(): sum the replicas' gradients, then update the mirrored variables once (TF's
-  // apply_gradients in replica context).
+  // apply_gradients in replica context), each replica updating a part of every variable from its own copy of the
+  // sum.
   distribute::Strategy& strategy = distribute::get_strategy();
   if (distribute::in_replica_context() && strategy.num_replicas_in_sync() > 1) {
     std::vector<Tensor> reduced = strategy.all_reduce_gradients(gradients, variables);
-    strategy.merge_call([&] { apply_reduced(reduced, variables); });
+    strategy.merge_call([&] { begin_update(reduced, variables); },
+                        [&](int part, int parts) { update_part(reduced, variables, part, parts); });
     return;
   }
   apply_reduced(gradients, variables);
 }
 
 void Optimizer::apply_reduced(const std::vector<Tensor>& gradients, const std::vector<Variable>& variables) {
-  NoGradGuard no_grad;  // updates are never part of a gradient computation
-  const Step step{learning_rate(), iterations_ + 1};
+  begin_update(gradients, variables);
+  update_part(gradients, variables, 0, 1);
+}
+
+void Optimizer::begin_update(const std::vector<Tensor>& gradients, const std::vector<Variable>& variables) {
+  step_ = Step{learning_rate(), iterations_ + 1};
   std::string missing;
   for (size_t i = 0; i < variables.size(); ++i) {
     const Tensor& g = gradients[i];
@@ -124,14 +135,11 @@ void Optimizer::apply_reduced(const std::vector<Tensor>& gradients, const std::v
              "' has shape ", g.shape().str(), ", expected the variable's shape ", v.shape().str());
     LS_CHECK(g.dtype() == v.dtype(), InvalidArgumentError, "apply_gradients: gradient for variable '", v.name(),
              "' is ", dtype_name(g.dtype()), ", expected the variable's dtype ", dtype_name(v.dtype()));
-    if (v.dtype() == DType::float32)
-      apply_one<float>(g, v, step);
-    else if (v.dtype() == DType::float64)
-      apply_one<double>(g, v, step);
-    else
-      throw InvalidArgumentError(make_message("optimizer ", name_, " cannot update variable '", v.name(), "' of dtype ",
-                                              dtype_name(v.dtype()),
-                                              "; only float32 and float64 variables are trained"));
+    LS_CHECK(v.dtype() == DType::float32 || v.dtype() == DType::float64, InvalidArgumentError, "optimizer ", name_,
+             " cannot update variable '", v.name(), "' of dtype ", dtype_name(v.dtype()),
+             "; only float32 and float64 variables are trained");
+    LS_CHECK(v.value().is_contiguous(), InvalidArgumentError, "variable '", v.name(), "' is not contiguous");
+    slots_for(v);  // created here, on one thread: update_part only looks them up
   }
   if (!missing.empty() && !warned_missing_gradients_) {
     warned_missing_gradients_ = true;
@@ -140,6 +148,18 @@ void Optimizer::apply_reduced(const std::vector<Tensor>& gradients, const std::v
         "] when minimizing the loss; they are left unchanged. Check that they are used in computing the loss.");
   }
   ++iterations_;
+}
+
+void Optimizer::update_part(const std::vector<Tensor>& gradients, const std::vector<Variable>& variables, int part,
+                            int parts) {
+  NoGradGuard no_grad;  // updates are never part of a gradient computation
+  for (size_t i = 0; i < variables.size(); ++i) {
+    if (!gradients[i].defined()) continue;
+    if (variables[i].dtype() == DType::float32)
+      apply_one<float>(gradients[i], variables[i], step_, part, parts);
+    else
+      apply_one<double>(gradients[i], variables[i], step_, part, parts);
+  }
 }
 
 std::vector<std::pair<std::string, Tensor>> Optimizer::state() const {

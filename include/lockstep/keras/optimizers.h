@@ -147,22 +147,26 @@ class Optimizer {
   virtual void update_step(double* w, const double* g, double* const* slots, int64_t n, const Step& step) const = 0;
 
  private:
-  // The update itself, on gradients that are already the replicas' sum.
+  // The update itself, on gradients that are already the replicas' sum: begin_update checks them, creates the
+  // missing slots and counts the iteration (on one thread); update_part then updates part `part` of `parts` of
+  // every variable's elements, the parts on as many threads at once.
   void apply_reduced(const std::vector<Tensor>& gradients, const std::vector<Variable>& variables);
+  void begin_update(const std::vector<Tensor>& gradients, const std::vector<Variable>& variables);
+  void update_part(const std::vector<Tensor>& gradients, const std::vector<Variable>& variables, int part, int parts);
 
- private:
   struct Slots {
     std::string prefix;  // "<optimizer name>/<variable name>/"
     std::vector<Tensor> tensors;
   };
   Slots& slots_for(const Variable& v);
   template <typename T>
-  void apply_one(const Tensor& gradient, const Variable& v, const Step& step);
+  void apply_one(const Tensor& gradient, const Variable& v, const Step& step, int part, int parts);
 
   std::string name_;
   LearningRate learning_rate_;
   std::vector<std::string> slot_names_;
   int64_t iterations_ = 0;
+  Step step_{};  // of the update begin_update started
   std::vector<Slots> slots_;                         // in creation order, which state() keeps
   std::unordered_map<int64_t, size_t> slot_index_;   // Variable::unique_id() -> index in slots_
   std::map<size_t, std::vector<Tensor>> pending_;    // restored slot sets of variables not yet seen, by position

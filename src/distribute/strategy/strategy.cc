@@ -454,6 +454,19 @@ void Strategy::merge_call(const std::function<void()>& update) {
   c.barrier(o);  // nobody reads them again before the update is done
 }
 
+void Strategy::merge_call(const std::function<void()>& prepare, const std::function<void(int, int)>& update) {
+  if (!impl_->local || !in_replica_context()) {
+    prepare();
+    return update(0, 1);
+  }
+  const CollectiveOptions o = collective_options(options_, Tag::kMerge);
+  Communicator& c = *impl_->local_comms[static_cast<size_t>(t_replica)];
+  if (t_replica == 0) prepare();
+  c.barrier(o);  // every replica has finished reading the variables for this step, and prepare is done
+  update(t_replica, num_local_);
+  c.barrier(o);  // nobody reads them again before every part is done
+}
+
 std::vector<Tensor> Strategy::all_reduce_gradients(const std::vector<Tensor>& gradients, const std::vector<Variable>& variables) {
   LS_CHECK(in_replica_context(), RuntimeError,
            "all_reduce_gradients must run inside strategy.run(): gradients are per replica");

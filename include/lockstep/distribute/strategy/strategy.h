@@ -176,6 +176,11 @@ class Strategy {
   // Runs `update` once per worker for replicas sharing variables (replica 0, the others wait): how the
   // optimizer applies the reduced gradients to mirrored variables exactly once.
   void merge_call(const std::function<void()>& update);
+  // merge_call with the update shared out: `prepare` runs once per worker (on replica 0, while the others may still
+  // read the variables: it must not write them), then every local replica runs update(part, num_local_replicas())
+  // on its own thread, each writing its own part, once all have arrived. How the optimizer's elementwise update
+  // uses every replica's core instead of one.
+  void merge_call(const std::function<void()>& prepare, const std::function<void(int part, int parts)>& update);
   // Sums `values` element-wise over every replica of every worker (float64), in place. From replica context
   // each replica passes its own; from cross-replica context (the caller's thread) over workers only.
   void all_reduce_sum(std::vector<double>& values);
