@@ -5,7 +5,6 @@
 #include <type_traits>
 #include <vector>
 
-#include "lockstep/core/threads.h"
 #include "lockstep/kernels/cpu/features.h"
 #include "lockstep/kernels/cpu/kernels.h"
 #include "onednn-impl.h"
@@ -27,38 +26,16 @@ dnnl::memory::desc operand_desc(int64_t batch, int64_t batch_stride, int64_t row
   return dnnl::memory::desc({b, rows, cols}, type, strides);
 }
 
-// The m x k matrix A stored transposed (k x m), copied row-major into this thread's buffer.
-template <typename T> const T* transposed_copy(const MatmulShape& s, const T* a) {
-  thread_local std::vector<T> at;
-  at.resize(static_cast<size_t>(s.m * s.k));
-  T* const out = at.data();  // OpenMP threads see their own thread_locals: they get this one by pointer
-  constexpr int64_t kTile = 32;
-  parallel_for((s.m + kTile - 1) / kTile, true, [&](int64_t tile) {
-    const int64_t i0 = tile * kTile, i1 = std::min(i0 + kTile, s.m);
-    for (int64_t j0 = 0; j0 < s.k; j0 += kTile) {
-      const int64_t j1 = std::min(j0 + kTile, s.k);
-      // Rows of the output innermost: each store continues the last (its rows are pages apart, A's only s.m).
-      for (int64_t i = i0; i < i1; ++i)
-        for (int64_t j = j0; j < j1; ++j) out[i * s.k + j] = a[j * s.m + i];
-    }
-  });
-  return out;
-}
-
 // A large transposed A (a Dense layer's Xᵀ in dW = Xᵀ·dY) is read by oneDNN 86 KB apart from one element to the
 // next, and how fast that goes depends on where its pages happen to lie: the tutorial CNN's backward-weights
 // GEMM took 8-10 ms with one of the blocks the allocator handed X and 18-23 ms with the others (on Zen 2).
-// Transposing it into a contiguous buffer first costs a millisecond and makes the GEMM the fast one every time; on
-// Zen 4 the step takes the same time with or without the copy.
-bool worth_transposing(const MatmulShape& s) { return s.transpose_a && s.batch == 1 && s.m * s.k >= (int64_t{1} << 20); }
+// oneDNN's reorder makes it contiguous first, in the plan's own buffer, and the GEMM is the fast one every time.
+// Not for bfloat16: there the copy cost more than the GEMM saved (11% of a mixed_bfloat16 step, under perf).
+bool worth_transposing(const MatmulShape& s, bool is_float) {
+  return is_float && s.transpose_a && s.batch == 1 && s.m * s.k >= (int64_t{1} << 20);
+}
 
 template <typename T> void onednn_matmul(const MatmulShape& s, const T* a, const T* b, T* c) {
-  // Not for bfloat16: there the copy cost more than the GEMM saved (11% of a mixed_bfloat16 step, under perf).
-  if (std::is_same_v<T, float> && worth_transposing(s)) {
-    MatmulShape plain = s;
-    plain.transpose_a = false;
-    return onednn_matmul(plain, transposed_copy(s, a), b, c);
-  }
   // When both operands are shared every product is the same: compute one and copy it.
   const bool shared = s.a_batch_stride == 0 && s.b_batch_stride == 0;
   const int64_t c_batch = shared ? 1 : s.batch;
@@ -67,15 +44,18 @@ template <typename T> void onednn_matmul(const MatmulShape& s, const T* a, const
     return;
   }
   const DataType type = std::is_same_v<T, float> ? DataType::f32 : DataType::bf16;
+  const bool transpose_first = worth_transposing(s, std::is_same_v<T, float>);
   const Key key = make_key(Op::matmul, {s.batch, s.m, s.n, s.k, s.transpose_a, s.transpose_b, s.a_batch_stride,
                                         s.b_batch_stride, static_cast<int64_t>(type)});
   Plan& plan = cached_plan(key, [&](Plan& p) {
     const auto a_md = operand_desc(s.batch, s.a_batch_stride, s.m, s.k, s.transpose_a, type);
     const auto b_md = operand_desc(s.batch, s.b_batch_stride, s.k, s.n, s.transpose_b, type);
     const auto c_md = dnnl::memory::desc({c_batch, s.m, s.n}, type, Tag::abc);
-    const dnnl::matmul::primitive_desc pd({a_md, b_md, c_md}, engine());
-    p.set_main(pd,
-               {{DNNL_ARG_SRC, p.slot(0, a_md)}, {DNNL_ARG_WEIGHTS, p.slot(1, b_md)}, {DNNL_ARG_DST, p.slot(2, c_md)}});
+    const auto src_md = transpose_first ? operand_desc(s.batch, s.a_batch_stride, s.m, s.k, false, type) : a_md;
+    const dnnl::matmul::primitive_desc pd({src_md, b_md, c_md}, engine());
+    p.set_main(pd, {{DNNL_ARG_SRC, p.input(p.slot(0, a_md), src_md)},
+                    {DNNL_ARG_WEIGHTS, p.slot(1, b_md)},
+                    {DNNL_ARG_DST, p.slot(2, c_md)}});
   });
   plan.run({a, b, c});
   for (int64_t i = c_batch; i < s.batch; ++i) std::copy(c, c + s.m * s.n, c + i * s.m * s.n);
