@@ -150,14 +150,17 @@ class LocalCommunicator final : public Communicator {
     lock.unlock();
     // This rank's slice, summed in rank order into rank 0's buffer and copied from there into every other
     // rank's: the ranks' slices are disjoint, so each only ever touches its own part of the others' buffers.
+    // Block by block, so that each block is copied while it is still in this core's cache.
+    constexpr size_t kBlock = 32 << 10;  // bytes
     const size_t begin = count * static_cast<size_t>(rank_) / static_cast<size_t>(s_->size) * element;
     const size_t end = count * static_cast<size_t>(rank_ + 1) / static_cast<size_t>(s_->size) * element;
-    if (end > begin) {
-      std::byte* out = static_cast<std::byte*>(buffers[0]) + begin;
+    for (size_t at = begin; at < end; at += kBlock) {
+      const size_t bytes = std::min(kBlock, end - at);
+      std::byte* out = static_cast<std::byte*>(buffers[0]) + at;
       for (size_t r = 1; r < buffers.size(); ++r)
-        reduce(out, out, static_cast<const std::byte*>(buffers[r]) + begin, (end - begin) / element);
-      if (op == ReduceOp::MEAN) divide(out, (end - begin) / element, s_->size);
-      for (size_t r = 1; r < buffers.size(); ++r) std::memcpy(static_cast<std::byte*>(buffers[r]) + begin, out, end - begin);
+        reduce(out, out, static_cast<const std::byte*>(buffers[r]) + at, bytes / element);
+      if (op == ReduceOp::MEAN) divide(out, bytes / element, s_->size);
+      for (size_t r = 1; r < buffers.size(); ++r) std::memcpy(static_cast<std::byte*>(buffers[r]) + at, out, bytes);
     }
     lock.lock();
     s_->meet(lock, t, v);  // no rank returns before every slice has landed in its buffer

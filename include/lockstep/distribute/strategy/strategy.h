@@ -173,8 +173,8 @@ class Strategy {
   // Gradients of `variables` all-reduced (SUM) across all replicas, waiting for the buckets the gradient
   // hooks started during backward. Call from inside run(), once per step.
   std::vector<Tensor> all_reduce_gradients(const std::vector<Tensor>& gradients, const std::vector<Variable>& variables);
-  // Runs `update` once per worker for replicas sharing variables (replica 0, the others wait): how the
-  // optimizer applies the reduced gradients to mirrored variables exactly once.
+  // Runs `update` once per worker for replicas sharing variables (replica 0, the others wait): how a layer
+  // updates its mirrored state (BatchNormalization's moving statistics) exactly once.
   void merge_call(const std::function<void()>& update);
   // merge_call with the update shared out: `prepare` runs once per worker (on replica 0, while the others may still
   // read the variables: it must not write them), then every local replica runs update(part, num_local_replicas())
