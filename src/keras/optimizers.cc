@@ -59,9 +59,9 @@ void Optimizer::build(const std::vector<Variable>& variables) {
 }
 
 template <typename T>
-void Optimizer::apply_one(const Tensor& gradient, const Variable& v, const Step& step, int part, int parts) {
+void Optimizer::apply_one(std::span<const Tensor> addends, const Variable& v, const Step& step, int part, int parts) {
   const Tensor& value = v.value();
-  Tensor g = gradient.to(value.device()).contiguous();
+  Tensor g = addends[0].to(value.device()).contiguous();
   const std::vector<Tensor>& slots = slots_for(v).tensors;
   if (value.device().is_gpu()) {
 #if LOCKSTEP_WITH_CUDA
@@ -85,19 +85,31 @@ void Optimizer::apply_one(const Tensor& gradient, const Variable& v, const Step&
   const T* gp = g.data<T>() + begin;
   std::array<T*, kMaxSlots> s{};
   for (size_t i = 0; i < slots.size(); ++i) s[i] = slots[i].data<T>() + begin;
+  std::vector<const T*> others;  // the other addends (contiguous views of the same dtype: replicas' buckets)
+  for (const Tensor& a : addends.subspan(1)) others.push_back(a.data<T>() + begin);
+  auto update = [&](int64_t off, int64_t count) {
+    std::array<T*, kMaxSlots> sc{};
+    for (size_t i = 0; i < slots.size(); ++i) sc[i] = s[i] + off;
+    if (others.empty()) return update_step(w + off, gp + off, sc.data(), count, step);
+    // Summed in addend order, as the local all-reduce sums its ranks, so the bits are the same.
+    constexpr int64_t kBlock = 2048;
+    T sum[kBlock];
+    for (int64_t at = 0; at < count; at += kBlock) {
+      const int64_t len = std::min(kBlock, count - at);
+      const T* first = gp + off + at;
+      for (int64_t i = 0; i < len; ++i) sum[i] = first[i] + others[0][off + at + i];
+      for (size_t k = 1; k < others.size(); ++k)
+        for (int64_t i = 0; i < len; ++i) sum[i] = sum[i] + others[k][off + at + i];
+      std::array<T*, kMaxSlots> sb{};
+      for (size_t i = 0; i < slots.size(); ++i) sb[i] = sc[i] + at;
+      update_step(w + off + at, sum, sb.data(), len, step);
+    }
+  };
   // Chunks let large variables use every core; the update is elementwise, so results do not depend on it.
   constexpr int64_t kChunk = 1 << 16;
   const int64_t count = end - begin, chunks = (count + kChunk - 1) / kChunk;
-  if (chunks <= 1) {
-    update_step(w, gp, s.data(), count, step);
-    return;
-  }
-  parallel_for(chunks, true, [&](int64_t c) {
-    const int64_t off = c * kChunk;
-    std::array<T*, kMaxSlots> sc{};
-    for (size_t i = 0; i < slots.size(); ++i) sc[i] = s[i] + off;
-    update_step(w + off, gp + off, sc.data(), std::min(kChunk, count - off), step);
-  });
+  if (chunks <= 1) return update(0, count);
+  parallel_for(chunks, true, [&](int64_t c) { update(c * kChunk, std::min(kChunk, count - c * kChunk)); });
 }
 
 void Optimizer::apply_gradients(const std::vector<Tensor>& gradients, const std::vector<Variable>& variables) {
@@ -108,6 +120,16 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& gradients, const std:
   // sum.
   distribute::Strategy& strategy = distribute::get_strategy();
   if (distribute::in_replica_context() && strategy.num_replicas_in_sync() > 1) {
+    // One worker's replicas: each sums its part of the replicas' gradients as it updates it, never writing the sum.
+    const bool float32 = std::all_of(variables.begin(), variables.end(),
+                                     [](const Variable& v) { return v.dtype() == DType::float32; });
+    if (auto each = float32 ? strategy.unreduced_gradients(gradients, variables) : std::nullopt) {
+      std::vector<Tensor> first;  // for the checks: every replica's gradients have the same shapes
+      for (const auto& addends : *each) first.push_back(addends.front());
+      strategy.merge_call([&] { begin_update(first, variables); },
+                          [&](int part, int parts) { update_part(*each, variables, part, parts); });
+      return;
+    }
     std::vector<Tensor> reduced = strategy.all_reduce_gradients(gradients, variables);
     strategy.merge_call([&] { begin_update(reduced, variables); },
                         [&](int part, int parts) { update_part(reduced, variables, part, parts); });
@@ -156,10 +178,16 @@ void Optimizer::update_part(const std::vector<Tensor>& gradients, const std::vec
   for (size_t i = 0; i < variables.size(); ++i) {
     if (!gradients[i].defined()) continue;
     if (variables[i].dtype() == DType::float32)
-      apply_one<float>(gradients[i], variables[i], step_, part, parts);
+      apply_one<float>({&gradients[i], 1}, variables[i], step_, part, parts);
     else
-      apply_one<double>(gradients[i], variables[i], step_, part, parts);
+      apply_one<double>({&gradients[i], 1}, variables[i], step_, part, parts);
   }
+}
+
+void Optimizer::update_part(const std::vector<std::vector<Tensor>>& addends, const std::vector<Variable>& variables,
+                            int part, int parts) {
+  NoGradGuard no_grad;
+  for (size_t i = 0; i < variables.size(); ++i) apply_one<float>(addends[i], variables[i], step_, part, parts);
 }
 
 std::vector<std::pair<std::string, Tensor>> Optimizer::state() const {

@@ -72,6 +72,57 @@ TEST(MirroredStrategy, TwoReplicasMatchOneWithTheDoubledBatch) {
   EXPECT_LT(a.back(), a.front());  // it trains
 }
 
+// One worker's replicas: the optimizer sums the replicas' gradients block by block as it updates each part of a
+// variable (Strategy::unreduced_gradients), and the weights are bitwise those of all-reducing the gradients and
+// then updating, for 3 replicas (the order of the sum shows) and a kernel larger than the update's chunks.
+TEST(MirroredStrategy, TheUpdateThatSumsTheReplicasGradientsMatchesAllReduceThenUpdateBitwise) {
+  auto model_under = [](Strategy& strategy, std::shared_ptr<keras::optimizers::Optimizer>& optimizer) {
+    keras::utils::set_random_seed(7);
+    auto scope = strategy.scope();
+    optimizer = keras::optimizers::Adam({.learning_rate = 0.01});
+    return keras::Sequential({keras::Input({6, 6}), kl::Flatten(), kl::Dense(3000, {.activation = "relu"}),
+                              kl::Dense(4)});
+  };
+  const std::vector<std::string> devices{"/cpu:0", "/cpu:1", "/cpu:2"};
+  MirroredStrategy fused(devices), reference(devices);
+  std::shared_ptr<keras::optimizers::Optimizer> fused_optimizer, reference_optimizer;
+  keras::Sequential a = model_under(fused, fused_optimizer), b = model_under(reference, reference_optimizer);
+  auto loss_fn = keras::losses::SparseCategoricalCrossentropy({.from_logits = true, .reduction = keras::losses::Reduction::NONE});
+  auto step_loss = [&](keras::Sequential& model, const data::Batch& batch) {
+    return nn::compute_average_loss((*loss_fn)(batch.y, model(batch.x, {.training = true})), {.global_batch_size = 48});
+  };
+  auto a_data = fused.experimental_distribute_dataset(toy_data(480).batch(48));
+  auto b_data = reference.experimental_distribute_dataset(toy_data(480).batch(48));
+  auto a_it = a_data.begin(), b_it = b_data.begin();
+  for (int step = 0; step < 10; ++step) {
+    fused.run(
+        [&](const data::Batch& batch) {
+          GradientTape tape;
+          Tensor loss = step_loss(a, batch);
+          auto vars = a.trainable_variables();
+          fused_optimizer->apply_gradients(tape.gradient(loss, vars), vars);
+          return loss;
+        },
+        *a_it.next());
+    std::vector<Tensor> reduced;
+    reference.run(
+        [&](const data::Batch& batch) {
+          GradientTape tape;
+          Tensor loss = step_loss(b, batch);
+          auto vars = b.trainable_variables();
+          auto sums = reference.all_reduce_gradients(tape.gradient(loss, vars), vars);
+          if (replica_id_in_sync_group() == 0)
+            for (const Tensor& g : sums) reduced.push_back(g.clone());
+          return loss;
+        },
+        *b_it.next());
+    reference_optimizer->apply_gradients(reduced, b.trainable_variables());  // outside the replicas: one update
+  }
+  auto wa = a.get_weights(), wb = b.get_weights();
+  ASSERT_EQ(wa.size(), wb.size());
+  for (size_t i = 0; i < wa.size(); ++i) EXPECT_EQ(wa[i].to_vector<float>(), wb[i].to_vector<float>()) << "weight " << i;
+}
+
 TEST(MirroredStrategy, ManySmallGradientBucketsGiveTheSameSteps) {
   // 1 KiB packs split the model's gradients into many buckets, all-reduced while backward goes on.
   MirroredStrategy one;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -153,6 +154,10 @@ class Optimizer {
   void apply_reduced(const std::vector<Tensor>& gradients, const std::vector<Variable>& variables);
   void begin_update(const std::vector<Tensor>& gradients, const std::vector<Variable>& variables);
   void update_part(const std::vector<Tensor>& gradients, const std::vector<Variable>& variables, int part, int parts);
+  // update_part with each variable's gradient the sum of its addends (every replica's, in replica order), taken a
+  // block at a time in cache: the sum is never written to memory.
+  void update_part(const std::vector<std::vector<Tensor>>& addends, const std::vector<Variable>& variables, int part,
+                   int parts);
 
   struct Slots {
     std::string prefix;  // "<optimizer name>/<variable name>/"
@@ -160,7 +165,7 @@ class Optimizer {
   };
   Slots& slots_for(const Variable& v);
   template <typename T>
-  void apply_one(const Tensor& gradient, const Variable& v, const Step& step, int part, int parts);
+  void apply_one(std::span<const Tensor> addends, const Variable& v, const Step& step, int part, int parts);
 
   std::string name_;
   LearningRate learning_rate_;

@@ -157,7 +157,12 @@ void GradientReducer::fill(Replica& r, int64_t variable_id, const Tensor& g) {
   const bool written_there = g.storage() == into.storage() && g.offset() == into.offset() && g.is_contiguous();
   if (!written_there) into.copy_from(raw_ops::cast(g, DType::float32));
   r.filled[slot.index] = true;
-  if (--r.remaining[slot.bucket] == 0) launch(r, slot.bucket);
+  if (--r.remaining[slot.bucket] == 0 && !sums_in_update()) launch(r, slot.bucket);
+}
+
+bool GradientReducer::sums_in_update() const {
+  return strategy_.num_workers() == 1 && !strategy_.device().is_gpu() &&
+         strategy_.communication_options().gradient_compression == GradientCompression::NONE;
 }
 
 GradientReducer::Replica* GradientReducer::current_replica() {
@@ -178,8 +183,8 @@ Tensor GradientReducer::destination(const Variable& v) {
   return r->places[found->second.index];
 }
 
-std::vector<Tensor> GradientReducer::finalize(int replica, const std::vector<Tensor>& gradients,
-                                             const std::vector<Variable>& variables) {
+GradientReducer::Replica& GradientReducer::fill_all(int replica, const std::vector<Tensor>& gradients,
+                                                    const std::vector<Variable>& variables) {
   ensure_layout();
   Replica& r = *replicas_[static_cast<size_t>(replica)];
   for (size_t i = 0; i < variables.size(); ++i) {
@@ -192,7 +197,16 @@ std::vector<Tensor> GradientReducer::finalize(int replica, const std::vector<Ten
   for (const Variable& v : watched_)
     if (!r.filled[slots_.at(v.unique_id()).index])
       fill(r, v.unique_id(), zeros(v.shape(), DType::float32, strategy_.device()));
-  {
+  return r;
+}
+
+std::vector<Tensor> GradientReducer::finalize(int replica, const std::vector<Tensor>& gradients,
+                                             const std::vector<Variable>& variables) {
+  Replica& r = fill_all(replica, gradients, variables);
+  if (sums_in_update()) {
+    for (size_t b = 0; b < r.buffers.size(); ++b)
+      all_reduce_bucket(r, r.buffers[b], collective_options(strategy_.communication_options(), bucket_tag(b)));
+  } else {
     std::unique_lock l(r.mutex);
     r.cv.wait(l, [&] { return r.done == bucket_elements_.size() || r.error; });
     if (r.error) {
@@ -205,6 +219,21 @@ std::vector<Tensor> GradientReducer::finalize(int replica, const std::vector<Ten
   // fills the buckets again.
   std::vector<Tensor> out;
   for (const Variable& v : variables) out.push_back(raw_ops::cast(r.places[slots_.at(v.unique_id()).index], v.dtype()));
+  start_step(r);
+  return out;
+}
+
+std::vector<std::vector<Tensor>> GradientReducer::unreduced(int replica, const std::vector<Tensor>& gradients,
+                                                            const std::vector<Variable>& variables) {
+  LS_CHECK(sums_in_update(), FailedPreconditionError, "unreduced gradients asked for where the buckets are all-reduced");
+  Replica& r = fill_all(replica, gradients, variables);
+  std::vector<std::vector<Tensor>> out;
+  out.reserve(variables.size());
+  for (const Variable& v : variables) {
+    const size_t index = slots_.at(v.unique_id()).index;
+    std::vector<Tensor>& each = out.emplace_back();
+    for (const auto& other : replicas_) each.push_back(other->places[index]);
+  }
   start_step(r);
   return out;
 }

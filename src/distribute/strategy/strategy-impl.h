@@ -59,6 +59,13 @@ class GradientReducer {
   // The all-reduced gradients of `variables` for this replica; fills what hooks did not see. They are views of the
   // replica's buckets, valid until its next step's gradients arrive.
   std::vector<Tensor> finalize(int replica, const std::vector<Tensor>& gradients, const std::vector<Variable>& variables);
+  // Under sums_in_update(): every local replica's gradients of `variables`, not reduced (for each variable, views of
+  // each replica's bucket in replica order); fills what hooks did not see. Valid until the replicas' next step.
+  std::vector<std::vector<Tensor>> unreduced(int replica, const std::vector<Tensor>& gradients,
+                                             const std::vector<Variable>& variables);
+  // The replicas of one worker on the CPU, without compression: their buckets are not all-reduced as they fill.
+  // An update that can sum them itself takes unreduced(); finalize() all-reduces them when called.
+  bool sums_in_update() const;
   // Drops what the hooks gathered in a step that never called finalize (a custom loop that reduced its gradients
   // itself, or computed gradients it did not apply), after the buckets it launched are done, so that a later
   // step's finalize cannot return them. Called by Strategy::run before the replicas start.
@@ -80,6 +87,8 @@ class GradientReducer {
   Replica* current_replica();
   void ensure_layout();
   void fill(Replica& r, int64_t variable_id, const Tensor& g);
+  // Fills what the hooks did not see of `variables` (zeros for a variable of this strategy without a gradient).
+  Replica& fill_all(int replica, const std::vector<Tensor>& gradients, const std::vector<Variable>& variables);
   void launch(Replica& r, size_t bucket);
   void start_step(Replica& r);  // no gradient filled, no bucket launched
   // One bucket across every replica, as float32 or, under GradientCompression::BFLOAT16, as bfloat16.

@@ -474,6 +474,14 @@ std::vector<Tensor> Strategy::all_reduce_gradients(const std::vector<Tensor>& gr
   return impl_->reducer->finalize(t_replica, gradients, variables);
 }
 
+std::optional<std::vector<std::vector<Tensor>>> Strategy::unreduced_gradients(const std::vector<Tensor>& gradients,
+                                                                               const std::vector<Variable>& variables) {
+  LS_CHECK(in_replica_context(), RuntimeError,
+           "unreduced_gradients must run inside strategy.run(): gradients are per replica");
+  if (num_replicas_in_sync() == 1 || !impl_->reducer->sums_in_update()) return std::nullopt;
+  return impl_->reducer->unreduced(t_replica, gradients, variables);
+}
+
 Tensor Strategy::reduce(ReduceOp op, const PerReplica<Tensor>& value, std::optional<int64_t> axis) {
   LS_CHECK(static_cast<int>(value.values.size()) == num_local_, ValueError, "reduce got ", value.values.size(),
            " values for ", num_local_, " local replicas");
