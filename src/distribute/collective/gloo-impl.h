@@ -117,10 +117,11 @@ class GlooDevice final : public gloo::transport::tcp::Device {
 // pairs' state, never on the words of gloo's messages.
 int first_failed_peer(gloo::transport::Context& transport);
 
-// Watches a connected communicator: notices a connection that breaks while no collective runs (a peer that
-// closes cleanly says goodbye first, and is no failure), records the first failure (later ones are its consequences) with the task it blames, wakes the collectives stuck on a
-// wait gloo does not end, and closes the connections so that the peers fail at once too. Every collective
-// enters it, and after a failure every later one raises the same error.
+// Watches a connected communicator: notices a connection that breaks, records the first failure (later ones
+// are its consequences) with the task it blames, wakes the collectives stuck on a wait gloo does not end, and
+// closes the connections so that the peers fail at once too. A connection that breaks between collectives fails
+// only a collective that needs it. Every collective enters it, and after a failure every later one raises the
+// same error.
 class Watchdog {
  public:
   // A collective in flight; its deadline decides whether its failure is a timeout.
@@ -151,7 +152,6 @@ class Watchdog {
 
  private:
   void watch();
-  void say_goodbye();
   [[noreturn]] void refuse(std::unique_lock<std::mutex>& lock);
   Failure lost_peer(const std::string& op, const std::string& detail);
   bool any_past_deadline(Clock::time_point now) const;
@@ -166,6 +166,7 @@ class Watchdog {
   std::mutex mutex_;
   std::condition_variable cv_;
   std::optional<Failure> failure_;
+  std::optional<Failure> lost_;  // the first broken connection the canary saw, before any collective failed
   std::multiset<Clock::time_point> deadlines_;  // of the collectives in flight
   uint64_t wakes_ = 0;                          // times the watchdog woke them
   bool broken_ = false;                         // the connections have been closed on purpose

@@ -15,15 +15,12 @@ namespace {
 using std::chrono::milliseconds;
 
 // Slots no collective uses (gloo's algorithms build theirs from small prefixes): the canary's, on which a recv
-// from every peer fails as soon as any connection breaks (and completes when the peer says goodbye), and the one
-// first_failed_peer posts its probes in.
+// from every peer fails as soon as any connection breaks, and the one first_failed_peer posts its probes in.
 const uint64_t kCanarySlot = gloo::Slot::build(0xff, 0);
 const uint64_t kProbeSlot = gloo::Slot::build(0xff, 1);
 constexpr milliseconds kForever = std::chrono::hours(24 * 3650);  // a wait on it that ends would break the context
 // How long collectives in flight get to fail on their own after a connection broke before being woken.
 constexpr milliseconds kWakeGrace{300};
-// How long a closing communicator waits for its goodbyes to be sent (one byte each, on live connections at once).
-constexpr milliseconds kGoodbyeTimeout{1000};
 
 }  // namespace
 
@@ -85,13 +82,10 @@ int first_failed_peer(gloo::transport::Context& transport) {
 
 Watchdog::~Watchdog() {
   if (!thread_.joinable()) return;
-  bool healthy = false;
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
-    healthy = !failure_ && !broken_;
   }
-  if (healthy) say_goodbye();
   cv_.notify_all();
   canary_->abortWaitRecv();
   thread_.join();
@@ -148,7 +142,12 @@ void Watchdog::fail(const Collective& c, const std::string& what) {
                              "stuck: check the other workers' logs, or raise CollectiveOptions.timeout if a "
                              "step legitimately takes longer")};
   } else {
-    failure = lost_peer(c.op, detail);
+    std::optional<Failure> seen;  // the connection that broke first, when the canary saw it
+    {
+      std::lock_guard lock(mutex_);
+      seen = lost_;
+    }
+    failure = seen ? std::move(seen) : lost_peer(c.op, detail);
   }
   std::unique_lock lock(mutex_);
   if (!failure_) failure_ = std::move(failure);
@@ -159,10 +158,8 @@ void Watchdog::fail(const Collective& c, const std::string& what) {
   refuse(lock);
 }
 
-// A collective refused because of an earlier failure. If the failure was noticed between collectives (a
-// connection closed), the peers may already wait for this rank in the collective it now refuses: closing the
-// connections tells them at once. Not done when the failure is noticed, because a peer that closes right after
-// the last collective of a job is no failure for the others.
+// A collective refused because of an earlier failure. The peers may already wait for this rank in the
+// collective it now refuses: closing the connections tells them at once.
 void Watchdog::refuse(std::unique_lock<std::mutex>& lock) {
   if (!broken_) {
     broken_ = true;
@@ -186,42 +183,16 @@ bool Watchdog::any_past_deadline(Clock::time_point now) const {
   return !deadlines_.empty() && *deadlines_.begin() <= now;
 }
 
-// A communicator closing after its last collective tells each peer so on the canary's slot before its connections
-// close: the peer's canary then completes instead of failing, and a collective the peer still runs without this
-// rank (a broadcast whose sender is done) is no failure. A peer that never hears it (a crash) sees the connection
-// break. Bounded: a send that cannot finish in time is given up, and the connection closes all the same.
-void Watchdog::say_goodbye() {
-  char byte = 0;
-  auto goodbye = context_->createUnboundBuffer(&byte, 1);
-  int sent = 0;
-  for (int peer = 0; peer < peers_.size; ++peer) {
-    if (peer == peers_.rank) continue;
-    try {
-      goodbye->send(peer, kCanarySlot, 0, 1);
-      ++sent;
-    } catch (const gloo::Exception&) {
-    }  // a connection already broken: that peer has its failure
-  }
-  const auto deadline = Clock::now() + kGoodbyeTimeout;
-  try {
-    for (; sent > 0; --sent) {
-      const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
-      if (left <= milliseconds(0) || !goodbye->waitSend(left)) break;
-    }
-  } catch (const gloo::Exception&) {
-  }
-}
-
-// Waits on the canary; a peer that says goodbye has left cleanly and is watched no more. When a connection
-// breaks it records the failure (unless a collective already has, or
-// will: a timeout is recorded by the collective that timed out); collectives still in flight after a grace
-// period are stuck on a wait gloo does not end, so it closes the connections and wakes them.
+// Waits on the canary. A connection that breaks while no collective runs is no failure yet: a peer may close
+// after its last collective while this rank still runs one without it (a broadcast whose sender is done). A
+// later collective that needs the peer fails at once, since gloo refuses to post on a broken pair, and names it.
+// Collectives still in flight a grace period after the break are stuck on a wait gloo does not end: the watchdog
+// records the lost connection (unless a collective has recorded a failure, or will: a timeout is recorded by the
+// collective that timed out), closes the connections and wakes them.
 void Watchdog::watch() {
   std::string what;
   try {
-    for (int watched = peers_.size - 1;; --watched) {
-      if (watched == 0 || !canary_->waitRecv(kForever)) return;  // every peer left, or woken by the destructor
-    }
+    if (!canary_->waitRecv(kForever)) return;  // woken by the destructor
   } catch (const gloo::Exception& e) {
     what = strip_location(e.what());
   }
@@ -235,13 +206,14 @@ void Watchdog::watch() {
   if (lost_connection) lost = lost_peer(make_message("gloo on ", peers_.self(), " of ", peers_.size), what);
   std::unique_lock lock(mutex_);
   if (stopping_) return;
-  if (!failure_ && lost) failure_ = std::move(lost);
+  lost_ = lost;  // the peer to blame when a collective fails for it
   const auto wake_at = Clock::now() + kWakeGrace;
   while (!stopping_ && !deadlines_.empty()) {
     if (Clock::now() < wake_at) {
       cv_.wait_until(lock, wake_at);
       continue;
     }
+    if (!failure_ && lost) failure_ = std::move(lost);
     if (!failure_) {  // the collective that timed out has not recorded it yet
       failure_ = Failure{Failure::deadline, make_message("gloo on ", peers_.self(), " of ", peers_.size,
                                                          ": a collective timed out (", what,

@@ -69,6 +69,8 @@ void GradientReducer::ensure_layout() {
     ++bucket_variables_.back();
   }
   layout_count_ = watched_.size();
+  sums_in_update_ = strategy_.num_workers() == 1 && !strategy_.device().is_gpu() &&
+                    strategy_.communication_options().gradient_compression == GradientCompression::NONE;
   for (auto& r : replicas_) {  // a new layout (the model grew): restart the communication threads
     {
       std::lock_guard l(r->mutex);
@@ -157,12 +159,12 @@ void GradientReducer::fill(Replica& r, int64_t variable_id, const Tensor& g) {
   const bool written_there = g.storage() == into.storage() && g.offset() == into.offset() && g.is_contiguous();
   if (!written_there) into.copy_from(raw_ops::cast(g, DType::float32));
   r.filled[slot.index] = true;
-  if (--r.remaining[slot.bucket] == 0 && !sums_in_update()) launch(r, slot.bucket);
+  if (--r.remaining[slot.bucket] == 0 && !sums_in_update_) launch(r, slot.bucket);
 }
 
-bool GradientReducer::sums_in_update() const {
-  return strategy_.num_workers() == 1 && !strategy_.device().is_gpu() &&
-         strategy_.communication_options().gradient_compression == GradientCompression::NONE;
+bool GradientReducer::sums_in_update() {
+  ensure_layout();
+  return sums_in_update_;
 }
 
 GradientReducer::Replica* GradientReducer::current_replica() {
@@ -203,7 +205,7 @@ GradientReducer::Replica& GradientReducer::fill_all(int replica, const std::vect
 std::vector<Tensor> GradientReducer::finalize(int replica, const std::vector<Tensor>& gradients,
                                              const std::vector<Variable>& variables) {
   Replica& r = fill_all(replica, gradients, variables);
-  if (sums_in_update()) {
+  if (sums_in_update_) {
     for (size_t b = 0; b < r.buffers.size(); ++b)
       all_reduce_bucket(r, r.buffers[b], collective_options(strategy_.communication_options(), bucket_tag(b)));
   } else {

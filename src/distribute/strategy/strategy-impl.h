@@ -65,7 +65,7 @@ class GradientReducer {
                                              const std::vector<Variable>& variables);
   // The replicas of one worker on the CPU, without compression: their buckets are not all-reduced as they fill.
   // An update that can sum them itself takes unreduced(); finalize() all-reduces them when called.
-  bool sums_in_update() const;
+  bool sums_in_update();
   // Drops what the hooks gathered in a step that never called finalize (a custom loop that reduced its gradients
   // itself, or computed gradients it did not apply), after the buckets it launched are done, so that a later
   // step's finalize cannot return them. Called by Strategy::run before the replicas start.
@@ -99,6 +99,7 @@ class GradientReducer {
   std::vector<std::pair<Variable, int>> hooks_;
   std::vector<Variable> watched_;
   size_t layout_count_ = 0;  // watched_.size() when the layout was made
+  bool sums_in_update_ = false;  // decided with the layout
   std::unordered_map<int64_t, Slot> slots_;
   std::vector<size_t> bucket_elements_;
   std::vector<int> bucket_variables_;
