@@ -229,7 +229,7 @@ class UcxCommunicator final : public Communicator {
         const int next = (rank() + 1) % size(), prev = (rank() + size() - 1) % size();
         auto exchange = [&](size_t step, const char* out, size_t out_bytes, char* in, size_t in_bytes) {
           std::array<void*, 2> requests{};
-          if (in_bytes > 0) requests[0] = post_recv(in, in_bytes, message_tag(options.tag, step, prev), o);
+          if (in_bytes > 0) requests[0] = post_recv(prev, in, in_bytes, message_tag(options.tag, step, prev), o);
           if (out_bytes > 0) requests[1] = post_send(next, out, out_bytes, message_tag(options.tag, step, rank()), o);
           wait(requests.data(), requests.size(), o);
         };
@@ -254,7 +254,7 @@ class UcxCommunicator final : public Communicator {
       for (int r = 0; r < size(); ++r)
         if (r != root) requests[static_cast<size_t>(r)] = post_send(r, data, bytes, message_tag(options.tag, 0, root), o);
     } else {
-      requests[0] = post_recv(data, bytes, message_tag(options.tag, 0, root), o);
+      requests[0] = post_recv(root, data, bytes, message_tag(options.tag, 0, root), o);
     }
     wait(requests.data(), requests.size(), o);
   }
@@ -318,8 +318,9 @@ class UcxCommunicator final : public Communicator {
     if (modified == UCS_OK && medium_.network && !std::getenv("UCX_RNDV_THRESH"))
       modified = ucp_config_modify(config, "RNDV_THRESH", "inf");
     ucp_params_t params{};
-    params.field_mask = UCP_PARAM_FIELD_FEATURES;
+    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_REQUEST_SIZE;
     params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+    params.request_size = sizeof(int);  // each request's own space: the peer it is with (posted)
     const ucs_status_t initialised = modified == UCS_OK ? ucp_init(&params, config, &context_) : modified;
     ucp_config_release(config);
     check(initialised, medium_.network ? "ucp_init (TCP transport)" : "ucp_init (shared-memory transports)");
@@ -399,19 +400,25 @@ class UcxCommunicator final : public Communicator {
   void* post_send(int peer, const void* data, size_t bytes, uint64_t tag, const Op& o) {
     ucp_request_param_t param{};
     std::lock_guard lock(ucp_mutex_);
-    return posted(ucp_tag_send_nbx(remote_[static_cast<size_t>(peer)].endpoint, data, bytes, tag, &param), o);
+    return posted(ucp_tag_send_nbx(remote_[static_cast<size_t>(peer)].endpoint, data, bytes, tag, &param), peer, o);
   }
 
-  void* post_recv(void* data, size_t bytes, uint64_t tag, const Op& o) {
+  void* post_recv(int peer, void* data, size_t bytes, uint64_t tag, const Op& o) {
     ucp_request_param_t param{};
     std::lock_guard lock(ucp_mutex_);
-    return posted(ucp_tag_recv_nbx(worker_, data, bytes, tag, ~uint64_t{0}, &param), o);
+    return posted(ucp_tag_recv_nbx(worker_, data, bytes, tag, ~uint64_t{0}, &param), peer, o);
   }
 
-  void* posted(ucs_status_ptr_t request, const Op& o) {
-    if (UCS_PTR_IS_ERR(request)) failure_.raise(transport_failure(o, UCS_PTR_STATUS(request)));
+  void* posted(ucs_status_ptr_t request, int peer, const Op& o) {
+    if (UCS_PTR_IS_ERR(request)) {
+      const ucs_status_t status = UCS_PTR_STATUS(request);  // on the network: the endpoint to `peer` has failed
+      failure_.raise(medium_.network ? lost_connection(peer, status) : transport_failure(o, status));
+    }
+    if (request) *static_cast<int*>(request) = peer;  // so that a failed request names its peer
     return request;  // null: done already
   }
+
+  static int peer_of(void* request) { return *static_cast<int*>(request); }
 
   // UCX's report, from inside ucp_worker_progress (ucp_mutex_ held), that the connection to a peer broke. It is
   // kept until the progress call returns: a notice the peer sent before it closed (its own failure, which names
@@ -425,14 +432,18 @@ class UcxCommunicator final : public Communicator {
   void check_broken() {
     for (const Peer& p : remote_) {
       if (p.broken == UCS_OK) continue;
-      failure_.record({Failure::unavailable,
-                       make_message("network collectives on ", peers_.self(), " of ", size(), " lost its connection to ",
-                                    peers_.name(p.rank), " (UCX: ", ucs_status_string(p.broken),
-                                    "): that worker exited or its host is unreachable; the job failed; restart it "
-                                    "(lockstep launch --max-restarts)"),
-                       peers_.task(p.rank)});
+      failure_.record(lost_connection(p.rank, p.broken));
       return;
     }
+  }
+
+  Failure lost_connection(int r, ucs_status_t status) const {
+    return {Failure::unavailable,
+            make_message("network collectives on ", peers_.self(), " of ", size(), " lost its connection to ",
+                         peers_.name(r), " (UCX: ", ucs_status_string(status),
+                         "): that worker exited or its host is unreachable; the job failed; restart it "
+                         "(lockstep launch --max-restarts)"),
+            peers_.task(r)};
   }
 
   Failure peer_exited(int r) const {
@@ -460,7 +471,7 @@ class UcxCommunicator final : public Communicator {
     std::vector<void*> requests;
     for (int r = 0; r < size(); ++r) {
       if (r == rank()) continue;
-      requests.push_back(post_recv(into(r), bytes, message_tag(options.tag, 0, r), o));
+      requests.push_back(post_recv(r, into(r), bytes, message_tag(options.tag, 0, r), o));
       requests.push_back(post_send(r, mine, bytes, message_tag(options.tag, 0, rank()), o));
     }
     wait(requests.data(), requests.size(), o);
@@ -506,11 +517,13 @@ class UcxCommunicator final : public Communicator {
             pending = true;
             continue;
           }
+          const int peer = peer_of(requests[i]);
           ucp_request_free(requests[i]);
           requests[i] = nullptr;
           o.moved = true;
           if (status != UCS_OK) {
-            check_broken();  // the network: the broken connection that failed it, named
+            check_broken();  // the network: the broken connection UCX reported, named
+            if (medium_.network) failure_.record(lost_connection(peer, status));  // else the one this request was with
             const int gone = exited_peer(milliseconds(500));  // a transfer from a process that died fails so
             failure_.record(gone >= 0 ? peer_exited(gone) : transport_failure(o, status));
             errored = true;
@@ -519,8 +532,17 @@ class UcxCommunicator final : public Communicator {
       }
       if (!pending && !errored) return;  // a peer may exit once it has its data: the next collective tells
       {
+        // A broken connection fails this collective only while it waits for that peer: a peer may close after its
+        // last collective while this one goes on without it (a broadcast whose sender is done).
         std::lock_guard lock(ucp_mutex_);
-        check_broken();
+        for (size_t i = 0; i < n; ++i) {
+          if (!requests[i]) continue;
+          const int peer = peer_of(requests[i]);
+          const ucs_status_t broken = remote_[static_cast<size_t>(peer)].broken;
+          if (broken == UCS_OK) continue;
+          failure_.record(lost_connection(peer, broken));
+          break;
+        }
       }
       failure_.check();
       const auto now = Clock::now();
