@@ -85,21 +85,20 @@ void Optimizer::apply_one(std::span<const Tensor> addends, const Variable& v, co
   const T* gp = g.data<T>() + begin;
   std::array<T*, kMaxSlots> s{};
   for (size_t i = 0; i < slots.size(); ++i) s[i] = slots[i].data<T>() + begin;
-  std::vector<const T*> others;  // the other addends (contiguous views of the same dtype: replicas' buckets)
-  for (const Tensor& a : addends.subspan(1)) others.push_back(a.data<T>() + begin);
   auto update = [&](int64_t off, int64_t count) {
     std::array<T*, kMaxSlots> sc{};
     for (size_t i = 0; i < slots.size(); ++i) sc[i] = s[i] + off;
-    if (others.empty()) return update_step(w + off, gp + off, sc.data(), count, step);
+    if (addends.size() == 1) return update_step(w + off, gp + off, sc.data(), count, step);
     // Summed in addend order, as the local all-reduce sums its ranks, so the bits are the same.
     constexpr int64_t kBlock = 2048;
     T sum[kBlock];
     for (int64_t at = 0; at < count; at += kBlock) {
       const int64_t len = std::min(kBlock, count - at);
-      const T* first = gp + off + at;
-      for (int64_t i = 0; i < len; ++i) sum[i] = first[i] + others[0][off + at + i];
-      for (size_t k = 1; k < others.size(); ++k)
-        for (int64_t i = 0; i < len; ++i) sum[i] = sum[i] + others[k][off + at + i];
+      std::copy(gp + off + at, gp + off + at + len, sum);
+      for (const Tensor& a : addends.subspan(1)) {  // contiguous views of the same dtype: the replicas' buckets
+        const T* x = a.data<T>() + begin + off + at;
+        for (int64_t i = 0; i < len; ++i) sum[i] = sum[i] + x[i];
+      }
       std::array<T*, kMaxSlots> sb{};
       for (size_t i = 0; i < slots.size(); ++i) sb[i] = sc[i] + at;
       update_step(w + off + at, sum, sb.data(), len, step);
