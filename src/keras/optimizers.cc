@@ -119,7 +119,8 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& gradients, const std:
   // sum.
   distribute::Strategy& strategy = distribute::get_strategy();
   if (distribute::in_replica_context() && strategy.num_replicas_in_sync() > 1) {
-    // One worker's replicas: each sums its part of the replicas' gradients as it updates it, never writing the sum.
+    // One worker's replicas, or workers sharing a host: each sums the replicas' gradients as it updates, never
+    // writing the sum.
     const bool float32 = std::all_of(variables.begin(), variables.end(),
                                      [](const Variable& v) { return v.dtype() == DType::float32; });
     if (auto each = float32 ? strategy.unreduced_gradients(gradients, variables) : std::nullopt) {

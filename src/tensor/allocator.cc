@@ -83,7 +83,11 @@ Storage::Storage(size_t bytes, Device device) : bytes_(bytes), device_(device) {
   data_ = cpu_allocator().allocate(bytes);
 }
 
+Storage::Storage(void* data, size_t bytes, std::shared_ptr<const void> owner)
+    : data_(data), bytes_(bytes), owner_(std::move(owner)) {}
+
 Storage::~Storage() {
+  if (owner_) return;
 #if LOCKSTEP_WITH_CUDA
   if (device_.is_gpu()) {
     kernels::cuda::release(data_, bytes_, device_.index);

@@ -209,6 +209,59 @@ TEST(NetworkProcessTest, SurvivorOfAKilledPeerThrowsUnavailableWithinSeconds) {
   survivor_of_a_killed_peer_fails_naming_it(Backend::network);
 }
 
+// One worker of the mapped-region test: it writes its region, then waits in barriers until its peer is killed.
+// Exit codes: 0 = the barrier failed naming worker:1 and worker:1's region still held what it wrote, 1 = a wrong
+// value, 2 = another error, 4 = no regions mapped.
+int mapped_region_worker(const fs::path& dir, int rank) {
+  FileStore store(dir);
+  std::unique_ptr<Communicator> comm;
+  std::unique_ptr<MappedRegions> regions;
+  auto wrote = [](int r, size_t i) { return static_cast<float>(r * 100000 + i); };
+  try {
+    comm = connect(Backend::shared_memory, store, rank);
+    regions = comm->map_regions(kCount * sizeof(float), {.timeout = std::chrono::seconds(20)});
+    if (!regions) return 4;
+    auto* mine = static_cast<float*>(regions->region(rank));
+    for (size_t i = 0; i < kCount; ++i) mine[i] = wrote(rank, i);
+    comm->barrier({.timeout = std::chrono::seconds(20)});
+    store.set("written/" + std::to_string(rank), "1");
+    for (;;) comm->barrier({.timeout = std::chrono::seconds(120)});
+  } catch (const UnavailableError& e) {
+    store.set("error/" + std::to_string(rank), e.what());
+    if (std::string(e.what()).find("worker:1 (rank 1)") == std::string::npos) return 2;
+    const auto* theirs = static_cast<const float*>(regions->region(1));
+    for (size_t i = 0; i < kCount; ++i)
+      if (theirs[i] != wrote(1, i)) return 1;
+    return 0;
+  } catch (const std::exception& e) {
+    store.set("error/" + std::to_string(rank), e.what());
+    return 2;
+  }
+}
+
+// A peer killed after writing its mapped region: the survivor's next barrier fails naming it, and the peer's region
+// stays readable, with what it wrote, until the survivor lets go of it.
+TEST(SharedMemoryProcessTest, AKilledPeersMappedRegionStaysReadableAndTheBarrierNamesIt) {
+  const TempDir temp("lockstep-mapped");
+  ASSERT_FALSE(temp.path.empty());
+  Children children;
+  for (int rank = 0; rank < 2; ++rank) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) ::_exit(mapped_region_worker(temp.path, rank));
+    children.pids.push_back(pid);
+  }
+  FileStore store(temp.path);
+  for (int rank = 0; rank < 2; ++rank)
+    ASSERT_NO_THROW(store.get("written/" + std::to_string(rank), std::chrono::seconds(30)))
+        << "worker " << rank << " did not map and write its region";
+  std::this_thread::sleep_for(milliseconds(100));
+  ASSERT_EQ(::kill(children.pids[1], SIGKILL), 0);
+  const int status = wait_for_exit(children.pids[0], std::chrono::seconds(60));
+  ASSERT_NE(status, -1) << "worker 0 still waits 60 s after its peer was killed";
+  EXPECT_EQ(status, 0) << store.get("error/0", milliseconds(100));
+}
+
 // The store for the stray-connection test: a get() of a peer's address (key "job/<rank>") waits until the test sets
 // "go". Each worker publishes its own once it listens, then waits here, so the test can attack every listening
 // socket before any real peer has connected to it.

@@ -347,6 +347,38 @@ TEST_P(CollectiveTest, ARankThatClosesAfterItsLastCollectiveFailsNoOne) {
   }
 }
 
+// Shared memory maps every rank's region for every other to read in place; the other backends map none. Either
+// way every rank gets the same answer.
+TEST_P(CollectiveTest, MappedRegionsAreReadInPlaceByEveryRankOrMappedByNone) {
+  constexpr size_t kCount = 100000;
+  std::vector<int> mapped(3, -1);
+  run(3, [&](Communicator& c) {
+    std::unique_ptr<MappedRegions> regions = c.map_regions(kCount * sizeof(float));
+    mapped[static_cast<size_t>(c.rank())] = regions != nullptr;
+    if (!regions) return;
+    auto* mine = static_cast<float*>(regions->region(c.rank()));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(mine) % 64, 0u);
+    auto value = [](int rank, int step, size_t i) { return static_cast<float>(rank * 1000003 + step * 7 + i); };
+    for (int step = 0; step < 3; ++step) {
+      for (size_t i = 0; i < kCount; ++i) mine[i] = value(c.rank(), step, i);
+      c.barrier();  // every region written
+      for (int r = 0; r < c.size(); ++r) {
+        const auto* theirs = static_cast<const float*>(regions->region(r));
+        size_t wrong = 0;
+        for (size_t i = 0; i < kCount; ++i) wrong += theirs[i] != value(r, step, i);
+        EXPECT_EQ(wrong, 0u) << "rank " << c.rank() << " reading rank " << r << " at step " << step;
+      }
+      c.barrier();  // every region read before it is written again
+    }
+    // This rank's own region outlives the regions object for as long as something holds it.
+    std::shared_ptr<const void> own = regions->own();
+    regions.reset();
+    EXPECT_EQ(static_cast<const float*>(own.get())[kCount - 1], value(c.rank(), 2, kCount - 1));
+  });
+  const int expected = GetParam().name == "SharedMemory" ? 1 : 0;
+  EXPECT_EQ(mapped, std::vector<int>(3, expected));
+}
+
 // Every timeout below but the first is long (a timeout that ended a call would name it: "120000 ms"), so an
 // error naming the 300 ms timeout or a lost peer shows that a broken group failed the call at once.
 TEST_P(CollectiveTest, RankThatNeverJoinsGivesDeadlineExceededWithinTheTimeout) {

@@ -53,10 +53,11 @@ class DeviceScope {
 };
 
 // A block of device memory, 64-byte aligned, returned to the caching allocator when the last tensor
-// using it goes away.
+// using it goes away; or host memory someone else allocated, kept alive by `owner` as long as the storage.
 class Storage {
  public:
   Storage(size_t bytes, Device device);
+  Storage(void* data, size_t bytes, std::shared_ptr<const void> owner);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -68,6 +69,7 @@ class Storage {
   void* data_;
   size_t bytes_;
   Device device_;
+  std::shared_ptr<const void> owner_;  // set for memory this storage does not allocate
 };
 
 class Tensor {

@@ -15,6 +15,7 @@ const char* tag_name(Tag tag) {
     case Tag::kPreemption: return "kPreemption";
     case Tag::kSavedModel: return "kSavedModel";
     case Tag::kCommandLine: return "kCommandLine";
+    case Tag::kMappedGradients: return "kMappedGradients";
     case Tag::kEnd: break;
   }
   return "";

@@ -25,6 +25,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <thread>
 
 #include "lockstep/core/files.h"
@@ -152,8 +153,12 @@ class UcxCommunicator final : public Communicator {
     // message that came for none (a second peer's notice): expected then, not printed.
     t_quiet = abandoned_ || failure_.happened();
     if (!abandoned_) close_endpoints();
+    {
+      std::lock_guard lock(ucp_mutex_);
+      for (Regions* r : regions_) r->release_peers();  // their remote keys belong to the worker
+    }
     ucp_worker_destroy(worker_);
-    ucp_cleanup(context_);
+    context_.reset();  // freed once the tensors viewing this rank's mapped regions are gone too
     t_quiet = false;
   }
 
@@ -275,7 +280,112 @@ class UcxCommunicator final : public Communicator {
     exchange_with_all("barrier", options, &none, 0, [&](int) { return &none; });
   }
 
+  // Over shared memory: this rank's region is shared memory UCX allocates (System V or POSIX), and each peer's is
+  // attached through the remote key that peer packed (ucp_rkey_ptr). The cards (address and key) go round by
+  // all_gather, and every rank learns whether all of them could attach every peer's region.
+  std::unique_ptr<MappedRegions> map_regions(size_t bytes, const CollectiveOptions& options) override {
+    failure_.check();
+    if (medium_.network || size() == 1 || bytes == 0) return nullptr;
+    auto regions = std::make_unique<Regions>(*this);
+    std::string card = regions->map_own(bytes);  // empty where UCX could not
+    int64_t longest = static_cast<int64_t>(card.size());
+    all_reduce(&longest, 1, DType::int64, ReduceOp::MAX, options);
+    if (longest == 0) return nullptr;
+    card.resize(static_cast<size_t>(longest));  // empty cards stay all zero: no address
+    std::string cards(card.size() * static_cast<size_t>(size()), '\0');
+    all_gather(card.data(), cards.data(), card.size(), options);
+    int64_t attached = 1;
+    for (int r = 0; r < size() && attached; ++r)
+      if (r != rank()) attached = regions->attach(r, std::string_view(cards).substr(card.size() * static_cast<size_t>(r), card.size()));
+    all_reduce(&attached, 1, DType::int64, ReduceOp::MIN, options);
+    if (!attached) return nullptr;
+    return regions;
+  }
+
  private:
+  class Regions final : public MappedRegions {
+   public:
+    explicit Regions(UcxCommunicator& c) : comm_(&c), rank_(c.rank()), peers_(static_cast<size_t>(c.size())) {
+      std::lock_guard lock(c.ucp_mutex_);
+      c.regions_.push_back(this);
+    }
+    ~Regions() override {
+      UcxCommunicator* const c = comm_;
+      if (!c) return;  // the communicator went first and released the peers' keys
+      std::lock_guard lock(c->ucp_mutex_);
+      release_peers();
+      std::erase(c->regions_, this);
+    }
+    void* region(int rank) const override {
+      return rank == rank_ ? const_cast<void*>(own_.get()) : peers_[static_cast<size_t>(rank)].data;
+    }
+    std::shared_ptr<const void> own() const override { return own_; }
+
+    // Allocates this rank's region; its card (address, then packed remote key), or empty if UCX cannot share it.
+    std::string map_own(size_t bytes) {
+      ucp_mem_map_params_t params{};
+      params.field_mask =
+          UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+      params.address = nullptr;
+      params.length = bytes;
+      params.flags = UCP_MEM_MAP_ALLOCATE;
+      std::lock_guard lock(comm_->ucp_mutex_);
+      ucp_context_h context = comm_->context_.get();
+      ucp_mem_h memh = nullptr;
+      if (ucp_mem_map(context, &params, &memh) != UCS_OK) return {};
+      const std::shared_ptr<const void> mapping(
+          static_cast<const void*>(memh), [keep = comm_->context_, memh](const void*) { ucp_mem_unmap(keep.get(), memh); });
+      ucp_mem_attr_t attr{};
+      attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
+      void* packed = nullptr;
+      size_t length = 0;
+      if (ucp_mem_query(memh, &attr) != UCS_OK || reinterpret_cast<uintptr_t>(attr.address) % 64 != 0 ||
+          ucp_rkey_pack(context, memh, &packed, &length) != UCS_OK)
+        return {};
+      own_ = std::shared_ptr<const void>(mapping, attr.address);  // the mapping's owner, pointing at the memory
+      const auto address = reinterpret_cast<uint64_t>(attr.address);
+      std::string card(reinterpret_cast<const char*>(&address), sizeof address);
+      card.append(static_cast<const char*>(packed), length);
+      ucp_rkey_buffer_release(packed);
+      return card;
+    }
+
+    // Attaches rank r's region from its card; false if it has none or this process cannot reach it.
+    bool attach(int r, std::string_view card) {
+      uint64_t address = 0;
+      std::memcpy(&address, card.data(), sizeof address);
+      if (address == 0) return false;
+      Peer& peer = peers_[static_cast<size_t>(r)];
+      std::lock_guard lock(comm_->ucp_mutex_);
+      if (ucp_ep_rkey_unpack(comm_->remote_[static_cast<size_t>(r)].endpoint, card.data() + sizeof address,
+                             &peer.key) != UCS_OK) {
+        peer.key = nullptr;
+        return false;
+      }
+      return ucp_rkey_ptr(peer.key, address, &peer.data) == UCS_OK;
+    }
+
+    // Destroys the peers' keys, which belong to the communicator's worker (caller holds its ucp_mutex_): their
+    // regions are unreadable from here on.
+    void release_peers() {
+      for (Peer& p : peers_) {
+        if (p.key) ucp_rkey_destroy(p.key);
+        p = {};
+      }
+      comm_ = nullptr;
+    }
+
+   private:
+    struct Peer {
+      ucp_rkey_h key = nullptr;
+      void* data = nullptr;
+    };
+    UcxCommunicator* comm_;
+    const int rank_;
+    std::shared_ptr<const void> own_;
+    std::vector<Peer> peers_;
+  };
+
   struct Peer {
     ucp_ep_h endpoint = nullptr;
     pid_t pid = 0;   // shared memory only
@@ -321,14 +431,16 @@ class UcxCommunicator final : public Communicator {
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_REQUEST_SIZE;
     params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
     params.request_size = sizeof(int);  // each request's own space: the peer it is with (posted)
-    const ucs_status_t initialised = modified == UCS_OK ? ucp_init(&params, config, &context_) : modified;
+    ucp_context_h context = nullptr;
+    const ucs_status_t initialised = modified == UCS_OK ? ucp_init(&params, config, &context) : modified;
     ucp_config_release(config);
     check(initialised, medium_.network ? "ucp_init (TCP transport)" : "ucp_init (shared-memory transports)");
+    context_.reset(context, ucp_cleanup);
     ucp_worker_params_t worker{};
     worker.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE | UCP_WORKER_PARAM_FIELD_EVENTS;
     worker.thread_mode = UCS_THREAD_MODE_SERIALIZED;
     worker.events = UCP_WAKEUP_TAG_SEND | UCP_WAKEUP_TAG_RECV | UCP_WAKEUP_TX | UCP_WAKEUP_RX;
-    check(ucp_worker_create(context_, &worker, &worker_), "ucp_worker_create");
+    check(ucp_worker_create(context_.get(), &worker, &worker_), "ucp_worker_create");
     if (ucp_worker_get_efd(worker_, &event_fd_) != UCS_OK) event_fd_ = -1;  // then a wait naps instead
   }
 
@@ -638,7 +750,8 @@ class UcxCommunicator final : public Communicator {
 
   const detail::Peers peers_;
   const Medium medium_;
-  ucp_context_h context_ = nullptr;
+  std::shared_ptr<ucp_context> context_;  // shared with the mapped regions this rank owns
+  std::vector<Regions*> regions_;      // live ones (guarded by ucp_mutex_)
   ucp_worker_h worker_ = nullptr;
   int event_fd_ = -1;        // UCX's, signalled on the worker's events once armed
   std::mutex ucp_mutex_;     // every call on worker_ and its endpoints

@@ -1,7 +1,9 @@
 // GradientReducer: gradient buckets filled by variables' gradient hooks and all-reduced on communication
 // threads while backward continues.
 #include <algorithm>
+#include <atomic>
 
+#include "lockstep/core/logging.h"
 #include "lockstep/tensor/ops.h"
 #include "strategy-impl.h"
 
@@ -11,6 +13,12 @@ struct GradientReducer::Replica {
   int index = 0;
   std::vector<Tensor> buffers;  // float32, one per bucket; finalize returns views of them
   std::vector<Tensor> places;   // by slot index: each variable's view of its bucket, made once per layout
+  // Buckets every worker reads in place (mapped_): double buffered, so that a worker may write one step's
+  // gradients while the others still read its last step's. `workers` holds every worker's places, by rank.
+  std::shared_ptr<MappedRegions> mapped;
+  std::vector<std::vector<Tensor>> workers;
+  std::vector<Tensor> next_buffers, next_places;
+  std::vector<std::vector<Tensor>> next_workers;
   std::vector<bfloat16> wire;  // a bucket as sent under GradientCompression::BFLOAT16
   std::vector<int> remaining;
   std::vector<bool> launched;
@@ -69,8 +77,9 @@ void GradientReducer::ensure_layout() {
     ++bucket_variables_.back();
   }
   layout_count_ = watched_.size();
-  sums_in_update_ = strategy_.num_workers() == 1 && !strategy_.device().is_gpu() &&
+  const bool host = !strategy_.device().is_gpu() &&
                     strategy_.communication_options().gradient_compression == GradientCompression::NONE;
+  sums_in_update_ = host && strategy_.num_workers() == 1;
   for (auto& r : replicas_) {  // a new layout (the model grew): restart the communication threads
     {
       std::lock_guard l(r->mutex);
@@ -80,17 +89,21 @@ void GradientReducer::ensure_layout() {
     r->thread.join();
   }
   replicas_.clear();
+  // Workers that share a host, one replica each: every worker's update reads the others' buckets in place.
+  Communicator* const cross = strategy_.cross_worker();
+  const bool mappable = host && strategy_.num_workers() > 1 && strategy_.num_local_replicas() == 1 && cross;
   for (int i = 0; i < strategy_.num_local_replicas(); ++i) {
     auto r = std::make_unique<Replica>();
     r->index = i;
-    for (size_t b = 0; b < bucket_elements_.size(); ++b)
-      r->buffers.push_back(
-          Tensor::empty(Shape({static_cast<int64_t>(bucket_elements_[b])}), DType::float32, strategy_.device()));
-    r->places.resize(slots_.size());
-    for (const auto& [id, slot] : slots_)
-      r->places[slot.index] = Tensor(r->buffers[slot.bucket].storage(), slot.shape, slot.shape.strides(),
-                                     static_cast<int64_t>(slot.offset), DType::float32);
-    start_step(*r);
+    if (mappable) r->mapped = map_buckets(*r, *cross);
+    sums_in_update_ = sums_in_update_ || r->mapped;
+    if (!r->mapped) {
+      for (size_t b = 0; b < bucket_elements_.size(); ++b)
+        r->buffers.push_back(
+            Tensor::empty(Shape({static_cast<int64_t>(bucket_elements_[b])}), DType::float32, strategy_.device()));
+      r->places = places_in(r->buffers);
+    }
+    start_step(*r, false);
     Replica* raw = r.get();
     r->thread = std::thread([this, raw] {
       for (;;) {
@@ -117,6 +130,54 @@ void GradientReducer::ensure_layout() {
     });
     replicas_.push_back(std::move(r));
   }
+}
+
+std::vector<Tensor> GradientReducer::places_in(const std::vector<Tensor>& buffers) const {
+  std::vector<Tensor> places(slots_.size());
+  for (const auto& [id, slot] : slots_) {
+    const Tensor& bucket = buffers[slot.bucket];
+    places[slot.index] = Tensor(bucket.storage(), slot.shape, slot.shape.strides(),
+                                bucket.offset() + static_cast<int64_t>(slot.offset), DType::float32);
+  }
+  return places;
+}
+
+std::shared_ptr<MappedRegions> GradientReducer::map_buckets(Replica& r, Communicator& cross) {
+  // Two sets of buckets back to back, each bucket starting on a cache line.
+  std::vector<int64_t> starts;
+  int64_t elements = 0;
+  for (size_t set = 0; set < 2; ++set)
+    for (size_t b = 0; b < bucket_elements_.size(); ++b) {
+      starts.push_back(elements);
+      elements += (static_cast<int64_t>(bucket_elements_[b]) + 15) / 16 * 16;
+    }
+  const auto bytes = static_cast<size_t>(elements) * sizeof(float);
+  std::shared_ptr<MappedRegions> regions =
+      cross.map_regions(bytes, collective_options(strategy_.communication_options(), Tag::kMappedGradients));
+  if (!regions) return nullptr;
+  const size_t buckets = bucket_elements_.size();
+  for (int w = 0; w < cross.size(); ++w) {
+    // Another worker's region lives as long as `regions`; this worker's own as long as any tensor viewing it.
+    const bool own = w == cross.rank();
+    auto storage = std::make_shared<Storage>(regions->region(w), bytes,
+                                             own ? regions->own() : std::shared_ptr<const void>(regions));
+    for (size_t set = 0; set < 2; ++set) {
+      std::vector<Tensor> buffers;
+      for (size_t b = 0; b < buckets; ++b) {
+        const auto n = static_cast<int64_t>(bucket_elements_[b]);
+        buffers.push_back(Tensor(storage, Shape({n}), {1}, starts[set * buckets + b], DType::float32));
+      }
+      (set == 0 ? r.workers : r.next_workers).push_back(places_in(buffers));
+      if (own) (set == 0 ? r.buffers : r.next_buffers) = std::move(buffers);
+    }
+  }
+  r.places = r.workers[static_cast<size_t>(cross.rank())];
+  r.next_places = r.next_workers[static_cast<size_t>(cross.rank())];
+  static std::once_flag logged;
+  std::call_once(logged, [] {
+    log(LogLevel::info, "gradients: each worker's update reads every worker's buckets in place (shared memory)");
+  });
+  return regions;
 }
 
 void GradientReducer::all_reduce_bucket(Replica& r, Tensor& bucket, const CollectiveOptions& o) {
@@ -221,7 +282,7 @@ std::vector<Tensor> GradientReducer::finalize(int replica, const std::vector<Ten
   // fills the buckets again.
   std::vector<Tensor> out;
   for (const Variable& v : variables) out.push_back(raw_ops::cast(r.places[slots_.at(v.unique_id()).index], v.dtype()));
-  start_step(r);
+  start_step(r, true);
   return out;
 }
 
@@ -229,18 +290,34 @@ std::vector<std::vector<Tensor>> GradientReducer::unreduced(int replica, const s
                                                             const std::vector<Variable>& variables) {
   LS_CHECK(sums_in_update(), FailedPreconditionError, "unreduced gradients asked for where the buckets are all-reduced");
   Replica& r = fill_all(replica, gradients, variables);
+  if (r.mapped) {
+    // Every worker's buckets are filled before any is read. The next step's gradients go into the other set, which
+    // no worker reads until every worker has passed this barrier again.
+    strategy_.cross_worker()->barrier(
+        collective_options(strategy_.communication_options(), Tag::kMappedGradients));
+    std::atomic_thread_fence(std::memory_order_acquire);
+  }
   std::vector<std::vector<Tensor>> out;
   out.reserve(variables.size());
   for (const Variable& v : variables) {
     const size_t index = slots_.at(v.unique_id()).index;
     std::vector<Tensor>& each = out.emplace_back();
-    for (const auto& other : replicas_) each.push_back(other->places[index]);
+    if (r.mapped) {
+      for (const auto& worker : r.workers) each.push_back(worker[index]);
+    } else {
+      for (const auto& other : replicas_) each.push_back(other->places[index]);
+    }
   }
-  start_step(r);
+  start_step(r, true);
   return out;
 }
 
-void GradientReducer::start_step(Replica& r) {
+void GradientReducer::start_step(Replica& r, bool consumed) {
+  if (consumed && r.mapped) {
+    std::swap(r.buffers, r.next_buffers);
+    std::swap(r.places, r.next_places);
+    std::swap(r.workers, r.next_workers);
+  }
   r.done = 0;
   r.filled.assign(slots_.size(), false);
   r.remaining = bucket_variables_;
@@ -254,7 +331,7 @@ void GradientReducer::discard_unfinalized() {
     std::unique_lock l(r->mutex);
     r->cv.wait(l, [&] { return r->done == launched; });  // each launched bucket ends, failed or not
     r->error = nullptr;
-    start_step(*r);
+    start_step(*r, false);  // nothing was read: the same buckets take the next step's gradients
   }
 }
 

@@ -59,12 +59,14 @@ class GradientReducer {
   // The all-reduced gradients of `variables` for this replica; fills what hooks did not see. They are views of the
   // replica's buckets, valid until its next step's gradients arrive.
   std::vector<Tensor> finalize(int replica, const std::vector<Tensor>& gradients, const std::vector<Variable>& variables);
-  // Under sums_in_update(): every local replica's gradients of `variables`, not reduced (for each variable, views of
-  // each replica's bucket in replica order); fills what hooks did not see. Valid until the replicas' next step.
+  // Under sums_in_update(): every replica's gradients of `variables`, not reduced (for each variable, views of each
+  // local replica's bucket in replica order, or of each worker's in rank order); fills what hooks did not see.
+  // Valid until the replicas' next step.
   std::vector<std::vector<Tensor>> unreduced(int replica, const std::vector<Tensor>& gradients,
                                              const std::vector<Variable>& variables);
-  // The replicas of one worker on the CPU, without compression: their buckets are not all-reduced as they fill.
-  // An update that can sum them itself takes unreduced(); finalize() all-reduces them when called.
+  // On the CPU without compression, the replicas of one worker, or workers with one replica each whose buckets
+  // every worker maps (shared memory): buckets are not all-reduced as they fill. An update that can sum them
+  // itself takes unreduced(); finalize() all-reduces them when called.
   bool sums_in_update();
   // Drops what the hooks gathered in a step that never called finalize (a custom loop that reduced its gradients
   // itself, or computed gradients it did not apply), after the buckets it launched are done, so that a later
@@ -90,7 +92,14 @@ class GradientReducer {
   // Fills what the hooks did not see of `variables` (zeros for a variable of this strategy without a gradient).
   Replica& fill_all(int replica, const std::vector<Tensor>& gradients, const std::vector<Variable>& variables);
   void launch(Replica& r, size_t bucket);
-  void start_step(Replica& r);  // no gradient filled, no bucket launched
+  // No gradient filled, no bucket launched; after a step whose gradients were read (`consumed`), mapped buckets
+  // switch to their other set.
+  void start_step(Replica& r, bool consumed);
+  // Each variable's view of `buffers`, by slot index.
+  std::vector<Tensor> places_in(const std::vector<Tensor>& buffers) const;
+  // Maps r's buckets, double buffered, where every worker can read them in place (Communicator::map_regions), and
+  // makes the views of every worker's; nullptr where the backend cannot.
+  std::shared_ptr<MappedRegions> map_buckets(Replica& r, Communicator& cross);
   // One bucket across every replica, as float32 or, under GradientCompression::BFLOAT16, as bfloat16.
   void all_reduce_bucket(Replica& r, Tensor& bucket, const CollectiveOptions& o);
 

@@ -29,6 +29,7 @@ enum class Tag : uint32_t {
   kPreemption,                 // agreeing on a preemption and exiting after it
   kSavedModel,                 // model.save, save_weights, load_model, ModelCheckpoint, TensorBoard's last write
   kCommandLine,                // lockstep train's own exchanges (weights hashes, its report)
+  kMappedGradients,            // gradient buckets read in place: their mapping, and each step's "filled"
   kEnd                         // not a tag: one past the last
 };
 // "kCheckpoint", ... for messages and tests.
@@ -45,6 +46,19 @@ struct CollectiveOptions {
 // Options for a feature's collectives: its tag and a timeout (long by default: a peer may be writing a file).
 CollectiveOptions collective_options(Tag tag, std::chrono::milliseconds timeout = std::chrono::seconds(600));
 
+// Memory every rank of a communicator reads in place, for workers that share a host (Communicator::map_regions):
+// each rank writes its own region and reads the others' without copying them, once a collective (a barrier) has
+// put the writes before the reads.
+class MappedRegions {
+ public:
+  virtual ~MappedRegions() = default;
+  // Rank r's region, 64-byte aligned: this rank's own is for writing, the others' for reading only. The others'
+  // stay readable while this object and its communicator live, even after their process has exited.
+  virtual void* region(int rank) const = 0;
+  // Keeps this rank's own region alive as long as the pointer does (tensors that view it may outlive the rest).
+  virtual std::shared_ptr<const void> own() const = 0;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -58,6 +72,12 @@ class Communicator {
   // Rank r's `bytes` of `input` land at output + r * bytes on every rank.
   virtual void all_gather(const void* input, void* output, size_t bytes, const CollectiveOptions& options = {}) = 0;
   virtual void barrier(const CollectiveOptions& options = {}) = 0;
+  // Collective: every rank maps `bytes` that every other rank can read in place. nullptr on every rank where the
+  // backend cannot (all but shared memory) or where some rank could not map the others' memory. Destroy it before
+  // the communicator.
+  virtual std::unique_ptr<MappedRegions> map_regions(size_t /*bytes*/, const CollectiveOptions& /*options*/ = {}) {
+    return nullptr;
+  }
 };
 
 // Who the ranks of a multi-process backend (gloo, shared memory) are, and how they meet through the store.

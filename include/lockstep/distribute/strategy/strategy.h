@@ -173,9 +173,11 @@ class Strategy {
   // Gradients of `variables` all-reduced (SUM) across all replicas, waiting for the buckets the gradient
   // hooks started during backward. Call from inside run(), once per step.
   std::vector<Tensor> all_reduce_gradients(const std::vector<Tensor>& gradients, const std::vector<Variable>& variables);
-  // For an update that sums the replicas' gradients itself, where that is how this strategy reduces them (one
-  // worker's replicas on the CPU): for each variable, every local replica's gradient in replica order (views, read
-  // them inside merge_call; valid until the replicas' next step). nullopt where all_reduce_gradients is the way.
+  // For an update that sums the replicas' gradients itself, where that is how this strategy reduces them on the
+  // CPU (one worker's replicas; or workers on one host, one replica each, whose gradient buckets every worker maps):
+  // for each variable, every local replica's gradient in replica order, or every worker's in rank order (views,
+  // read them inside merge_call; valid until the replicas' next step). nullopt where all_reduce_gradients is the
+  // way.
   // Call from inside run(), once per step, instead of all_reduce_gradients.
   std::optional<std::vector<std::vector<Tensor>>> unreduced_gradients(const std::vector<Tensor>& gradients,
                                                                       const std::vector<Variable>& variables);
