@@ -77,6 +77,14 @@ void Variable::assign(const Tensor& value) const {
   impl_->value.copy_from(value);
 }
 
+void Variable::rebind(const Tensor& value) const {
+  LS_CHECK(value.shape() == shape() && value.dtype() == dtype() && value.device() == this->value().device(),
+           InvalidArgumentError, "cannot rebind variable '", name(), "' of ", dtype_name(dtype()), " and shape ",
+           shape().str(), " to a ", dtype_name(value.dtype()), " tensor of shape ", value.shape().str(), " on ",
+           value.device().str());
+  impl_->value = value;
+}
+
 void Variable::assign_add(const Tensor& delta) const {
   assign(raw_ops::binary(raw_ops::BinaryOp::add, value(), delta));
 }

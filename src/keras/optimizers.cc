@@ -59,7 +59,8 @@ void Optimizer::build(const std::vector<Variable>& variables) {
 }
 
 template <typename T>
-void Optimizer::apply_one(std::span<const Tensor> addends, const Variable& v, const Step& step, int part, int parts) {
+void Optimizer::apply_one(std::span<const Tensor> addends, const Variable& v, const Step& step, int part, int parts,
+                          const Copies* copies) {
   const Tensor& value = v.value();
   Tensor g = addends[0].to(value.device()).contiguous();
   const std::vector<Tensor>& slots = slots_for(v).tensors;
@@ -85,10 +86,21 @@ void Optimizer::apply_one(std::span<const Tensor> addends, const Variable& v, co
   const T* gp = g.data<T>() + begin;
   std::array<T*, kMaxSlots> s{};
   for (size_t i = 0; i < slots.size(); ++i) s[i] = slots[i].data<T>() + begin;
+  // The shared update: what this worker wrote, into the other workers' copies, while it is still in cache.
+  auto publish = [&](int64_t at, int64_t count) {
+    if (!copies) return;
+    const size_t bytes = static_cast<size_t>(count) * sizeof(T);
+    for (void* c : copies->value) std::memcpy(static_cast<T*>(c) + begin + at, w + at, bytes);
+    for (size_t i = 0; i < slots.size(); ++i)
+      for (void* c : copies->slots[i]) std::memcpy(static_cast<T*>(c) + begin + at, s[i] + at, bytes);
+  };
   auto update = [&](int64_t off, int64_t count) {
     std::array<T*, kMaxSlots> sc{};
     for (size_t i = 0; i < slots.size(); ++i) sc[i] = s[i] + off;
-    if (addends.size() == 1) return update_step(w + off, gp + off, sc.data(), count, step);
+    if (addends.size() == 1) {
+      update_step(w + off, gp + off, sc.data(), count, step);
+      return publish(off, count);
+    }
     // Summed in addend order, as the local all-reduce sums its ranks, so the bits are the same.
     constexpr int64_t kBlock = 2048;
     T sum[kBlock];
@@ -102,6 +114,7 @@ void Optimizer::apply_one(std::span<const Tensor> addends, const Variable& v, co
       std::array<T*, kMaxSlots> sb{};
       for (size_t i = 0; i < slots.size(); ++i) sb[i] = sc[i] + at;
       update_step(w + off + at, sum, sb.data(), len, step);
+      publish(off + at, len);
     }
   };
   // Chunks let large variables use every core; the update is elementwise, so results do not depend on it.
@@ -126,6 +139,21 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& gradients, const std:
     if (auto each = float32 ? strategy.unreduced_gradients(gradients, variables) : std::nullopt) {
       std::vector<Tensor> first;  // for the checks: every replica's gradients have the same shapes
       for (const auto& addends : *each) first.push_back(addends.front());
+      if (strategy.shares_update()) {
+        // Workers on one host: each updates its part of every variable, in every worker's copy.
+        begin_update(first, variables);
+        const std::vector<Copies> copies = mirror_state(strategy, variables);
+        NoGradGuard no_grad;
+        for (size_t i = 0; i < variables.size(); ++i) {
+          if (copies[i].value.empty())  // not mirrored: every worker updates the whole of its own
+            apply_one<float>((*each)[i], variables[i], step_, 0, 1, nullptr);
+          else
+            apply_one<float>((*each)[i], variables[i], step_, strategy.worker_rank(), strategy.num_workers(),
+                             &copies[i]);
+        }
+        strategy.end_shared_update();
+        return;
+      }
       strategy.merge_call([&] { begin_update(first, variables); },
                           [&](int part, int parts) { update_part(*each, variables, part, parts); });
       return;
@@ -136,6 +164,45 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& gradients, const std:
     return;
   }
   apply_reduced(gradients, variables);
+}
+
+std::vector<Optimizer::Copies> Optimizer::mirror_state(distribute::Strategy& strategy,
+                                                       const std::vector<Variable>& variables) {
+  // What is not in mirrored memory yet moves there: the variables at the first shared update, slots once made.
+  std::vector<Tensor> values;
+  std::vector<std::function<void(const Tensor&)>> move;
+  for (const Variable& v : variables) {
+    if (strategy.copies(v.value()).empty()) {
+      values.push_back(v.value());
+      move.push_back([v](const Tensor& home) { v.rebind(home); });
+    }
+    const size_t index = slot_index_.at(v.unique_id());
+    for (size_t i = 0; i < slots_[index].tensors.size(); ++i) {
+      if (!strategy.copies(slots_[index].tensors[i]).empty()) continue;
+      values.push_back(slots_[index].tensors[i]);
+      move.push_back([this, index, i](const Tensor& home) { slots_[index].tensors[i] = home; });
+    }
+  }
+  if (!values.empty()) {
+    const std::vector<Tensor> homes = strategy.mirror(values);
+    for (size_t i = 0; i < homes.size(); ++i) move[i](homes[i]);
+  }
+  // Every other worker's copies; none for a variable whose value or a slot is not mirrored.
+  const auto others = [&](const Tensor& t) {
+    std::vector<void*> all = strategy.copies(t);
+    if (!all.empty()) all.erase(all.begin() + strategy.worker_rank());
+    return all;
+  };
+  std::vector<Copies> out(variables.size());
+  for (size_t i = 0; i < variables.size(); ++i) {
+    Copies c{others(variables[i].value()), {}};
+    for (const Tensor& t : slots_[slot_index_.at(variables[i].unique_id())].tensors) {
+      c.slots.push_back(others(t));
+      if (c.slots.back().empty()) c.value.clear();
+    }
+    if (!c.value.empty()) out[i] = std::move(c);
+  }
+  return out;
 }
 
 void Optimizer::apply_reduced(const std::vector<Tensor>& gradients, const std::vector<Variable>& variables) {
@@ -178,16 +245,16 @@ void Optimizer::update_part(const std::vector<Tensor>& gradients, const std::vec
   for (size_t i = 0; i < variables.size(); ++i) {
     if (!gradients[i].defined()) continue;
     if (variables[i].dtype() == DType::float32)
-      apply_one<float>({&gradients[i], 1}, variables[i], step_, part, parts);
+      apply_one<float>({&gradients[i], 1}, variables[i], step_, part, parts, nullptr);
     else
-      apply_one<double>({&gradients[i], 1}, variables[i], step_, part, parts);
+      apply_one<double>({&gradients[i], 1}, variables[i], step_, part, parts, nullptr);
   }
 }
 
 void Optimizer::update_part(const std::vector<std::vector<Tensor>>& addends, const std::vector<Variable>& variables,
                             int part, int parts) {
   NoGradGuard no_grad;
-  for (size_t i = 0; i < variables.size(); ++i) apply_one<float>(addends[i], variables[i], step_, part, parts);
+  for (size_t i = 0; i < variables.size(); ++i) apply_one<float>(addends[i], variables[i], step_, part, parts, nullptr);
 }
 
 std::vector<std::pair<std::string, Tensor>> Optimizer::state() const {

@@ -81,6 +81,7 @@ TEST_F(MultiWorker, SharedMemoryAndTheNetworkPathReachBitwiseTheSameWeights) {
     ASSERT_EQ(shm.code, 0) << shm.err << shm.out;
     EXPECT_NE(shm.err.find("collective backend: shared memory (UCX), all 2 workers on one host"), std::string::npos)
         << shm.err;
+    EXPECT_NE(shm.err.find("each of the 2 workers updates its part of every variable"), std::string::npos) << shm.err;
     const json a = json::parse(read_all((dir_ / "shm.json").string()));
     EXPECT_EQ(a["global_steps"], 20) << loop;
     const auto hashes = a["weights_sha256_per_worker"].get<std::vector<std::string>>();
@@ -97,6 +98,30 @@ TEST_F(MultiWorker, SharedMemoryAndTheNetworkPathReachBitwiseTheSameWeights) {
       EXPECT_EQ(a["weights_sha256"], b["weights_sha256"]) << loop << " " << value << ": the paths trained different weights";
     }
   }
+}
+
+// Three workers on one host share the update (each updates a third of every variable and Adam slot, in every
+// worker's copy): every worker ends with the same weights, and each step's global loss matches the network path's,
+// whose ring sums the three gradients in another order.
+TEST_F(MultiWorker, ThreeWorkersSharingTheUpdateMatchTheNetworkPath) {
+  const std::string common = "train --workers 3 --loop ctl --epochs 1 --steps-per-epoch 15 --batch-size 32 "
+                             "--optimizer adam --seed 7" + data();
+  Result shm = run_lockstep(common + " --metrics-out " + (dir_ / "shm.json").string());
+  ASSERT_EQ(shm.code, 0) << shm.err << shm.out;
+  EXPECT_NE(shm.err.find("each of the 3 workers updates its part of every variable"), std::string::npos) << shm.err;
+  Result ring = run_lockstep(common + " --metrics-out " + (dir_ / "ring.json").string(), "LOCKSTEP_COLLECTIVE=ring");
+  ASSERT_EQ(ring.code, 0) << ring.err << ring.out;
+  const json a = json::parse(read_all((dir_ / "shm.json").string()));
+  const json b = json::parse(read_all((dir_ / "ring.json").string()));
+  const auto hashes = a["weights_sha256_per_worker"].get<std::vector<std::string>>();
+  ASSERT_EQ(hashes.size(), 3u);
+  EXPECT_EQ(hashes[0], hashes[1]);
+  EXPECT_EQ(hashes[0], hashes[2]);
+  const auto la = a["step_losses"].get<std::vector<double>>(), lb = b["step_losses"].get<std::vector<double>>();
+  ASSERT_EQ(la.size(), 15u);
+  ASSERT_EQ(lb.size(), 15u);
+  for (size_t i = 0; i < la.size(); ++i) EXPECT_NEAR(la[i], lb[i], 1e-5 * std::abs(lb[i])) << "step " << i;
+  EXPECT_NE(la.back(), la.front());  // it trained
 }
 
 // Two simulated hosts (network namespaces made by bench/netns/cluster.sh, 10.213.0.1-2) with two workers each:

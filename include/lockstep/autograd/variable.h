@@ -39,6 +39,9 @@ class Variable {
 
   // In-place updates; shape and dtype must match the variable's.
   void assign(const Tensor& value) const;
+  // From now on the variable's value is `value` itself (same shape, dtype and device), not a copy: for a strategy
+  // that keeps it in memory other workers map (Strategy::mirror).
+  void rebind(const Tensor& value) const;
   void assign_add(const Tensor& delta) const;
   void assign_sub(const Tensor& delta) const;
 

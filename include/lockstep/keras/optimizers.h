@@ -18,6 +18,10 @@
 #include "lockstep/tensor/tensor.h"
 #include "lockstep/train/trackable.h"
 
+namespace lockstep::distribute {
+class Strategy;
+}
+
 namespace lockstep::keras::optimizers {
 
 // A learning rate as a function of the optimizer's step (tf.keras.optimizers.schedules).
@@ -164,8 +168,19 @@ class Optimizer {
     std::vector<Tensor> tensors;
   };
   Slots& slots_for(const Variable& v);
+  // The other workers' copies of a variable and of each of its slots, which the update workers on one host share
+  // writes its part into (Strategy::shares_update): by worker, and by slot then worker.
+  struct Copies {
+    std::vector<void*> value;
+    std::vector<std::vector<void*>> slots;
+  };
+  // Moves what the shared update writes into mirrored memory where it is not yet, and returns each variable's
+  // copies (none where it or a slot could not be mirrored: every worker then updates all of its own).
+  std::vector<Copies> mirror_state(distribute::Strategy& strategy, const std::vector<Variable>& variables);
+  // Updates part `part` of `parts` of v from the sum of `addends`, and writes it into `copies` too (if given).
   template <typename T>
-  void apply_one(std::span<const Tensor> addends, const Variable& v, const Step& step, int part, int parts);
+  void apply_one(std::span<const Tensor> addends, const Variable& v, const Step& step, int part, int parts,
+                 const Copies* copies);
 
   std::string name_;
   LearningRate learning_rate_;

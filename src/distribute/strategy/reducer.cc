@@ -228,6 +228,11 @@ bool GradientReducer::sums_in_update() {
   return sums_in_update_;
 }
 
+bool GradientReducer::reads_workers_in_place() {
+  ensure_layout();
+  return !replicas_.empty() && replicas_.front()->mapped;
+}
+
 GradientReducer::Replica* GradientReducer::current_replica() {
   if (!in_replica_context() || &get_strategy() != &strategy_ || strategy_.num_replicas_in_sync() == 1) return nullptr;
   ensure_layout();

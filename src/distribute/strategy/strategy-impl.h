@@ -68,6 +68,8 @@ class GradientReducer {
   // every worker maps (shared memory): buckets are not all-reduced as they fill. An update that can sum them
   // itself takes unreduced(); finalize() all-reduces them when called.
   bool sums_in_update();
+  // Under sums_in_update(), workers' buckets every worker maps: unreduced() gives every worker's gradients.
+  bool reads_workers_in_place();
   // Drops what the hooks gathered in a step that never called finalize (a custom loop that reduced its gradients
   // itself, or computed gradients it did not apply), after the buckets it launched are done, so that a later
   // step's finalize cannot return them. Called by Strategy::run before the replicas start.
@@ -115,6 +117,25 @@ class GradientReducer {
   std::vector<std::unique_ptr<Replica>> replicas_;
 };
 
+// Tensors of which every worker on this host keeps its own copy in memory the others map, so that any worker can
+// write every copy (Strategy::mirror): the variables and optimizer slots of the shared update.
+class MirroredMemory {
+ public:
+  MirroredMemory(Communicator& cross, const CollectiveOptions& options) : cross_(cross), options_(options) {}
+  std::vector<Tensor> mirror(const std::vector<Tensor>& values);
+  std::vector<void*> copies(const Tensor& t) const;
+
+ private:
+  struct Block {
+    std::shared_ptr<MappedRegions> regions;
+    const char* begin;  // this worker's region
+    size_t bytes;
+  };
+  Communicator& cross_;
+  CollectiveOptions options_;
+  std::vector<Block> blocks_;
+};
+
 struct Strategy::Impl {
   std::unique_ptr<LocalGroup> local;
   std::vector<std::unique_ptr<Communicator>> local_comms;
@@ -122,6 +143,7 @@ struct Strategy::Impl {
   std::unique_ptr<CoordinationClient> coordination;
   std::unique_ptr<Communicator> cross;
   std::unique_ptr<GradientReducer> reducer;
+  std::unique_ptr<MirroredMemory> mirrored;  // made by the first shares_update() that holds
   bool synchronized = false;
   int uncaught_at_start = 0;  // std::uncaught_exceptions() when the strategy was made
   std::string last_error;     // the last error a step raised on this worker

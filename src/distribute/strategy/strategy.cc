@@ -199,6 +199,7 @@ Strategy::Strategy(int num_local_replicas, std::unique_ptr<ClusterResolver> reso
 
 Strategy::~Strategy() {
   impl_->reducer.reset();
+  impl_->mirrored.reset();  // before the communicator: the other workers' copies are mapped through it
   if (!impl_->coordination) return;
   if (std::uncaught_exceptions() > impl_->uncaught_at_start || impl_->aborted) {
     impl_->cross.reset();  // closes the connections: peers blocked in a collective with this one fail at once

@@ -181,6 +181,19 @@ class Strategy {
   // Call from inside run(), once per step, instead of all_reduce_gradients.
   std::optional<std::vector<std::vector<Tensor>>> unreduced_gradients(const std::vector<Tensor>& gradients,
                                                                       const std::vector<Variable>& variables);
+  // The update workers on one host share (the optimizers): where unreduced_gradients gives every worker's gradients
+  // (workers on one host, one replica each, buckets mapped), each worker updates only its part of every variable
+  // and writes it into every worker's copy. For that the variables and optimizer slots it writes must be in
+  // memory every worker maps (mirror), and the update ends with end_shared_update before anyone reads them.
+  bool shares_update();
+  // Collective (every worker, the same shapes in the same order): new tensors holding `values`, each worker's in
+  // memory every other maps. Empty on every worker where that cannot be done.
+  std::vector<Tensor> mirror(const std::vector<Tensor>& values);
+  // For a tensor mirror() made: every worker's copy of its first element, in rank order (this worker's is the
+  // tensor's own). Empty for any other tensor.
+  std::vector<void*> copies(const Tensor& t) const;
+  // Collective: every worker's part of the shared update is written, in every copy.
+  void end_shared_update();
   // Runs `update` once per worker for replicas sharing variables (replica 0, the others wait): how a layer
   // updates its mirrored state (BatchNormalization's moving statistics) exactly once.
   void merge_call(const std::function<void()>& update);
