@@ -292,11 +292,13 @@ class UcxCommunicator final : public Communicator {
     all_reduce(&longest, 1, DType::int64, ReduceOp::MAX, options);
     if (longest == 0) return nullptr;
     card.resize(static_cast<size_t>(longest));  // empty cards stay all zero: no address
-    std::string cards(card.size() * static_cast<size_t>(size()), '\0');
-    all_gather(card.data(), cards.data(), card.size(), options);
+    const size_t each = card.size();
+    std::string cards(each * static_cast<size_t>(size()), '\0');
+    all_gather(card.data(), cards.data(), each, options);
     int64_t attached = 1;
     for (int r = 0; r < size() && attached; ++r)
-      if (r != rank()) attached = regions->attach(r, std::string_view(cards).substr(card.size() * static_cast<size_t>(r), card.size()));
+      if (r != rank())
+        attached = regions->attach(r, std::string_view(cards).substr(each * static_cast<size_t>(r), each));
     all_reduce(&attached, 1, DType::int64, ReduceOp::MIN, options);
     if (!attached) return nullptr;
     return regions;
@@ -333,8 +335,8 @@ class UcxCommunicator final : public Communicator {
       ucp_context_h context = comm_->context_.get();
       ucp_mem_h memh = nullptr;
       if (ucp_mem_map(context, &params, &memh) != UCS_OK) return {};
-      const std::shared_ptr<const void> mapping(
-          static_cast<const void*>(memh), [keep = comm_->context_, memh](const void*) { ucp_mem_unmap(keep.get(), memh); });
+      auto unmap = [keep = comm_->context_, memh](const void*) { ucp_mem_unmap(keep.get(), memh); };
+      const std::shared_ptr<const void> mapping(static_cast<const void*>(memh), unmap);
       ucp_mem_attr_t attr{};
       attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
       void* packed = nullptr;

@@ -63,7 +63,8 @@ bool Strategy::shares_update() {
       !impl_->reducer->reads_workers_in_place())
     return false;
   if (!impl_->mirrored) {
-    impl_->mirrored = std::make_unique<MirroredMemory>(*impl_->cross, collective_options(options_, Tag::kMappedGradients));
+    impl_->mirrored =
+        std::make_unique<MirroredMemory>(*impl_->cross, collective_options(options_, Tag::kMappedGradients));
     log(LogLevel::info, "the update: each of the ", num_workers(),
         " workers updates its part of every variable, in every worker's copy (shared memory)");
   }

@@ -13,7 +13,7 @@ struct GradientReducer::Replica {
   int index = 0;
   std::vector<Tensor> buffers;  // float32, one per bucket; finalize returns views of them
   std::vector<Tensor> places;   // by slot index: each variable's view of its bucket, made once per layout
-  // Buckets every worker reads in place (mapped_): double buffered, so that a worker may write one step's
+  // Buckets every worker reads in place (mapped): double buffered, so that a worker may write one step's
   // gradients while the others still read its last step's. `workers` holds every worker's places, by rank.
   std::shared_ptr<MappedRegions> mapped;
   std::vector<std::vector<Tensor>> workers;
