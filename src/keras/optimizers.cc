@@ -90,9 +90,12 @@ void Optimizer::apply_one(std::span<const Tensor> addends, const Variable& v, co
   auto publish = [&](int64_t at, int64_t count) {
     if (!copies) return;
     const size_t bytes = static_cast<size_t>(count) * sizeof(T);
-    for (void* c : copies->value) std::memcpy(static_cast<T*>(c) + begin + at, w + at, bytes);
-    for (size_t i = 0; i < slots.size(); ++i)
-      for (void* c : copies->slots[i]) std::memcpy(static_cast<T*>(c) + begin + at, s[i] + at, bytes);
+    for (size_t r = 0; r < copies->value.size(); ++r) {
+      if (r == copies->self) continue;
+      std::memcpy(static_cast<T*>(copies->value[r]) + begin + at, w + at, bytes);
+      for (size_t i = 0; i < slots.size(); ++i)
+        std::memcpy(static_cast<T*>(copies->slots[i][r]) + begin + at, s[i] + at, bytes);
+    }
   };
   auto update = [&](int64_t off, int64_t count) {
     std::array<T*, kMaxSlots> sc{};
@@ -142,14 +145,14 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& gradients, const std:
       if (strategy.shares_update()) {
         // Workers on one host: each updates its part of every variable, in every worker's copy.
         begin_update(first, variables);
-        const std::vector<Copies> copies = mirror_state(strategy, variables);
+        mirror_state(strategy, variables);
         NoGradGuard no_grad;
         for (size_t i = 0; i < variables.size(); ++i) {
-          if (copies[i].value.empty())  // not mirrored: every worker updates the whole of its own
-            apply_one<float>((*each)[i], variables[i], step_, 0, 1, nullptr);
-          else
+          if (const std::optional<Copies> copies = copies_of(strategy, variables[i]))
             apply_one<float>((*each)[i], variables[i], step_, strategy.worker_rank(), strategy.num_workers(),
-                             &copies[i]);
+                             &*copies);
+          else  // not mirrored: every worker updates the whole of its own
+            apply_one<float>((*each)[i], variables[i], step_, 0, 1, nullptr);
         }
         strategy.end_shared_update();
         return;
@@ -166,10 +169,9 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& gradients, const std:
   apply_reduced(gradients, variables);
 }
 
-std::vector<Optimizer::Copies> Optimizer::mirror_state(distribute::Strategy& strategy,
-                                                       const std::vector<Variable>& variables) {
-  // What is not in mirrored memory yet moves there: the variables at the first shared update, slots once made.
-  std::vector<Tensor> values;
+void Optimizer::mirror_state(distribute::Strategy& strategy, const std::vector<Variable>& variables) {
+  if (mirroring_failed_) return;
+  std::vector<Tensor> values;  // stays empty, unallocated, once everything is mirrored
   std::vector<std::function<void(const Tensor&)>> move;
   for (const Variable& v : variables) {
     if (strategy.copies(v.value()).empty()) {
@@ -183,26 +185,21 @@ std::vector<Optimizer::Copies> Optimizer::mirror_state(distribute::Strategy& str
       move.push_back([this, index, i](const Tensor& home) { slots_[index].tensors[i] = home; });
     }
   }
-  if (!values.empty()) {
-    const std::vector<Tensor> homes = strategy.mirror(values);
-    for (size_t i = 0; i < homes.size(); ++i) move[i](homes[i]);
+  if (values.empty()) return;
+  const std::vector<Tensor> homes = strategy.mirror(values);
+  mirroring_failed_ = homes.empty();  // the same on every worker
+  for (size_t i = 0; i < homes.size(); ++i) move[i](homes[i]);
+}
+
+std::optional<Optimizer::Copies> Optimizer::copies_of(const distribute::Strategy& strategy, const Variable& v) {
+  Copies c{strategy.copies(v.value()), {}, static_cast<size_t>(strategy.worker_rank())};
+  if (c.value.empty()) return std::nullopt;
+  const std::vector<Tensor>& slots = slots_[slot_index_.at(v.unique_id())].tensors;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    c.slots[i] = strategy.copies(slots[i]);
+    if (c.slots[i].empty()) return std::nullopt;
   }
-  // Every other worker's copies; none for a variable whose value or a slot is not mirrored.
-  const auto others = [&](const Tensor& t) {
-    std::vector<void*> all = strategy.copies(t);
-    if (!all.empty()) all.erase(all.begin() + strategy.worker_rank());
-    return all;
-  };
-  std::vector<Copies> out(variables.size());
-  for (size_t i = 0; i < variables.size(); ++i) {
-    Copies c{others(variables[i].value()), {}};
-    for (const Tensor& t : slots_[slot_index_.at(variables[i].unique_id())].tensors) {
-      c.slots.push_back(others(t));
-      if (c.slots.back().empty()) c.value.clear();
-    }
-    if (!c.value.empty()) out[i] = std::move(c);
-  }
-  return out;
+  return c;
 }
 
 void Optimizer::apply_reduced(const std::vector<Tensor>& gradients, const std::vector<Variable>& variables) {

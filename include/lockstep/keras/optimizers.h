@@ -2,11 +2,13 @@
 // owns the learning rate, the iteration count and the slot variables with their saving; each optimizer
 // adds only its update rule, a fused in-place loop over raw float32 or float64 pointers.
 #pragma once
+#include <array>
 #include <concepts>
 #include <map>
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -168,15 +170,19 @@ class Optimizer {
     std::vector<Tensor> tensors;
   };
   Slots& slots_for(const Variable& v);
-  // The other workers' copies of a variable and of each of its slots, which the update workers on one host share
-  // writes its part into (Strategy::shares_update): by worker, and by slot then worker.
+  // Every worker's copy of a variable and of each of its slots (rank order), which the update workers on one host
+  // share writes its part into (Strategy::shares_update); `self` is this worker's, skipped. Views of the strategy's
+  // table: nothing is allocated per step.
   struct Copies {
-    std::vector<void*> value;
-    std::vector<std::vector<void*>> slots;
+    std::span<void* const> value;
+    std::array<std::span<void* const>, kMaxSlots> slots{};
+    size_t self = 0;
   };
-  // Moves what the shared update writes into mirrored memory where it is not yet, and returns each variable's
-  // copies (none where it or a slot could not be mirrored: every worker then updates all of its own).
-  std::vector<Copies> mirror_state(distribute::Strategy& strategy, const std::vector<Variable>& variables);
+  // Moves what the shared update writes into mirrored memory where it is not yet (the variables at the first shared
+  // update, slots once made), unless mirroring could not be done here before.
+  void mirror_state(distribute::Strategy& strategy, const std::vector<Variable>& variables);
+  // v's copies, or nullopt where v or one of its slots is not mirrored (every worker then updates all of its own).
+  std::optional<Copies> copies_of(const distribute::Strategy& strategy, const Variable& v);
   // Updates part `part` of `parts` of v from the sum of `addends`, and writes it into `copies` too (if given).
   template <typename T>
   void apply_one(std::span<const Tensor> addends, const Variable& v, const Step& step, int part, int parts,
@@ -191,6 +197,7 @@ class Optimizer {
   std::unordered_map<int64_t, size_t> slot_index_;   // Variable::unique_id() -> index in slots_
   std::map<size_t, std::vector<Tensor>> pending_;    // restored slot sets of variables not yet seen, by position
   bool warned_missing_gradients_ = false;
+  bool mirroring_failed_ = false;  // Strategy::mirror could not map memory: no more attempts
 };
 
 struct SGDOptions {

@@ -40,22 +40,18 @@ std::vector<Tensor> MirroredMemory::mirror(const std::vector<Tensor>& values) {
     Tensor home(storage, v.shape(), v.shape().strides(),
                 static_cast<int64_t>(offsets[i] / dtype_size(v.dtype())), v.dtype());
     home.copy_from(v);
+    std::vector<void*>& every = copies_[begin + offsets[i]];
+    for (int r = 0; r < cross_.size(); ++r) every.push_back(static_cast<char*>(regions->region(r)) + offsets[i]);
     out.push_back(home);
   }
-  blocks_.push_back({std::move(regions), begin, bytes});
+  regions_.push_back(std::move(regions));
   cross_.barrier(options_);  // every copy holds its value before any worker writes into another's
   return out;
 }
 
-std::vector<void*> MirroredMemory::copies(const Tensor& t) const {
-  const auto* at = static_cast<const char*>(t.raw_data());
-  for (const Block& b : blocks_) {
-    if (at < b.begin || at >= b.begin + b.bytes) continue;
-    std::vector<void*> out;
-    for (int r = 0; r < cross_.size(); ++r) out.push_back(static_cast<char*>(b.regions->region(r)) + (at - b.begin));
-    return out;
-  }
-  return {};
+std::span<void* const> MirroredMemory::copies(const Tensor& t) const {
+  const auto found = copies_.find(t.raw_data());
+  return found == copies_.end() ? std::span<void* const>() : std::span<void* const>(found->second);
 }
 
 bool Strategy::shares_update() {
@@ -77,7 +73,7 @@ std::vector<Tensor> Strategy::mirror(const std::vector<Tensor>& values) {
   return impl_->mirrored->mirror(values);
 }
 
-std::vector<void*> Strategy::copies(const Tensor& t) const {
+std::span<void* const> Strategy::copies(const Tensor& t) const {
   if (!impl_->mirrored || t.device().is_gpu()) return {};
   return impl_->mirrored->copies(t);
 }

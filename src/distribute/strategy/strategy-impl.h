@@ -123,17 +123,14 @@ class MirroredMemory {
  public:
   MirroredMemory(Communicator& cross, const CollectiveOptions& options) : cross_(cross), options_(options) {}
   std::vector<Tensor> mirror(const std::vector<Tensor>& values);
-  std::vector<void*> copies(const Tensor& t) const;
+  std::span<void* const> copies(const Tensor& t) const;
 
  private:
-  struct Block {
-    std::shared_ptr<MappedRegions> regions;
-    const char* begin;  // this worker's region
-    size_t bytes;
-  };
   Communicator& cross_;
   CollectiveOptions options_;
-  std::vector<Block> blocks_;
+  std::vector<std::shared_ptr<MappedRegions>> regions_;  // what mirror() mapped
+  // By the address of a mirrored tensor's first element here: every worker's copy of it, in rank order.
+  std::unordered_map<const void*, std::vector<void*>> copies_;
 };
 
 struct Strategy::Impl {

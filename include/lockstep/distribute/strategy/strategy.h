@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -190,8 +191,8 @@ class Strategy {
   // memory every other maps. Empty on every worker where that cannot be done.
   std::vector<Tensor> mirror(const std::vector<Tensor>& values);
   // For a tensor mirror() made: every worker's copy of its first element, in rank order (this worker's is the
-  // tensor's own). Empty for any other tensor.
-  std::vector<void*> copies(const Tensor& t) const;
+  // tensor's own), valid while the strategy lives. Empty for any other tensor.
+  std::span<void* const> copies(const Tensor& t) const;
   // Collective: every worker's part of the shared update is written, in every copy.
   void end_shared_update();
   // Runs `update` once per worker for replicas sharing variables (replica 0, the others wait): how a layer
