@@ -238,7 +238,9 @@ class CheckpointManager:
 
 
 def latest_checkpoint(checkpoint_dir, latest_filename=None):
-    """The newest checkpoint prefix named by `checkpoint_dir`'s `checkpoint` index file, or None."""
+    """The checkpoint prefix that `checkpoint_dir`'s `checkpoint` index file names, or None. Unlike TensorFlow's,
+    where the index is missing, garbled or names a file that is gone or damaged, it warns (on stderr) and returns the
+    newest valid checkpoint in the directory instead of None (docs/fault-tolerance.md)."""
     if latest_filename not in (None, "checkpoint"):
         raise NotImplementedError(_unimplemented.message("tf.train.latest_checkpoint(latest_filename=...)"))
     return _cc.latest_checkpoint(_path(checkpoint_dir))

@@ -282,6 +282,12 @@ class PythonLayer : public keras::Layer {
     for (nb::handle t : object().attr("losses")) out.push_back(to_tensor(t));
     return out;
   }
+  // Those of lockstep's layers that the Python object holds (its Dropout attributes), so a checkpoint of the model
+  // saves them as it saves a C++ model's.
+  std::vector<distribute::ReplicaRandomPtr> random_streams() const override {
+    nb::gil_scoped_acquire gil;
+    return nb::cast<std::vector<distribute::ReplicaRandomPtr>>(object().attr("_lockstep_random_streams")());
+  }
   Shape compute_output_shape(const Shape& input_shape) const override {
     nb::gil_scoped_acquire gil;
     return output_shape(with_batch(input_shape));
@@ -340,6 +346,8 @@ class PythonLayer : public keras::Layer {
 };
 
 void bind_layers(nb::module_& k) {
+  nb::class_<distribute::ReplicaRandom>(k, "ReplicaRandom",
+                                        "A random layer's per-replica Philox streams (what checkpoints save of it).");
   nb::class_<keras::KerasTensor>(k, "KerasTensor")
       .def_prop_ro("shape", [](const keras::KerasTensor& t) { return t.shape().dims(); })
       .def_prop_ro("dtype", &keras::KerasTensor::dtype);
@@ -356,6 +364,7 @@ void bind_layers(nb::module_& k) {
       .def("trainable_weights", &keras::Layer::trainable_weights)
       .def("non_trainable_weights", &keras::Layer::non_trainable_weights)
       .def("losses", &keras::Layer::losses)
+      .def("_random_streams", &keras::Layer::random_streams)
       .def("count_params", &keras::Layer::count_params)
       .def("build",
            [](keras::Layer& l, const std::vector<std::optional<int64_t>>& shape) {
@@ -518,7 +527,8 @@ void bind_metrics(nb::module_& k) {
       .def("reset_state", &km::Metric::reset_state)
       .def_prop_ro("name", &km::Metric::name)
       .def_prop_ro("class_name", &km::Metric::class_name)
-      .def("get_config", [](const km::Metric& metric) { return metric.get_config().dump(); });
+      .def("get_config", [](const km::Metric& metric) { return metric.get_config().dump(); })
+      .def("_lockstep_trackable", [](const std::shared_ptr<km::Metric>& metric) { return km::make_trackable(metric); });
   m.def("names", [] { return km::registry().names(); });
   m.def("from_config", [](const std::string& class_name, const std::string& config) {
     return km::registry().from_config(class_name, json::parse(config));
@@ -733,7 +743,7 @@ void bind_model(nb::module_& k) {
               y = to_tensor(train.y);
               if (!train.sample_weight.is_none()) {
                 // fit(x, y)'s pipeline with a third component.
-                LS_CHECK(train.batch_size >= 1, ValueError, "batch_size must be >= 1, got ", train.batch_size);
+                LS_CHECK(train.batch_size >= 1, ValueError, "fit(): batch_size must be >= 1, got ", train.batch_size);
                 data::Dataset d = data::Dataset::from_tensor_slices(x, y, to_tensor(train.sample_weight));
                 if (shuffle) d = d.shuffle(x.dim(0), keras::utils::next_generator().next_u32());
                 weighted = d.batch(train.batch_size);
@@ -759,7 +769,7 @@ void bind_model(nb::module_& k) {
              const data::Dataset* ds = dist ? &*dist->source() : as_dataset(data.x);
              std::optional<data::Dataset> arrays;
              if (!ds) {
-               LS_CHECK(data.batch_size >= 1, ValueError, "batch_size must be >= 1, got ", data.batch_size);
+               LS_CHECK(data.batch_size >= 1, ValueError, "evaluate(): batch_size must be >= 1, got ", data.batch_size);
                arrays = dataset_of(data.x, data.y, data.sample_weight, data.batch_size);
                ds = &*arrays;
              }
@@ -809,7 +819,8 @@ void bind_model(nb::module_& k) {
       .def_prop_ro("optimizer", &keras::Model::optimizer)
       .def_prop_ro("loss", &keras::Model::loss)
       .def_prop_ro("metrics", &keras::Model::metrics)
-      .def("_lockstep_trackable", [](const keras::Model& m) { return keras::make_trackable(m); });
+      .def("_lockstep_trackable", [](const keras::Model& m) { return keras::make_trackable(m); })
+      .def("_random_streams", &keras::Model::random_streams);
 
   nb::class_<KerasRunArgs>(k, "_RunArgs")
       .def(nb::init<nb::object, nb::object, nb::object, int64_t>(), nb::arg("x").none(), nb::arg("y").none(),

@@ -28,8 +28,7 @@ namespace {
 using NamedTrackables = std::vector<std::pair<std::string, train::TrackablePtr>>;
 
 // A nested tf.train.Checkpoint as one object of its parent: each child's state under the child's name, as the
-// top-level checkpoint keeps its objects' ("inner/v"). Input positions differ per worker and are gathered by the
-// top-level checkpoint alone, so they cannot be nested.
+// top-level checkpoint keeps its objects' ("inner/v"), and so is each child's per-worker state.
 class NestedTrackable final : public train::Trackable {
  public:
   explicit NestedTrackable(NamedTrackables objects) : objects_(std::move(objects)) {
@@ -39,9 +38,6 @@ class NestedTrackable final : public train::Trackable {
                "' must be non-empty and contain no '/'");
       LS_CHECK(names.insert(name).second, ValueError, "checkpoint object name '", name, "' is given twice");
       LS_CHECK(object != nullptr, ValueError, "checkpoint object '", name, "' is empty");
-      LS_CHECK(!object->per_worker(), ValueError, "checkpoint object '", name,
-               "' is an input position, which differs per worker: give it to the outermost tf.train.Checkpoint, "
-               "not to a nested one");
     }
   }
 
@@ -85,6 +81,29 @@ class NestedTrackable final : public train::Trackable {
     for (const auto& item : state.values.items())
       if (std::none_of(objects_.begin(), objects_.end(), [&](const auto& o) { return o.first == item.key(); }))
         match.unused.push_back(item.key());
+    return match;
+  }
+
+  nlohmann::json save_worker() const override {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [name, object] : objects_)
+      if (nlohmann::json own = object->save_worker(); !own.is_null()) out[name] = std::move(own);
+    return out.empty() ? nlohmann::json() : out;
+  }
+
+  train::RestoreMatch restore_worker(const std::vector<nlohmann::json>& saved, int world_size, int rank) override {
+    train::RestoreMatch match;
+    for (const auto& [name, object] : objects_) {
+      std::vector<nlohmann::json> child;
+      for (const nlohmann::json& worker : saved)
+        if (worker.is_object() && worker.contains(name)) child.push_back(worker.at(name));
+      if (child.empty()) continue;  // its shared state is all it has, or it was missing and is listed so already
+      LS_CHECK(child.size() == saved.size(), DataLossError, "the per-worker state of checkpoint object '", name,
+               "' is missing from some workers' entries");
+      train::RestoreMatch m = object->restore_worker(child, world_size, rank);
+      for (const std::string& x : m.missing) match.missing.push_back(name + "/" + x);
+      for (const std::string& x : m.unused) match.unused.push_back(name + "/" + x);
+    }
     return match;
   }
 
@@ -133,6 +152,7 @@ class PythonCallable {
     nb::gil_scoped_acquire gil;
     return nb::borrow(f_)();
   }
+  PyObject* get() const { return f_; }  // with the GIL held
 
  private:
   PyObject* f_;
@@ -166,6 +186,24 @@ void bind_checkpoint(nb::module_& m) {
                                "checkpoint, as C++ hands it over (train::Trackable).");
   m.def(
       "variable_trackable", [](const Variable& v) { return train::make_trackable(v); }, nb::arg("variable"));
+  // A Python iterator's position (iter(dataset) or a distributed dataset's iterator), through its JSON save and
+  // restore functions.
+  m.def(
+      "position_trackable",
+      [](nb::object save, nb::object restore, bool global) {
+        auto save_fn = std::make_shared<PythonCallable>(save), restore_fn = std::make_shared<PythonCallable>(restore);
+        return train::make_position_trackable(
+            [save_fn] {
+              nb::gil_scoped_acquire gil;
+              return nlohmann::json::parse(nb::cast<std::string>((*save_fn)()));
+            },
+            [restore_fn](const nlohmann::json& state) {
+              nb::gil_scoped_acquire gil;
+              nb::borrow(restore_fn->get())(state.dump());
+            },
+            global);
+      },
+      nb::arg("save"), nb::arg("restore"), nb::arg("global_position"));
   m.def(
       "nested_trackable",
       [](NamedTrackables objects) -> train::TrackablePtr {

@@ -230,3 +230,71 @@ def test_a_metric_written_in_python_runs_in_a_custom_loop(tf):
     assert float(metric.result()) == 0.0 and metric.name == "true_positives"
     with pytest.raises(NotImplementedError, match="custom loop"):
         small(tf).compile(optimizer="sgd", loss="mse", metrics=[TruePositives()])
+
+
+# ---- empty, mismatched and non-numeric input: refused before any step, naming the input ----
+
+
+def test_empty_data_is_refused_naming_it(tf):
+    x, y = data(8)
+    model = small(tf)
+    empty = tf.data.Dataset.from_tensor_slices((x[:0], y[:0])).batch(4)
+    filtered = tf.data.Dataset.from_tensor_slices((x, y)).filter(lambda a, b: False).batch(4)  # cardinality unknown
+    for ds in (empty, filtered):
+        with pytest.raises(ValueError, match=r"the dataset passed to fit\(\) is empty"):
+            model.fit(ds, epochs=2, verbose=0)
+        with pytest.raises(ValueError, match="is empty"):
+            model.evaluate(ds, verbose=0)
+        with pytest.raises(ValueError, match=r"the dataset passed to predict\(\) is empty"):
+            model.predict(ds, verbose=0)
+    # Arrays: the empty one by name, not a shuffle the user never asked for.
+    for weights in (None, np.ones(0)):
+        with pytest.raises(ValueError, match=r"^fit\(\) got no data: x is empty \(shape \(0, 4\)\)"):
+            model.fit(x[:0], y[:0], sample_weight=weights, verbose=0)
+    with pytest.raises(ValueError, match=r"evaluate\(\) got no data: x is empty"):
+        model.evaluate(x[:0], y[:0], verbose=0)
+    with pytest.raises(ValueError, match=r"predict\(\) got no data: x is empty"):
+        model.predict(x[:0], verbose=0)
+    with pytest.raises(ValueError, match="validation_data's x is empty"):
+        model.fit(x, y, validation_data=(x[:0], y[:0]), verbose=0)
+    with pytest.raises(ValueError, match=r"fit\(\)'s validation_data is empty"):
+        model.fit(x, y, validation_data=empty, verbose=0)
+    assert int(model.optimizer.iterations) == 0
+
+
+def test_mismatched_and_non_numeric_arrays_are_one_line(tf):
+    x, y = data(8)
+    model = small(tf)
+    with pytest.raises(ValueError, match=r"fit\(\): x has 8 samples but y has 5 \(shapes \(8, 4\) and \(5,\)\)"):
+        model.fit(x, y[:5], verbose=0)
+    with pytest.raises(ValueError, match="x has 8 samples but sample_weight has 3"):
+        model.fit(x, y, sample_weight=np.ones(3), verbose=0)
+    with pytest.raises(ValueError, match=r"evaluate\(\): x has 8 samples but y has 5"):
+        model.evaluate(x, y[:5], verbose=0)
+    with pytest.raises(ValueError, match="validation_data's x has 8 samples but validation_data's y has 2"):
+        model.fit(x, y, validation_data=(x, y[:2]), verbose=0)
+    for bad in (np.array([["a", "b", "c", "d"]] * 8), np.array([[1, 2, None, 4]] * 8, dtype=object)):
+        with pytest.raises(ValueError) as e:
+            model.fit(bad, y, verbose=0)
+        assert "\n" not in str(e.value) and f"dtype {bad.dtype} and shape (8, 4)" in str(e.value)
+    with pytest.raises(ValueError, match=r"predict\(\): x is an array of dtype <U1"):
+        model.predict([["a", "b", "c", "d"]], verbose=0)
+    for batch_size in (0, -2):
+        with pytest.raises(ValueError, match=f"batch_size must be >= 1, got {batch_size}"):
+            model.fit(x, y, batch_size=batch_size, verbose=0)
+        with pytest.raises(ValueError, match=f"batch_size must be >= 1, got {batch_size}"):
+            model.evaluate(x, y, batch_size=batch_size, verbose=0)
+    assert int(model.optimizer.iterations) == 0
+
+
+def test_a_validation_split_leaving_no_training_data_says_what_keras_says(tf):
+    keras = tensorflow_or_skip().keras
+    for n, split in ((3, 0.99), (1, 0.5)):
+        x, y = data(n)
+        with pytest.raises(ValueError) as ours:
+            small(tf).fit(x, y, validation_split=split, verbose=0)
+        theirs = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+        theirs.compile(optimizer="sgd", loss="sparse_categorical_crossentropy")
+        with pytest.raises(ValueError) as expected:
+            theirs.fit(x, y, validation_split=split, verbose=0)
+        assert str(ours.value) == str(expected.value)

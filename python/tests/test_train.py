@@ -445,3 +445,59 @@ def test_checkpoint_files_are_safetensors(tf, tmp_path):
     with safe_open(path + ".safetensors", framework="numpy") as f:
         metadata = f.metadata()
     assert metadata["format"] == "lockstep.checkpoint" and metadata["save_counter"] == "1"
+
+
+def saved_run(tf, directory, count=3):
+    """A manager's checkpoints 1..count of v = 1..count in `directory`."""
+    v = tf.Variable(0.0)
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(v=v), str(directory), max_to_keep=None)
+    for i in range(1, count + 1):
+        v.assign(float(i))
+        manager.save()
+    return [directory / f"ckpt-{i}.safetensors" for i in range(1, count + 1)]
+
+
+@pytest.mark.parametrize("damage", ["missing", "garbled", "names_a_gone_file", "names_a_damaged_file"])
+def test_latest_checkpoint_warns_and_finds_the_newest_valid(tf, tmp_path, capfd, damage):
+    """The tutorial's custom loop restores tf.train.latest_checkpoint(dir): where the index cannot be trusted, it
+    says so and names the newest valid checkpoint on disk, where TensorFlow returns None and the loop starts over."""
+    files = saved_run(tf, tmp_path)
+    index = tmp_path / "checkpoint"
+    if damage == "missing":
+        index.unlink()
+    elif damage == "garbled":
+        index.write_bytes(b"\x00\xff garbage \xfe\n")
+    elif damage == "names_a_gone_file":
+        index.write_text('model_checkpoint_path: "ckpt-7"\n')
+    else:
+        files[2].write_bytes(files[2].read_bytes()[:-3] + b"xyz")
+    capfd.readouterr()
+    expected = str(tmp_path / ("ckpt-2" if damage == "names_a_damaged_file" else "ckpt-3"))
+    assert tf.train.latest_checkpoint(str(tmp_path)) == expected
+    err = capfd.readouterr().err
+    assert str(index) in err and expected in err, err
+    v = tf.Variable(0.0)
+    tf.train.Checkpoint(v=v).restore(tf.train.latest_checkpoint(str(tmp_path)))
+    assert v.numpy() == float(expected[-1])
+
+
+def test_manager_keeps_what_the_index_does_not_list(tf, tmp_path, capfd):
+    """An index cut to its first line, with the newest file damaged: nothing is deleted, the unlisted files are
+    named in a warning, and the newest valid one is restored; saves then prune only what the manager listed."""
+    files = saved_run(tf, tmp_path, 4)
+    (tmp_path / "checkpoint").write_text('model_checkpoint_path: "ckpt-4"\n')
+    files[3].write_bytes(files[3].read_bytes()[: len(files[3].read_bytes()) // 2])
+    capfd.readouterr()
+    v = tf.Variable(0.0)
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(v=v), str(tmp_path), max_to_keep=1)
+    assert all(f.exists() for f in files)
+    assert manager.latest_checkpoint == manager.restore_or_initialize() == str(tmp_path / "ckpt-3")
+    assert v.numpy() == 3.0
+    err = capfd.readouterr().err
+    assert "does not list 3 checkpoint(s)" in err and "(ckpt-1, ckpt-2, ckpt-3)" in err, err
+    assert str(files[3]) in err and "is corrupted" in err, err
+    manager.save()  # ckpt-4 again, replacing the damaged file the index listed
+    manager.save()
+    assert manager.checkpoints == [str(tmp_path / "ckpt-5")]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "checkpoint", "ckpt-1.safetensors", "ckpt-2.safetensors", "ckpt-3.safetensors", "ckpt-5.safetensors"]

@@ -187,24 +187,32 @@ struct LoopState final : train::Trackable {
   std::vector<double> step_losses;  // the first 1000 steps' losses
   std::vector<keras::Logs> epochs;  // the logs of the epochs done
 
-  train::TrackableState save() const override {
+  train::TrackableState save() const override { return {}; }
+  train::RestoreMatch restore(const train::TrackableState&) override { return {}; }
+
+  nlohmann::json save_worker() const override {
     nlohmann::json logs = nlohmann::json::array();
     for (const keras::Logs& l : epochs) {
       nlohmann::json e = nlohmann::json::object();
       for (const auto& [k, v] : l.items()) e[k] = v;
       logs.push_back(e);
     }
-    return {{},
-            {{"epoch", epoch},
-             {"step_in_epoch", step_in_epoch},
-             {"steps", steps},
-             {"total", total},
-             {"accuracy", accuracy->state()},
-             {"step_losses", step_losses},
-             {"epochs", logs}}};
+    return {{"epoch", epoch},       {"step_in_epoch", step_in_epoch}, {"steps", steps},  {"total", total},
+            {"accuracy", accuracy->state()}, {"step_losses", step_losses},     {"epochs", logs}};
   }
-  train::RestoreMatch restore(const train::TrackableState& state) override {
-    const nlohmann::json& v = state.values;
+  // Saved by another number of workers: the counters are the same everywhere; the accuracy counts, summed
+  // over workers at each epoch's end, go to the first worker.
+  train::RestoreMatch restore_worker(const std::vector<nlohmann::json>& saved, int world_size, int rank) override {
+    if (saved.size() == static_cast<size_t>(world_size)) return take(saved[static_cast<size_t>(rank)]);
+    nlohmann::json merged = saved.at(0);
+    std::vector<std::vector<double>> each;
+    for (const nlohmann::json& w : saved) each.push_back(w.at("accuracy").get<std::vector<double>>());
+    merged["accuracy"] = train::summed_on_first(each, rank);
+    return take(merged);
+  }
+
+ private:
+  train::RestoreMatch take(const nlohmann::json& v) {
     epoch = v.at("epoch");
     step_in_epoch = v.at("step_in_epoch");
     steps = v.at("steps");
@@ -221,20 +229,6 @@ struct LoopState final : train::Trackable {
     }
     return {};
   }
-  // Saved by another number of workers: the counters are the same everywhere; the accuracy counts, summed
-  // over workers at each epoch's end, go to the first worker.
-  void restore_resharded(const std::vector<nlohmann::json>& saved, int, int rank) override {
-    nlohmann::json merged = saved.at(0);
-    std::vector<double> sum = merged.at("accuracy").get<std::vector<double>>();
-    for (size_t w = 1; w < saved.size(); ++w) {
-      std::vector<double> more = saved[w].at("accuracy").get<std::vector<double>>();
-      for (size_t i = 0; i < sum.size() && i < more.size(); ++i) sum[i] += more[i];
-    }
-    if (rank != 0) std::fill(sum.begin(), sum.end(), 0.0);
-    merged["accuracy"] = sum;
-    restore({{}, merged});
-  }
-  bool per_worker() const override { return true; }
 };
 
 // ---- Plan: what this process is to do, decided and checked before any data is read.

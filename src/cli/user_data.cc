@@ -45,6 +45,13 @@ data::Dataset csv_dataset(const std::string& pattern, const UserDataOptions& o, 
       pattern, global_batch, {.label_name = o.label_column, .num_epochs = 1, .shuffle = shuffle, .shuffle_seed = o.seed});
 }
 
+// Data without a single record would train on nothing (fit refuses it only after a first pass): refused before
+// any step, naming the flag. Reads one record or row of `unshuffled`.
+void check_not_empty(const data::Dataset& unshuffled, const char* flag, const std::string& spec, const char* unit) {
+  LS_CHECK(unshuffled.make_iterator().next().has_value(), ValueError, flag, " ", spec, " holds no ", unit,
+           "; give files with data");
+}
+
 }  // namespace
 
 UserData load_user_data(const UserDataOptions& o, const Shape& feature_shape, DType feature_dtype, int64_t global_batch,
@@ -73,11 +80,16 @@ UserData load_user_data(const UserDataOptions& o, const Shape& feature_shape, DT
                                              .seed = static_cast<uint32_t>(o.seed),
                                              .verbose = o.verbose};
   };
-  // One dataset of `kind` from `where`, batched by the global batch; the training data is shuffled.
-  auto read = [&](const std::string& at, bool shuffle) {
+  // One dataset of `kind` from `at` (`flag`'s), batched by the global batch; the training data is shuffled. An image
+  // folder without images is refused by image_dataset_from_directory itself.
+  auto read = [&](const char* flag, const std::string& spec, const std::string& at, bool shuffle) {
     if (kind == "images") return keras::utils::image_dataset_from_directory(at, image_options(shuffle)).dataset;
-    if (kind == "csv") return csv_dataset(at, o, global_batch, shuffle);
+    if (kind == "csv") {
+      check_not_empty(csv_dataset(at, o, 1, false), flag, spec, "rows after the header");
+      return csv_dataset(at, o, global_batch, shuffle);
+    }
     data::Dataset records = tfrecord_dataset(at, o, feature_shape, feature_dtype);
+    check_not_empty(records, flag, spec, "records");
     return (shuffle ? records.shuffle(o.shuffle_buffer, o.seed) : records).batch(global_batch);
   };
 
@@ -89,14 +101,14 @@ UserData load_user_data(const UserDataOptions& o, const Shape& feature_shape, DT
     train = t.dataset;
     validation = v.dataset;
   } else {
-    train = read(where, true);
+    train = read("--data", o.spec, where, true);
   }
   if (repeat) train = train->repeat();
   if (!o.validation_spec.empty()) {
     const auto [vkind, vwhere] = kind_of(o.validation_spec);
     LS_CHECK(vkind == kind, ValueError, "--validation-data ", o.validation_spec, " is ", vkind, " data but --data is ",
              kind, ": give both in the same form");
-    validation = read(vwhere, false);
+    validation = read("--validation-data", o.validation_spec, vwhere, false);
   }
   return {*train, validation};
 }

@@ -1,6 +1,7 @@
-// Keras objects in checkpoints: a model (variables in order, Dropout streams, input shape), an
-// optimizer (iterations and slots) and fit()'s position (for BackupAndRestore).
-#include <charconv>
+// Keras objects in checkpoints: a model (variables in order and input shape; per worker, its random layers'
+// streams), an optimizer (iterations and slots), a metric (per worker, its accumulators) and fit()'s position (for
+// BackupAndRestore).
+#include <algorithm>
 #include <optional>
 #include <set>
 
@@ -29,11 +30,38 @@ class ModelTrackable final : public train::Trackable {
     out.values["variables"] = names;
     out.values["built"] = s_->built;
     if (s_->built) out.values["input_shape"] = s_->input_shape.dims();
-    nlohmann::json streams = nlohmann::json::object();
-    for (size_t i = 0; i < s_->layers.size(); ++i)
-      if (auto* d = dynamic_cast<layers::Dropout*>(s_->layers[i].get())) streams[std::to_string(i)] = d->rng_state();
-    out.values["dropout"] = streams;
     return out;
+  }
+
+  // Every random layer's streams, in layer order: each worker draws from its own replicas' streams, so each
+  // saves the positions it reached. A model without random layers has none (on every worker alike).
+  nlohmann::json save_worker() const override {
+    const std::vector<distribute::ReplicaRandomPtr> streams = model_.random_streams();
+    if (streams.empty()) return nullptr;
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& stream : streams) out.push_back(stream->state());
+    return {{"random_streams", out}};
+  }
+
+  // Each stream takes the union of what every saving worker saved of it, keyed by global replica: replica r
+  // continues where replica r of the saving job stopped, on whichever worker it now runs, and a replica that
+  // job did not have starts its stream from the beginning. On the same number of workers this is each worker's
+  // own state back; on another, the documented resharding rule for random streams.
+  train::RestoreMatch restore_worker(const std::vector<nlohmann::json>& saved, int, int) override {
+    const std::vector<distribute::ReplicaRandomPtr> streams = model_.random_streams();
+    std::vector<nlohmann::json> merged(streams.size(), nlohmann::json::object());
+    size_t saved_streams = 0;
+    for (const nlohmann::json& worker : saved) {
+      const nlohmann::json& each = worker.at("random_streams");
+      LS_CHECK(each.is_array(), DataLossError, "saved random streams are not a list");
+      saved_streams = std::max(saved_streams, each.size());
+      for (size_t i = 0; i < each.size() && i < streams.size(); ++i) merged[i].update(each[i]);
+    }
+    for (size_t i = 0; i < streams.size() && i < saved_streams; ++i) streams[i]->set_state(merged[i]);
+    train::RestoreMatch match;
+    for (size_t i = saved_streams; i < streams.size(); ++i) match.missing.push_back(make_message("random stream ", i));
+    for (size_t i = streams.size(); i < saved_streams; ++i) match.unused.push_back(make_message("random stream ", i));
+    return match;
   }
 
   // Variables are matched by position, as TF matches a model's object graph: a model rebuilt in a new
@@ -68,16 +96,6 @@ class ModelTrackable final : public train::Trackable {
     for (size_t i = 0; i < vars.size() && i < saved.size(); ++i) vars[i].assign(*saved[i]);
     for (size_t i = saved.size(); i < vars.size(); ++i) match.missing.push_back(vars[i].name());
     for (size_t i = vars.size(); i < saved.size(); ++i) match.unused.push_back(names[i]);
-    if (state.values.contains("dropout"))
-      for (const auto& [index, stream] : state.values["dropout"].items()) {
-        size_t i = SIZE_MAX;  // a key that is not a layer index matches no layer
-        std::from_chars(index.data(), index.data() + index.size(), i);
-        auto* d = i < s_->layers.size() ? dynamic_cast<layers::Dropout*>(s_->layers[i].get()) : nullptr;
-        if (d)
-          d->set_rng_state(stream);
-        else
-          match.unused.push_back("dropout/" + index);
-      }
     return match;
   }
 
@@ -115,7 +133,10 @@ class FitStateTrackable final : public train::Trackable {
  public:
   explicit FitStateTrackable(std::shared_ptr<Model::State> s) : s_(std::move(s)) {}
 
-  train::TrackableState save() const override {
+  train::TrackableState save() const override { return {}; }
+  train::RestoreMatch restore(const train::TrackableState&) override { return {}; }
+
+  nlohmann::json save_worker() const override {
     LS_CHECK(s_->fit.has_value(), RuntimeError, "fit_state() can only be saved while fit() runs (from a callback)");
     const Model::State::FitProgress& f = *s_->fit;
     nlohmann::json v;
@@ -130,10 +151,29 @@ class FitStateTrackable final : public train::Trackable {
     v["loss_count"] = s_->loss_count;
     v["metrics"] = metrics;
     v["finished"] = f.finished;
-    return {{}, std::move(v)};
+    return v;
   }
-  train::RestoreMatch restore(const train::TrackableState& state) override {
-    const nlohmann::json& v = state.values;
+  // Saved by another number of workers: the position is global (the input maps it), and the metric
+  // accumulators, which fit() sums over workers, are summed into the first worker's.
+  train::RestoreMatch restore_worker(const std::vector<nlohmann::json>& saved, int world_size, int rank) override {
+    if (saved.size() == static_cast<size_t>(world_size)) return take(saved[static_cast<size_t>(rank)]);
+    nlohmann::json merged = saved.at(0);
+    for (size_t m = 0; m < s_->metrics.size(); ++m) {
+      std::vector<std::vector<double>> each;
+      for (const nlohmann::json& w : saved) each.push_back(w.at("metrics").at(m).get<std::vector<double>>());
+      merged["metrics"][m] = train::summed_on_first(each, rank);
+    }
+    for (const char* key : {"loss_total", "loss_count"}) {
+      std::vector<std::vector<double>> each;
+      for (const nlohmann::json& w : saved) each.push_back({w.at(key).get<double>()});
+      merged[key] = train::summed_on_first(each, rank)[0];
+    }
+    return take(merged);
+  }
+  distribute::Strategy* strategy() const override { return s_->strategy; }
+
+ private:
+  train::RestoreMatch take(const nlohmann::json& v) {
     for (const char* key : {"epoch", "step_in_epoch", "total_steps", "input", "metrics", "finished"})
       LS_CHECK(v.contains(key), DataLossError, "saved fit() position lacks '", key, "'");
     // Checked here, before fit() resumes from them: a damaged position is refused, not trained from.
@@ -148,46 +188,61 @@ class FitStateTrackable final : public train::Trackable {
       LS_CHECK(e.is_object() && e.value("epoch", nlohmann::json()).is_number_integer() &&
                    e.value("logs", nlohmann::json()).is_object(),
                DataLossError, "saved fit() position has a malformed finished epoch: ", e.dump().substr(0, 60));
-    LS_CHECK(state.values["metrics"].size() == s_->metrics.size(), ValueError, "saved fit() position has ",
-             state.values["metrics"].size(), " metrics but the model is compiled with ", s_->metrics.size(),
+    LS_CHECK(v["metrics"].size() == s_->metrics.size(), ValueError, "saved fit() position has ", v["metrics"].size(),
+             " metrics but the model is compiled with ", s_->metrics.size(),
              "; compile it with the same metrics as the run that saved it");
-    s_->resume = state.values;
+    s_->resume = v;
     return {};
   }
-  // Saved by another number of workers: the position is global (the input maps it), and the metric
-  // accumulators, which fit() sums over workers, are summed into the first worker's.
-  void restore_resharded(const std::vector<nlohmann::json>& saved, int, int rank) override {
-    nlohmann::json merged = saved.at(0);
-    for (size_t m = 0; m < s_->metrics.size(); ++m) {
-      std::vector<double> sum = merged["metrics"][m].get<std::vector<double>>();
-      for (size_t w = 1; w < saved.size(); ++w) {
-        std::vector<double> more = saved[w]["metrics"][m].get<std::vector<double>>();
-        for (size_t i = 0; i < sum.size() && i < more.size(); ++i) sum[i] += more[i];
-      }
-      if (rank != 0) std::fill(sum.begin(), sum.end(), 0.0);
-      merged["metrics"][m] = sum;
-    }
-    double loss_total = 0, loss_count = 0;
-    for (const nlohmann::json& w : saved) {
-      loss_total += w["loss_total"].get<double>();
-      loss_count += w["loss_count"].get<double>();
-    }
-    merged["loss_total"] = rank == 0 ? loss_total : 0.0;
-    merged["loss_count"] = rank == 0 ? loss_count : 0.0;
-    restore({{}, merged});
+
+  std::shared_ptr<Model::State> s_;
+};
+
+// A metric's accumulators: each worker's own (result() sums them over workers).
+class MetricTrackable final : public train::Trackable {
+ public:
+  explicit MetricTrackable(std::shared_ptr<metrics::Metric> m) : m_(std::move(m)) {
+    LS_CHECK(m_ != nullptr, ValueError, "a checkpoint got a null metric");
   }
-  bool per_worker() const override { return true; }
-  distribute::Strategy* strategy() const override { return s_->strategy; }
+  train::TrackableState save() const override { return {}; }
+  train::RestoreMatch restore(const train::TrackableState&) override { return {}; }
+  nlohmann::json save_worker() const override { return {{"state", m_->state()}}; }
+  // Saved by another number of workers: the accumulators are summed into the first worker's.
+  train::RestoreMatch restore_worker(const std::vector<nlohmann::json>& saved, int world_size, int rank) override {
+    std::vector<std::vector<double>> each;
+    for (const nlohmann::json& w : saved) each.push_back(w.at("state").get<std::vector<double>>());
+    std::vector<double> mine = saved.size() == static_cast<size_t>(world_size) ? each.at(static_cast<size_t>(rank))
+                                                                               : train::summed_on_first(each, rank);
+    LS_CHECK(mine.size() == m_->state().size(), ValueError, "the saved state of metric '", m_->name(), "' has ",
+             mine.size(), " accumulators but a ", m_->class_name(), " has ", m_->state().size(),
+             ": the checkpoint was saved from another metric");
+    m_->set_state(mine);
+    return {};
+  }
 
  private:
-  std::shared_ptr<Model::State> s_;
+  std::shared_ptr<metrics::Metric> m_;
 };
 
 }  // namespace
 
+std::vector<distribute::ReplicaRandomPtr> Model::random_streams() const {
+  std::vector<distribute::ReplicaRandomPtr> out;
+  for (const LayerPtr& layer : s_->layers)
+    for (distribute::ReplicaRandomPtr& stream : layer->random_streams())
+      if (std::find(out.begin(), out.end(), stream) == out.end()) out.push_back(std::move(stream));
+  return out;
+}
+
 train::TrackablePtr make_trackable(const Model& model) { return std::make_shared<ModelTrackable>(model, model.s_); }
 
 train::TrackablePtr Model::fit_state() const { return std::make_shared<FitStateTrackable>(s_); }
+
+namespace metrics {
+train::TrackablePtr make_trackable(const std::shared_ptr<Metric>& metric) {
+  return std::make_shared<MetricTrackable>(metric);
+}
+}  // namespace metrics
 
 namespace optimizers {
 train::TrackablePtr make_trackable(const std::shared_ptr<Optimizer>& optimizer) {

@@ -247,6 +247,12 @@ Variable Layer::add_weight(const std::string& name, const Shape& shape, const In
   return v;
 }
 
+distribute::ReplicaRandomPtr Layer::add_random_stream(const std::optional<uint64_t>& seed) {
+  random_streams_.push_back(
+      std::make_shared<distribute::ReplicaRandom>(seed ? Philox(*seed) : utils::next_generator()));
+  return random_streams_.back();
+}
+
 namespace layers {
 
 using detail::ConfigReader;
@@ -447,56 +453,15 @@ nlohmann::json Dense::get_config() const {
 // ---- Dropout ----
 
 Dropout::Dropout(double rate, DropoutOptions options)
-    : Layer(kClassName, options.name),
-      rate_(rate),
-      seed_(options.seed),
-      rng_(options.seed ? Philox(*options.seed) : utils::next_generator()) {
+    : Layer(kClassName, options.name), rate_(rate), seed_(options.seed), rng_(add_random_stream(options.seed)) {
   LS_CHECK(rate >= 0 && rate < 1, ValueError, "Dropout rate must be in [0, 1), got ", rate);
 }
 
 Tensor Dropout::call(const Tensor& x, bool training) {
   if (!training || rate_ == 0) return x;
-  // Each replica of a strategy draws its own stream of this layer's seed, so replicas drop different units
-  // and the result does not depend on thread timing.
-  Philox* rng = &rng_;
-  distribute::Strategy& strategy = distribute::get_strategy();
-  if (distribute::in_replica_context() && strategy.num_replicas_in_sync() > 1) {
-    const int64_t replica = strategy.worker_rank() * strategy.num_local_replicas() + distribute::replica_id_in_sync_group();
-    if (replica > 0) {
-      std::lock_guard lock(replica_rngs_->mutex);
-      auto [it, fresh] = replica_rngs_->by_replica.try_emplace(replica, rng_.state().seed, rng_.state().stream + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(replica));
-      rng = &it->second;
-    }
-  }
-  Tensor keep = cast(greater_equal(random_uniform(x.shape(), *rng, 0, 1, x.dtype()), scalar(rate_, x.dtype())), x.dtype());
+  Tensor keep = cast(greater_equal(random_uniform(x.shape(), rng_->current(), 0, 1, x.dtype()), scalar(rate_, x.dtype())),
+                     x.dtype());
   return x * keep * (1.0 / (1.0 - rate_));
-}
-
-namespace {
-nlohmann::json philox_json(const Philox::State& s) { return {s.seed, s.stream, s.position}; }
-Philox::State philox_state(const nlohmann::json& j) {
-  return {j.at(0).get<uint64_t>(), j.at(1).get<uint64_t>(), j.at(2).get<uint64_t>()};
-}
-}  // namespace
-
-nlohmann::json Dropout::rng_state() const {
-  nlohmann::json replicas = nlohmann::json::object();
-  std::lock_guard lock(replica_rngs_->mutex);
-  for (const auto& [replica, rng] : replica_rngs_->by_replica) replicas[std::to_string(replica)] = philox_json(rng.state());
-  return {{"rng", philox_json(rng_.state())}, {"replicas", replicas}};
-}
-
-void Dropout::set_rng_state(const nlohmann::json& state) {
-  try {
-    Philox::State main = philox_state(state.at("rng"));
-    std::map<int64_t, Philox> replicas;
-    for (const auto& [replica, s] : state.at("replicas").items()) replicas.emplace(std::stoll(replica), Philox(philox_state(s)));
-    rng_.set_state(main);
-    std::lock_guard lock(replica_rngs_->mutex);
-    replica_rngs_->by_replica = std::move(replicas);
-  } catch (const std::exception& e) {
-    throw ValueError(make_message("Dropout layer '", name(), "': malformed random stream state (", e.what(), ")"));
-  }
 }
 
 nlohmann::json Dropout::get_config() const {

@@ -46,6 +46,29 @@ int64_t steps_for(const data::Dataset& dataset, int64_t steps, const char* what)
   return n >= 0 ? n : -1;
 }
 
+// Keras' checks of array data, before any step: each array holds samples along axis 0, as many as x.
+void check_arrays(const char* what, std::initializer_list<std::pair<const char*, const Tensor*>> arrays) {
+  const Tensor& x = *arrays.begin()->second;
+  for (const auto& [name, t] : arrays) {
+    if (!t->defined()) continue;
+    LS_CHECK(t->rank() >= 1, ValueError, what, ": ", name, " is a scalar; pass an array of samples along axis 0");
+    LS_CHECK(t->dim(0) >= 1, ValueError, what, " got no data: ", name, " is empty (shape ", t->shape().str(),
+             "); pass at least one sample");
+    LS_CHECK(!x.defined() || t->dim(0) == x.dim(0), ValueError, what, ": x has ", x.dim(0), " samples but ", name,
+             " has ", t->dim(0), " (shapes ", x.shape().str(), " and ", t->shape().str(),
+             "); pass the same number of samples in each");
+  }
+}
+
+// An empty dataset would run no step and report a loss of 0 (Keras 3 reports nothing at all; Keras 2 raised):
+// refused before any step when its cardinality says so, and after a first pass that gave no batch otherwise.
+constexpr const char* kEmptyHint =
+    "; check what made it (a filter that drops every element, take(0), shard() into more shards than elements, a "
+    "file without records)";
+void check_not_empty(const data::Dataset& dataset, const char* what) {
+  LS_CHECK(dataset.cardinality() != 0, ValueError, what, " is empty: it yields no batches", kEmptyHint);
+}
+
 void check_compiled(const Model::State& s, const char* what) {
   LS_CHECK(s.optimizer && s.loss, RuntimeError, "you must call compile() with an optimizer and a loss before ", what,
            "()");
@@ -207,6 +230,8 @@ callbacks::History Model::fit(const data::Dataset& dataset, FitOptions opt) {
   check_compiled(*s_, "fit");
   LS_CHECK(opt.epochs >= 1 && opt.initial_epoch >= 0, ValueError, "fit() needs epochs >= 1 and initial_epoch >= 0, got ",
            opt.epochs, " and ", opt.initial_epoch);
+  check_not_empty(dataset, "the dataset passed to fit()");
+  if (opt.validation_data) check_not_empty(*opt.validation_data, "fit()'s validation_data");
   const bool fixed_steps = opt.steps_per_epoch > 0;
   const bool chief = !s_->distributed() || s_->strategy->is_chief();
   RunParams params{opt.epochs, steps_for(dataset, opt.steps_per_epoch, "fit()"), chief ? opt.verbose : 0};
@@ -262,6 +287,9 @@ callbacks::History Model::fit(const data::Dataset& dataset, FitOptions opt) {
     for (int64_t step = progress.steps_done; !fixed_steps || step < opt.steps_per_epoch; ++step) {
       std::optional<std::vector<data::Batch>> batches = input->next();
       if (!batches) {
+        // Every worker ends the pass at the same step (the distributed input agrees), so all raise together.
+        LS_CHECK(progress.total_steps > 0, ValueError,
+                 "the dataset passed to fit() is empty: its first pass gave no batch", kEmptyHint);
         if (fixed_steps) {
           log(LogLevel::warning, "your input ran out of data after ", step, " steps of epoch ", epoch + 1,
               ": make sure the dataset can produce steps_per_epoch * epochs batches (use repeat()); training stops");
@@ -293,7 +321,8 @@ callbacks::History Model::fit(const data::Dataset& dataset, FitOptions opt) {
 }
 
 callbacks::History Model::fit(const Tensor& x, const Tensor& y, FitOptions opt) {
-  LS_CHECK(opt.batch_size >= 1, ValueError, "batch_size must be >= 1, got ", opt.batch_size);
+  LS_CHECK(opt.batch_size >= 1, ValueError, "fit(): batch_size must be >= 1, got ", opt.batch_size);
+  check_arrays("fit()", {{"x", &x}, {"y", &y}});
   data::Dataset ds = data::Dataset::from_tensor_slices(x, y);
   if (opt.shuffle) ds = ds.shuffle(x.dim(0), utils::next_generator().next_u32());
   return fit(ds.batch(opt.batch_size), std::move(opt));
@@ -319,6 +348,9 @@ Logs Model::run_evaluation(const data::Dataset& dataset, int64_t steps, const st
   StepInput input(*s_, dataset, 0);
   for (int64_t step = 0; steps <= 0 || step < steps; ++step) {
     std::optional<std::vector<data::Batch>> batches = input.next();
+    LS_CHECK(batches || step > 0, ValueError,
+             "the dataset to evaluate (evaluate()'s, or fit()'s validation_data) is empty: its pass gave no batch",
+             kEmptyHint);
     if (!batches) break;
     cbs.each([&](Callback& c) { c.on_test_batch_begin(step, none); });
     run_step(*batches, false);
@@ -332,6 +364,7 @@ Logs Model::run_evaluation(const data::Dataset& dataset, int64_t steps, const st
 
 std::map<std::string, double> Model::evaluate(const data::Dataset& dataset, EvaluateOptions opt) {
   check_compiled(*s_, "evaluate");
+  check_not_empty(dataset, "the dataset passed to evaluate()");
   const bool chief = !s_->distributed() || s_->strategy->is_chief();
   RunParams params{1, steps_for(dataset, opt.steps, "evaluate()"), chief ? opt.verbose : 0};
   CallbackList cbs = make_callbacks(this, std::move(opt.callbacks), params, nullptr);
@@ -339,11 +372,13 @@ std::map<std::string, double> Model::evaluate(const data::Dataset& dataset, Eval
 }
 
 std::map<std::string, double> Model::evaluate(const Tensor& x, const Tensor& y, EvaluateOptions opt) {
-  LS_CHECK(opt.batch_size >= 1, ValueError, "batch_size must be >= 1, got ", opt.batch_size);
+  LS_CHECK(opt.batch_size >= 1, ValueError, "evaluate(): batch_size must be >= 1, got ", opt.batch_size);
+  check_arrays("evaluate()", {{"x", &x}, {"y", &y}});
   return evaluate(data::Dataset::from_tensor_slices(x, y).batch(opt.batch_size), std::move(opt));
 }
 
 Tensor Model::predict(const data::Dataset& dataset, PredictOptions opt) {
+  check_not_empty(dataset, "the dataset passed to predict()");
   RunParams params{1, steps_for(dataset, opt.steps, "predict()"), opt.verbose};
   CallbackList cbs = make_callbacks(this, std::move(opt.callbacks), params, nullptr);
   Logs none;
@@ -359,12 +394,14 @@ Tensor Model::predict(const data::Dataset& dataset, PredictOptions opt) {
     cbs.each([&](Callback& c) { c.on_predict_batch_end(step, none); });
   }
   cbs.each([&](Callback& c) { c.on_predict_end(none); });
-  LS_CHECK(!outputs.empty(), ValueError, "predict() got no data: the dataset is empty");
+  LS_CHECK(!outputs.empty(), ValueError, "the dataset passed to predict() is empty: its pass gave no batch",
+           kEmptyHint);
   return raw_ops::concat(outputs, 0);
 }
 
 Tensor Model::predict(const Tensor& x, PredictOptions opt) {
-  LS_CHECK(opt.batch_size >= 1, ValueError, "batch_size must be >= 1, got ", opt.batch_size);
+  LS_CHECK(opt.batch_size >= 1, ValueError, "predict(): batch_size must be >= 1, got ", opt.batch_size);
+  check_arrays("predict()", {{"x", &x}});
   return predict(data::Dataset::from_tensor_slices(x).batch(opt.batch_size), std::move(opt));
 }
 

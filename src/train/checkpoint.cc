@@ -15,6 +15,7 @@
 #include <regex>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "lockstep/core/files.h"
 #include "lockstep/core/logging.h"
@@ -149,8 +150,9 @@ struct Checkpoint::Impl {
   void persist(const std::string& prefix, Snapshot snap, std::function<void()> after_durable);
   std::string write(const std::string& prefix, std::function<void()> after_durable);
   // Restores from the first candidate whose file is valid (the chief reads, warns about bad ones and
-  // broadcasts the bytes); returns its prefix, or "" when there is no candidate. When every candidate is
-  // damaged it throws the last one's error: starting afresh would silently discard the job's progress.
+  // broadcasts the bytes) and whose saved state fits the objects on every worker; returns its prefix, or ""
+  // when there is no candidate. When every candidate fails it throws the last one's error: starting afresh
+  // would silently discard the job's progress.
   std::string restore(const std::vector<std::string>& candidates, bool set_counter,
                       std::shared_ptr<LoadStatus::Detail>& detail);
   void apply(const SafetensorsFile& file, const std::string& path, bool set_counter, LoadStatus::Detail& detail);
@@ -194,33 +196,35 @@ Checkpoint& Checkpoint::operator=(Checkpoint&& other) noexcept {
 Snapshot Checkpoint::Impl::snapshot() const {
   Snapshot snap;
   nlohmann::json values = nlohmann::json::object();
-  nlohmann::json mine = nlohmann::json::object();  // this worker's per-worker values, gathered below
+  nlohmann::json mine = nlohmann::json::object();  // this worker's own state of each object, gathered below
   for (const auto& [name, object] : objects) {
-    if (!chief() && !object->per_worker()) continue;  // the same on every worker, and only the chief writes
+    nlohmann::json own = object->save_worker();
+    if (!own.is_null()) mine[name] = own;
+    if (!chief()) continue;  // the shared state is the same on every worker, and only the chief writes
     TrackableState state = object->save();
     // The run's position, readable without parsing the objects: fit's, the optimizer's, or scalar Variables
     // named as in TF's tutorials.
-    for (const char* key : {"epoch", "step_in_epoch", "iterations"})
-      if (state.values.contains(key)) snap.metadata[key == std::string("iterations") ? "step" : key] = state.values[key].dump();
+    for (const nlohmann::json* v : {&state.values, &own})
+      for (const char* key : {"epoch", "step_in_epoch", "iterations"})
+        if (v->is_object() && v->contains(key))
+          snap.metadata[key == std::string("iterations") ? "step" : key] = (*v)[key].dump();
     if ((name == "epoch" || name == "step_in_epoch") && state.values.contains("scalar"))
       snap.metadata[name] = make_message(static_cast<int64_t>(state.values["scalar"].get<double>()));
-    if (object->per_worker()) {
-      LS_CHECK(state.tensors.empty(), ValueError, "checkpoint object '", name,
-               "' differs per worker and must keep its state in values, not tensors");
-      mine[name] = std::move(state.values);
-      continue;
-    }
     for (NamedTensor& t : state.tensors)
       snap.tensors.push_back({t.name.empty() ? name : name + "/" + t.name, std::move(t.tensor)});
     values[name] = std::move(state.values);
   }
   if (!mine.empty()) {
-    std::vector<std::string> all = distribute::all_gather_bytes(comm(), mine.dump(), kCollective);
-    for (const auto& [name, unused] : mine.items()) {
-      nlohmann::json per = nlohmann::json::array();
-      for (const std::string& text : all) per.push_back(nlohmann::json::parse(text).at(name));
-      values[name] = {{"per_worker", std::move(per)}};
+    std::vector<nlohmann::json> all;
+    for (const std::string& text : distribute::all_gather_bytes(comm(), mine.dump(), kCollective))
+      all.push_back(nlohmann::json::parse(text));
+    nlohmann::json per_worker = nlohmann::json::object();
+    for (const auto& item : mine.items()) {
+      nlohmann::json each = nlohmann::json::array();
+      for (const nlohmann::json& worker : all) each.push_back(worker.at(item.key()));
+      per_worker[item.key()] = std::move(each);
     }
+    snap.metadata["per_worker"] = per_worker.dump();
   }
   snap.metadata["format"] = kCheckpointFormat;
   snap.metadata["format_version"] = std::to_string(kCheckpointFormatVersion);
@@ -296,18 +300,28 @@ void Checkpoint::Impl::apply(const SafetensorsFile& file, const std::string& pat
   };
   LS_CHECK(meta("format") == kCheckpointFormat, DataLossError, "checkpoint file ", path, " has format '",
            meta("format"), "', not '", kCheckpointFormat, "'");
-  LS_CHECK(meta("format_version") == std::to_string(kCheckpointFormatVersion), DataLossError, "checkpoint file ",
-           path, " has format version ", meta("format_version"), " but this lockstep reads version ",
-           kCheckpointFormatVersion, "; restore it with the lockstep that wrote it");
-  nlohmann::json values;
+  // Version 1 kept per-worker state inside the objects' values ({"per_worker": [...]}); version 2 beside them.
+  const std::string& version = meta("format_version");
+  LS_CHECK(version == "1" || version == std::to_string(kCheckpointFormatVersion), DataLossError, "checkpoint file ",
+           path, " has format version ", version, " but this lockstep reads versions 1 to ", kCheckpointFormatVersion,
+           "; restore it with the lockstep that wrote it");
+  nlohmann::json values, per_worker = nlohmann::json::object();
   int64_t counter = 0;
   try {
     values = nlohmann::json::parse(meta("objects"));
+    if (auto it = file.metadata.find("per_worker"); it != file.metadata.end())
+      per_worker = nlohmann::json::parse(it->second);
   } catch (const nlohmann::json::exception& e) {
     throw DataLossError(make_message("checkpoint file ", path, " has unreadable metadata (", e.what(), ")"));
   }
-  LS_CHECK(values.is_object(), DataLossError, "checkpoint file ", path,
-           " has unreadable metadata (its \"objects\" are not a JSON object)");
+  LS_CHECK(values.is_object() && per_worker.is_object(), DataLossError, "checkpoint file ", path,
+           " has unreadable metadata (its \"objects\" or \"per_worker\" are not a JSON object)");
+  if (version == "1")
+    for (auto& item : values.items())
+      if (item.value().is_object() && item.value().contains("per_worker")) {
+        per_worker[item.key()] = item.value()["per_worker"];
+        item.value() = nlohmann::json::object();
+      }
   const std::string& counter_text = meta("save_counter");
   auto [end, ec] = std::from_chars(counter_text.data(), counter_text.data() + counter_text.size(), counter);
   LS_CHECK(ec == std::errc() && end == counter_text.data() + counter_text.size() && counter >= 0, DataLossError,
@@ -333,17 +347,16 @@ void Checkpoint::Impl::apply(const SafetensorsFile& file, const std::string& pat
     RestoreMatch match;
     // An object reads its own saved values; a missing key or a wrong type there is damage, not a bug.
     try {
-      if (object->per_worker()) {
-        LS_CHECK(
-            state.values.is_object() && state.values.contains("per_worker") && state.values["per_worker"].is_array(),
-            DataLossError, "checkpoint file ", path, ": object '", name, "' has no per-worker values");
-        std::vector<nlohmann::json> all(state.values["per_worker"].begin(), state.values["per_worker"].end());
-        if (static_cast<int64_t>(all.size()) == world_size())
-          match = object->restore({{}, all[static_cast<size_t>(rank())]});
-        else
-          object->restore_resharded(all, world_size(), rank());
-      } else {
-        match = object->restore(state);
+      match = object->restore(state);
+      if (per_worker.contains(name)) {
+        const nlohmann::json& each = per_worker[name];
+        LS_CHECK(each.is_array() && !each.empty(), DataLossError, "checkpoint file ", path, ": the per-worker state of '",
+                 name, "' is not a list with one entry per worker");
+        RestoreMatch own = object->restore_worker({each.begin(), each.end()}, world_size(), rank());
+        match.missing.insert(match.missing.end(), own.missing.begin(), own.missing.end());
+        match.unused.insert(match.unused.end(), own.unused.begin(), own.unused.end());
+      } else if (!object->save_worker().is_null()) {
+        match.missing.push_back("(its per-worker state)");
       }
     } catch (const nlohmann::json::exception& e) {
       throw DataLossError(make_message("checkpoint file ", path, ": the saved state of '", name, "' is malformed (",
@@ -355,9 +368,11 @@ void Checkpoint::Impl::apply(const SafetensorsFile& file, const std::string& pat
   }
   for (const NamedTensor& t : file.tensors)
     if (!used_tensors.count(t.name)) detail.unused.push_back(t.name);
-  for (const auto& item : values.items())  // not a structured binding: clang 14 cannot capture one
-    if (std::none_of(objects.begin(), objects.end(), [&](const auto& o) { return o.first == item.key(); }))
-      detail.unused.push_back(item.key());
+  for (const nlohmann::json* saved : {&values, &per_worker})
+    for (const auto& item : saved->items())  // not a structured binding: clang 14 cannot capture one
+      if (std::none_of(objects.begin(), objects.end(), [&](const auto& o) { return o.first == item.key(); }) &&
+          std::find(detail.unused.begin(), detail.unused.end(), item.key()) == detail.unused.end())
+        detail.unused.push_back(item.key());
   if (set_counter) save_counter = counter;
   metadata = file.metadata;
 }
@@ -365,48 +380,71 @@ void Checkpoint::Impl::apply(const SafetensorsFile& file, const std::string& pat
 std::string Checkpoint::Impl::restore(const std::vector<std::string>& candidates, bool set_counter,
                                       std::shared_ptr<LoadStatus::Detail>& detail) {
   finish_write();
-  // The chief finds the first candidate that reads and parses; the others learn which and get its bytes.
-  std::string chosen, bytes;
-  std::optional<SafetensorsFile> parsed;
-  distribute::on_chief(
-      comm(),
-      [&] {
-        for (size_t i = 0; i < candidates.size(); ++i) {
-          const std::string file = file_of(candidates[i]);
-          try {
-            bytes = read_file(file);
-            parsed = parse_safetensors(bytes, file);
-            chosen = candidates[i];
-            return;
-          } catch (const std::exception& e) {
-            if (i + 1 < candidates.size()) {
-              log(LogLevel::warning, e.what(), "; falling back to ", file_of(candidates[i + 1]));
-              continue;
-            }
-            if (candidates.size() == 1) throw;
-            raise_error(error_kind(e), make_message(e.what(), " (none of the ", candidates.size(),
-                                                    " checkpoints listed is readable)"));
-          }
-        }
-      },
-      kCollective);
-  distribute::broadcast_bytes(comm(), chosen, 0, kCollective);
-  if (chosen.empty()) return "";
-  const std::string file = file_of(chosen);
-  if (comm()) {
-    distribute::broadcast_bytes(comm(), bytes, 0, kCollective);
-    if (!parsed) parsed = parse_safetensors(bytes, file);
-  }
-  detail = std::make_shared<LoadStatus::Detail>();
-  detail->path = chosen;
-  apply(*parsed, file, set_counter, *detail);
-  // Every worker restored from the same bytes; checking the counter across workers catches a worker that
-  // took another path through this code.
   using distribute::ReduceOp;
-  LS_CHECK(distribute::agree(comm(), save_counter, ReduceOp::MAX, kCollective) ==
-               distribute::agree(comm(), save_counter, ReduceOp::MIN, kCollective),
-           RuntimeError, "workers restored different checkpoints from ", file, "; restart the job");
-  return chosen;
+  size_t next = 0;  // the chief's next candidate
+  for (;;) {
+    // The chief finds the next candidate that reads and parses; the others learn which and get its bytes.
+    std::string chosen, bytes;
+    std::optional<SafetensorsFile> parsed;
+    distribute::on_chief(
+        comm(),
+        [&] {
+          for (; next < candidates.size(); ++next) {
+            const std::string file = file_of(candidates[next]);
+            try {
+              bytes = read_file(file);
+              parsed = parse_safetensors(bytes, file);
+              chosen = candidates[next++];
+              return;
+            } catch (const std::exception& e) {
+              if (next + 1 < candidates.size()) {
+                log(LogLevel::warning, e.what(), "; falling back to ", file_of(candidates[next + 1]));
+                continue;
+              }
+              if (candidates.size() == 1) throw;
+              raise_error(error_kind(e), make_message(e.what(), " (none of the ", candidates.size(),
+                                                      " checkpoints listed is readable)"));
+            }
+          }
+        },
+        kCollective);
+    distribute::broadcast_bytes(comm(), chosen, 0, kCollective);
+    if (chosen.empty()) return "";
+    const std::string file = file_of(chosen);
+    if (comm()) {
+      distribute::broadcast_bytes(comm(), bytes, 0, kCollective);
+      if (!parsed) parsed = parse_safetensors(bytes, file);
+    }
+    auto attempt = std::make_shared<LoadStatus::Detail>();
+    attempt->path = chosen;
+    std::exception_ptr failed;
+    try {
+      apply(*parsed, file, set_counter, *attempt);
+    } catch (const DataLossError&) {
+      failed = std::current_exception();
+    } catch (const ValueError&) {
+      failed = std::current_exception();
+    }
+    // A saved state that is malformed (damage no CRC covers) or does not fit these objects (another model's
+    // checkpoint), on any worker: all of them move on to the next candidate together, or raise that error.
+    if (distribute::agree(comm(), failed ? 1 : 0, ReduceOp::MAX, kCollective) != 0) {
+      attempt->checked = true;  // discarded: nothing to report about its unused entries
+      const bool more = distribute::agree(comm(), chief() && next < candidates.size(), ReduceOp::MAX, kCollective);
+      if (!more) distribute::raise_if_any(comm(), failed, kCollective);
+      std::string why;
+      for (const std::string& m : distribute::all_gather_bytes(comm(), failed ? message_of(failed) : "", kCollective))
+        if (why.empty()) why = m;
+      if (chief()) log(LogLevel::warning, why, "; falling back to ", file_of(candidates[next]));
+      continue;
+    }
+    detail = std::move(attempt);
+    // Every worker restored from the same bytes; checking the counter across workers catches a worker that
+    // took another path through this code.
+    LS_CHECK(distribute::agree(comm(), save_counter, ReduceOp::MAX, kCollective) ==
+                 distribute::agree(comm(), save_counter, ReduceOp::MIN, kCollective),
+             RuntimeError, "workers restored different checkpoints from ", file, "; restart the job");
+    return chosen;
+  }
 }
 
 // Under several workers the chief's path decides, also when it is "" (nothing to restore) and another
@@ -442,21 +480,28 @@ std::string quoted(const std::string& s) {
   return nlohmann::json(s).dump();  // TF's text format quotes like JSON for plain paths
 }
 
+std::string index_file(const std::string& directory) {
+  return (fs::path(directory) / kIndexName).string();
+}
+
 // An index larger than this is not one a CheckpointManager wrote (that would be some 100000 checkpoints).
 constexpr uintmax_t kMaxIndexBytes = 16 << 20;
 
 // TF's CheckpointState text: "key: value" lines. Parsed by hand, not with std::regex, which recurses per
-// character: a damaged index with a long line must not exhaust the stack.
+// character: a damaged index with a long line must not exhaust the stack. nullopt when there is none (or it
+// cannot be read, which is logged); each entry once, the latest (model_checkpoint_path) last.
 std::optional<Index> read_index(const std::string& directory) {
-  const fs::path file = fs::path(directory) / kIndexName;
+  const std::string file = index_file(directory);
   std::error_code ec;
   if (const uintmax_t size = fs::file_size(file, ec); !ec && size > kMaxIndexBytes) {
-    log(LogLevel::warning, "ignoring ", file.string(), ": ", size,
-        " bytes is no checkpoint index; scanning the directory");
+    log(LogLevel::warning, "ignoring ", file, ": ", size, " bytes is no checkpoint index; scanning the directory");
     return std::nullopt;
   }
   std::ifstream in(file);
-  if (!in) return std::nullopt;
+  if (!in) {
+    if (fs::exists(file, ec)) log(LogLevel::warning, "ignoring ", file, ": it cannot be read; scanning the directory");
+    return std::nullopt;
+  }
   Index index;
   std::string latest;
   std::vector<std::string> paths;
@@ -472,16 +517,24 @@ std::optional<Index> read_index(const std::string& directory) {
       if (key == "all_model_checkpoint_timestamps") stamps.push_back(std::stod(value));
       if (key == "last_preserved_timestamp") index.last_preserved = std::stod(value);
     } catch (const std::exception&) {
-      log(LogLevel::warning, "ignoring a malformed line of ", file.string(), ": ", line.substr(0, 80),
-          line.size() > 80 ? "..." : "");
+      std::string shown = line.substr(0, 80);  // a damaged index may hold any bytes: no control codes on stderr
+      for (char& c : shown)
+        if (c < ' ' || c == '\x7f') c = '?';
+      log(LogLevel::warning, "ignoring a malformed line of ", file, ": ", shown, line.size() > 80 ? "..." : "");
     }
   }
-  if (paths.empty() && !latest.empty()) paths.push_back(latest);
-  if (!latest.empty() && (paths.empty() || paths.back() != latest)) {
-    std::erase(paths, latest);
-    paths.push_back(latest);
+  const auto named = [&](const std::string& prefix) {
+    return std::find_if(index.all.begin(), index.all.end(), [&](const IndexEntry& e) { return e.prefix == prefix; });
+  };
+  for (size_t i = 0; i < paths.size(); ++i)
+    if (named(paths[i]) == index.all.end()) index.all.push_back({paths[i], i < stamps.size() ? stamps[i] : 0});
+  // TF writes the latest last; an index edited to roll back names an older one, listed anywhere or not at all.
+  if (!latest.empty()) {
+    auto it = named(latest);
+    const IndexEntry entry = it == index.all.end() ? IndexEntry{latest, 0} : *it;
+    if (it != index.all.end()) index.all.erase(it);
+    index.all.push_back(entry);
   }
-  for (size_t i = 0; i < paths.size(); ++i) index.all.push_back({paths[i], i < stamps.size() ? stamps[i] : 0});
   return index;
 }
 
@@ -489,37 +542,124 @@ std::string absolute_prefix(const std::string& directory, const std::string& pre
   return fs::path(prefix).is_absolute() ? prefix : (fs::path(directory) / prefix).string();
 }
 
+// The file name of an index entry that names a checkpoint of `directory` itself ("ckpt-3", "./ckpt-3", its
+// absolute path), or nullopt for one elsewhere: an index speaks only for its own directory.
+std::optional<std::string> name_in(const std::string& directory, const std::string& entry) {
+  if (entry.empty() || entry.find('\0') != std::string::npos) return std::nullopt;
+  const fs::path path = fs::absolute(fs::path(directory) / entry).lexically_normal();
+  if (!path.has_filename() || path.parent_path() != (fs::absolute(directory) / "").lexically_normal().parent_path())
+    return std::nullopt;
+  return path.filename().string();
+}
+
 void write_index(const std::string& directory, const Index& index) {
   std::string text;
   if (!index.all.empty()) text += "model_checkpoint_path: " + quoted(index.all.back().prefix) + "\n";
   for (const IndexEntry& e : index.all) text += "all_model_checkpoint_paths: " + quoted(e.prefix) + "\n";
-  for (const IndexEntry& e : index.all) text += make_message("all_model_checkpoint_timestamps: ", std::to_string(e.timestamp), "\n");
+  for (const IndexEntry& e : index.all)
+    text += make_message("all_model_checkpoint_timestamps: ", std::to_string(e.timestamp), "\n");
   text += "last_preserved_timestamp: " + std::to_string(index.last_preserved) + "\n";
-  write_file_atomically((fs::path(directory) / kIndexName).string(), text);
+  write_file_atomically(index_file(directory), text);
 }
 
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// "<name>-<n>.safetensors" files in the directory, oldest (smallest n) first: what an index that was lost
-// or damaged would have listed.
-std::vector<IndexEntry> scan_directory(const std::string& directory, const std::string& name) {
-  std::vector<std::pair<int64_t, std::string>> found;
+// The names (less the suffix) of the "<name>-<n>.safetensors" files in the directory, of any name when `name` is
+// empty: what an index that was lost or damaged would have listed.
+std::vector<std::string> scan_directory(const std::string& directory, const std::string& name) {
+  const std::string base =
+      name.empty() ? ".+" : std::regex_replace(name, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)");
+  const std::regex re(base + R"(-\d+\.safetensors)");
+  std::vector<std::string> found;
   std::error_code ec;
-  const std::regex re(std::regex_replace(name, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") + R"(-(\d+)\.safetensors)");
-  for (const auto& entry : fs::directory_iterator(directory, ec)) {
-    std::smatch m;
-    const std::string file = entry.path().filename().string();
-    int64_t n = 0;  // a number past int64 is no file a manager wrote
-    if (std::regex_match(file, m, re) &&
-        std::from_chars(&*m[1].first, &*m[1].first + m[1].length(), n).ec == std::errc())
-      found.emplace_back(n, prefix_of(file));
+  for (const auto& entry : fs::directory_iterator(directory, ec))
+    if (const std::string file = entry.path().filename().string(); std::regex_match(file, re))
+      found.push_back(prefix_of(file));
+  return found;
+}
+
+// A non-negative decimal integer, or -1.
+int64_t parse_count(const std::string& text) {
+  int64_t n = -1;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  return ec == std::errc() && end == text.data() + text.size() && n >= 0 ? n : -1;
+}
+
+// A checkpoint file as its header describes it: enough to order a directory's checkpoints by their own content
+// (the newest has the largest save_counter, then step) without reading their tensors, and never by file times.
+struct Found {
+  std::string prefix;  // the file name less the suffix
+  int64_t save_counter = -1, step = -1;
+  std::string problem;  // why it cannot be restored; empty while its header reads
+  // Restorable ones first, then by content; the number in the name breaks ties.
+  auto rank() const {
+    return std::tuple(problem.empty(), save_counter, step, parse_count(prefix.substr(prefix.rfind('-') + 1)));
   }
-  std::sort(found.begin(), found.end());
-  std::vector<IndexEntry> out;
-  for (auto& [n, prefix] : found) out.push_back({prefix, 0});
-  return out;
+};
+
+// Reads the header of a checkpoint of `directory`. Given this program's object names, a checkpoint that holds
+// none of them is another program's: a problem too.
+Found inspect(const std::string& directory, const std::string& prefix, const std::vector<std::string>& objects) {
+  Found f;
+  f.prefix = prefix;
+  const std::string file = file_of(absolute_prefix(directory, prefix));
+  try {
+    const std::map<std::string, std::string> meta = load_safetensors_metadata(file);
+    const auto value = [&](const char* key) {
+      auto it = meta.find(key);
+      return it == meta.end() ? std::string() : it->second;
+    };
+    f.save_counter = parse_count(value("save_counter"));
+    f.step = parse_count(value("step"));
+    const nlohmann::json saved = nlohmann::json::parse(value("objects"), nullptr, false);
+    std::vector<std::string> names;
+    if (saved.is_object())
+      for (const auto& item : saved.items()) names.push_back(item.key());
+    if (value("format") != kCheckpointFormat)
+      f.problem = make_message("checkpoint file ", file, " is not a lockstep checkpoint (its metadata has no format '",
+                               kCheckpointFormat, "')");
+    else if (f.save_counter < 0 || !saved.is_object())
+      f.problem = make_message("checkpoint file ", file, " has unreadable metadata (its save_counter or objects)");
+    else if (!objects.empty() &&
+             std::none_of(objects.begin(), objects.end(), [&](const std::string& o) { return saved.contains(o); }))
+      f.problem = make_message("checkpoint file ", file, " holds objects (", list(names),
+                               "), none of this checkpoint's (", list(objects), "): it is another program's");
+  } catch (const std::exception& e) {
+    f.problem = e.what();
+  }
+  return f;
+}
+
+// Why a checkpoint file cannot be restored, or "" when it can: it opens, parses and passes every CRC32C. The last
+// file found whole is remembered with its size and modification time, so that a poller asking again about an
+// unchanged file (the sidecar evaluator, every 200 ms) does not read it whole each time.
+std::string damage_of(const std::string& file) {
+  std::error_code ec;
+  const uintmax_t size = fs::file_size(file, ec);
+  const fs::file_time_type time = fs::last_write_time(file, ec);
+  const auto stamp = std::tuple(file, size, time);
+  static std::mutex mutex;
+  static std::optional<std::remove_const_t<decltype(stamp)>> last_whole;
+  if (!ec) {
+    std::lock_guard lock(mutex);
+    if (last_whole == stamp) return "";
+  }
+  try {
+    load_safetensors(file);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  std::lock_guard lock(mutex);
+  if (!ec) last_whole = stamp;
+  return "";
+}
+
+// Newest first by content; those whose header fails come last.
+std::vector<Found> newest_first(std::vector<Found> found) {
+  std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) { return a.rank() > b.rank(); });
+  return found;
 }
 
 void add_to_index(const std::string& prefix) {
@@ -536,12 +676,40 @@ void add_to_index(const std::string& prefix) {
 }  // namespace
 
 std::optional<std::string> latest_checkpoint(const std::string& directory) {
-  std::optional<Index> index = read_index(directory);
-  if (!index || index->all.empty()) return std::nullopt;
-  const std::string prefix = absolute_prefix(directory, index->all.back().prefix);
-  std::error_code ec;
-  if (!fs::exists(file_of(prefix), ec)) return std::nullopt;
-  return prefix;
+  const std::optional<Index> index = read_index(directory);
+  const std::string file = index_file(directory);
+  std::string distrust;  // why the index's answer is not the answer
+  std::optional<std::string> named;
+  if (!index) {
+    distrust = make_message("there is no checkpoint index ", file);
+  } else if (index->all.empty()) {
+    distrust = make_message("checkpoint index ", file, " names no checkpoint (it is empty or damaged)");
+  } else if (named = name_in(directory, index->all.back().prefix); !named) {
+    distrust =
+        make_message("checkpoint index ", file, " names ", index->all.back().prefix, ", which is not in ", directory);
+  } else {
+    const std::string prefix = absolute_prefix(directory, *named);
+    std::string problem = inspect(directory, *named, {}).problem;
+    if (problem.empty()) problem = damage_of(file_of(prefix));
+    if (problem.empty()) return prefix;
+    distrust = make_message("checkpoint index ", file, " names ", *named, ", which cannot be restored: ", problem);
+  }
+  // The index cannot be trusted: the newest valid checkpoint on disk, as a restore falls back to it.
+  std::vector<Found> found;
+  for (const std::string& prefix : scan_directory(directory, ""))
+    if (prefix != named) found.push_back(inspect(directory, prefix, {}));
+  if (!index && found.empty()) return std::nullopt;  // nothing saved here yet: TF's answer, without a word
+  for (const Found& f : newest_first(std::move(found))) {
+    const std::string prefix = absolute_prefix(directory, f.prefix);
+    const std::string problem = f.problem.empty() ? damage_of(file_of(prefix)) : f.problem;
+    if (problem.empty()) {
+      log(LogLevel::warning, distrust, "; using ", prefix, ", the newest valid checkpoint in ", directory);
+      return prefix;
+    }
+    log(LogLevel::warning, problem, "; skipping it");
+  }
+  log(LogLevel::warning, distrust, "; there is no valid checkpoint in ", directory, " either");
+  return std::nullopt;
 }
 
 // ---- checkpoint manager ----
@@ -551,7 +719,9 @@ struct CheckpointManager::Impl {
   std::string directory;
   CheckpointManagerOptions options;
   std::mutex mutex;  // the writer thread updates the index
-  Index index;
+  Index index;       // what this manager may delete: what the index it found listed, and what it saved
+  std::vector<std::string> restorable;  // newest first, the order restore_or_initialize tries; the first is whole
+  std::string unrestorable;             // why not, when the directory holds checkpoints and none of them restores
   std::optional<int64_t> last_saved_step;
 
   Impl(const Checkpoint& c, std::string dir, CheckpointManagerOptions o)
@@ -559,7 +729,7 @@ struct CheckpointManager::Impl {
 
   // After a new checkpoint is durable: index it, then prune, so an index never names a missing file.
   void commit(const std::string& relative) {
-    std::vector<std::string> doomed;
+    std::vector<IndexEntry> doomed;
     Index snapshot;
     {
       std::lock_guard lock(mutex);
@@ -574,17 +744,118 @@ struct CheckpointManager::Impl {
           index.last_preserved = old.timestamp;  // kept on disk, no longer managed
           continue;
         }
-        doomed.push_back(old.prefix);
+        doomed.push_back(old);
       }
       snapshot = index;
+      std::erase(restorable, absolute_prefix(directory, relative));
+      for (const IndexEntry& e : doomed) std::erase(restorable, absolute_prefix(directory, e.prefix));
+      restorable.insert(restorable.begin(), absolute_prefix(directory, relative));
+    }
+    // The index lists the doomed until they are deleted: a crash in between leaves them listed, for the next
+    // manager to prune, rather than unlisted, where no manager deletes them.
+    if (!doomed.empty()) {
+      Index listing_doomed = snapshot;
+      listing_doomed.all.insert(listing_doomed.all.begin(), doomed.begin(), doomed.end());
+      write_index(directory, listing_doomed);
+    }
+    for (const IndexEntry& e : doomed) {
+      std::error_code ec;
+      fs::remove(file_of(absolute_prefix(directory, e.prefix)), ec);
     }
     write_index(directory, snapshot);
-    for (const std::string& prefix : doomed) {
+  }
+
+  std::optional<std::string> adopt_index();
+  void survey();
+};
+
+// Takes as this manager's the entries of the directory's index that name files of the directory that exist, each
+// once, and returns the name of the index's latest when it is one of them. What it passes over it says.
+std::optional<std::string> CheckpointManager::Impl::adopt_index() {
+  const std::string file = index_file(directory);
+  const std::optional<Index> read = read_index(directory);
+  std::optional<std::string> latest;
+  if (read) {
+    index.last_preserved = read->last_preserved;
+    for (const IndexEntry& e : read->all) {
+      const std::optional<std::string> name = name_in(directory, e.prefix);
       std::error_code ec;
-      fs::remove(file_of(absolute_prefix(directory, prefix)), ec);
+      if (!name) {
+        log(LogLevel::warning, file, " lists ", e.prefix, ", which is not in ", directory,
+            ": this manager neither restores nor deletes it");
+      } else if (const std::string path = file_of(absolute_prefix(directory, *name)); !fs::exists(path, ec)) {
+        log(LogLevel::warning, file, " lists ", e.prefix, ", but its file ", path,
+            " is missing: dropped from the list");
+      } else {
+        std::erase_if(index.all, [&](const IndexEntry& f) { return f.prefix == *name; });
+        index.all.push_back({*name, e.timestamp});
+        if (&e == &read->all.back()) latest = name;
+      }
     }
   }
-};
+  if (index.last_preserved == 0) index.last_preserved = now_seconds();  // TF: the manager's creation
+  return latest;
+}
+
+// At start-up, on the chief: what to manage and in which order to restore. Nothing is deleted here: an index
+// that lost lines, or was edited to roll back, must not cost a checkpoint, so what it does not list is kept,
+// never deleted by this manager, and said.
+void CheckpointManager::Impl::survey() {
+  std::error_code ec;
+  const bool has_index = fs::exists(index_file(directory), ec);  // though perhaps unreadable
+  const std::optional<std::string> latest = adopt_index();
+  std::vector<std::string> objects;
+  for (const auto& named : checkpoint.impl_->objects) objects.push_back(named.first);
+  std::map<std::string, Found> found;
+  for (const IndexEntry& e : index.all) found.emplace(e.prefix, inspect(directory, e.prefix, objects));
+  std::vector<std::string> unlisted;
+  for (const std::string& name : scan_directory(directory, options.checkpoint_name))
+    if (!found.count(name)) {
+      unlisted.push_back(name);
+      found.emplace(name, inspect(directory, name, objects));
+    }
+  std::sort(unlisted.begin(), unlisted.end(),
+            [&](const std::string& a, const std::string& b) { return found.at(a).rank() < found.at(b).rank(); });
+  const std::string index_path = index_file(directory);
+  if (!unlisted.empty())  // files kept every n hours are unlisted on purpose
+    log(options.keep_checkpoint_every_n_hours ? LogLevel::info : LogLevel::warning,
+        has_index ? make_message(index_path, " does not list ")
+                  : make_message("there is no checkpoint index ", index_path, ", but ", directory, " holds "),
+        unlisted.size(), " checkpoint(s)", has_index ? " of " + directory : "", " (", list(unlisted),
+        "): kept, and never deleted by this manager; ",
+        latest ? "restored only when the index's latest is not valid (a save of the same number replaces one)"
+               : "the newest valid one is restored");
+  // Oldest first, as pruning takes them, whatever order the index gave; its latest stays last.
+  std::sort(index.all.begin(), index.all.end() - (latest ? 1 : 0), [&](const IndexEntry& a, const IndexEntry& b) {
+    return found.at(a.prefix).rank() < found.at(b.prefix).rank();
+  });
+  // The index's latest first, as TF restores it (an index edited to name an older one rolls back), then every
+  // other checkpoint here, listed or not, newest first by its own metadata. The first is checked whole now, so
+  // that latest_checkpoint() names one that restores; each skipped is said, with why.
+  std::vector<Found> order;
+  for (const auto& item : found)
+    if (item.first != latest) order.push_back(item.second);
+  order = newest_first(std::move(order));
+  if (latest) order.insert(order.begin(), found.at(*latest));
+  std::vector<std::string> problems;
+  bool fell_back = false;  // the newest restorable is not the first in order
+  for (const Found& f : order) {
+    const std::string prefix = absolute_prefix(directory, f.prefix);
+    std::string problem = f.problem;
+    if (problem.empty() && restorable.empty()) problem = damage_of(file_of(prefix));
+    if (!problem.empty()) problems.push_back(problem);
+    else restorable.push_back(prefix);
+    fell_back |= restorable.empty();
+  }
+  // Where none restores, the error restore_or_initialize() raises names the newest's problem, in one line.
+  if (restorable.empty() && !problems.empty())
+    unrestorable = make_message(problems.front(), " (none of the ", found.size(), " checkpoints in ", directory,
+                                " can be restored; move the directory away to start afresh)");
+  for (size_t i = restorable.empty() ? 1 : 0; i < problems.size(); ++i)
+    log(LogLevel::warning, problems[i], "; skipping it");
+  if (fell_back && !restorable.empty())
+    log(LogLevel::warning, "the newest valid checkpoint in ", directory, " is ", restorable.front());
+}
 
 CheckpointManager::CheckpointManager(Checkpoint& checkpoint, std::string directory, CheckpointManagerOptions options)
     : impl_(std::make_shared<Impl>(checkpoint, std::move(directory), std::move(options))) {
@@ -601,31 +872,12 @@ CheckpointManager::CheckpointManager(Checkpoint& checkpoint, std::string directo
   // Temporary files of writes that a crash interrupted ("ckpt-7.safetensors.tmp.<pid>.<n>"): never valid.
   for (const auto& entry : fs::directory_iterator(impl_->directory, ec)) {
     const std::string file = entry.path().filename().string();
-    if ((file.starts_with(impl_->options.checkpoint_name + "-") && file.find(std::string(kSuffix) + ".tmp.") != std::string::npos) ||
+    if ((file.starts_with(impl_->options.checkpoint_name + "-") &&
+         file.find(std::string(kSuffix) + ".tmp.") != std::string::npos) ||
         file.starts_with(std::string(kIndexName) + ".tmp."))
       fs::remove(entry.path(), ec);
   }
-  std::optional<Index> index = read_index(impl_->directory);
-  Index found;
-  if (index) {
-    for (const IndexEntry& e : index->all)
-      if (fs::exists(file_of(absolute_prefix(impl_->directory, e.prefix)), ec)) found.all.push_back(e);
-    found.last_preserved = index->last_preserved;
-  }
-  if (found.all.empty()) {
-    found.all = scan_directory(impl_->directory, impl_->options.checkpoint_name);
-  } else if (!impl_->options.keep_checkpoint_every_n_hours) {
-    // Numbered files the index does not list were left by a crash (after a file's rename but before its
-    // indexing, or after indexing but before pruning an old one): never restored nor pruned, they would
-    // outlive the run and keep delete_checkpoints from removing the directory. Files kept every n hours are
-    // unlisted too, hence the condition.
-    const auto path = [&](const IndexEntry& e) { return absolute_prefix(impl_->directory, e.prefix); };
-    for (const IndexEntry& e : scan_directory(impl_->directory, impl_->options.checkpoint_name))
-      if (std::none_of(found.all.begin(), found.all.end(), [&](const IndexEntry& f) { return path(f) == path(e); }))
-        fs::remove(file_of(path(e)), ec);
-  }
-  if (found.last_preserved == 0) found.last_preserved = now_seconds();  // TF: the manager's creation
-  impl_->index = std::move(found);
+  impl_->survey();
 }
 
 CheckpointManager::~CheckpointManager() {
@@ -650,27 +902,40 @@ std::optional<std::string> CheckpointManager::save(std::optional<int64_t> checkp
 }
 
 std::optional<std::string> CheckpointManager::restore_or_initialize() {
+  sync();  // a background save in flight is the newest candidate
+  Checkpoint::Impl& c = *impl_->checkpoint.impl_;
   std::vector<std::string> candidates;
+  std::string unrestorable;
   {
     std::lock_guard lock(impl_->mutex);
-    for (auto it = impl_->index.all.rbegin(); it != impl_->index.all.rend(); ++it)
-      candidates.push_back(absolute_prefix(impl_->directory, it->prefix));
+    candidates = impl_->restorable;
+    unrestorable = impl_->unrestorable;
   }
+  // Checkpoints here and none restorable: starting afresh would silently discard the job's progress (and
+  // its saves would prune the damaged files).
+  distribute::on_chief(
+      c.comm(), [&] { LS_CHECK(!candidates.empty() || unrestorable.empty(), DataLossError, unrestorable); },
+      kCollective);
   std::shared_ptr<LoadStatus::Detail> detail;
-  const std::string chosen = impl_->checkpoint.impl_->restore(candidates, true, detail);
+  const std::string chosen = c.restore(candidates, true, detail);
   if (chosen.empty()) {
     if (impl_->options.init_fn) impl_->options.init_fn();
     return std::nullopt;
   }
   LoadStatus(detail).expect_partial();
+  {
+    std::lock_guard lock(impl_->mutex);  // latest_checkpoint() names what was restored
+    auto it = std::find(impl_->restorable.begin(), impl_->restorable.end(), chosen);
+    if (it != impl_->restorable.end()) impl_->restorable.erase(impl_->restorable.begin(), it);
+  }
   if (impl_->options.step_counter) impl_->last_saved_step = impl_->options.step_counter();
   return chosen;
 }
 
 std::optional<std::string> CheckpointManager::latest_checkpoint() const {
   std::lock_guard lock(impl_->mutex);
-  if (impl_->index.all.empty()) return std::nullopt;
-  return absolute_prefix(impl_->directory, impl_->index.all.back().prefix);
+  if (impl_->restorable.empty()) return std::nullopt;
+  return impl_->restorable.front();
 }
 
 std::vector<std::string> CheckpointManager::checkpoints() const {
@@ -693,6 +958,8 @@ void CheckpointManager::delete_checkpoints() {
   fs::remove(impl_->directory, ec);  // only when empty
   std::lock_guard lock(impl_->mutex);
   impl_->index = {};
+  impl_->restorable.clear();
+  impl_->unrestorable.clear();
 }
 
 Checkpoint& CheckpointManager::checkpoint() const { return impl_->checkpoint; }

@@ -253,8 +253,9 @@ namespace {
 using ReadAt = std::function<bool(void* data, size_t n, uint64_t offset)>;
 
 // Validates and decodes safetensors bytes of `file_size` bytes read through `read_at`; sizes in the header are
-// checked against file_size before anything is allocated. `path` names the input in messages.
-SafetensorsFile parse(const std::string& path, uint64_t file_size, const ReadAt& read_at) {
+// checked against file_size before anything is allocated. `path` names the input in messages. With header_only,
+// no tensor data is read (nor checked): the result has the metadata and no tensors.
+SafetensorsFile parse(const std::string& path, uint64_t file_size, const ReadAt& read_at, bool header_only = false) {
   uint64_t header_size = 0;
   if (file_size < 8 || !read_at(&header_size, 8, 0))
     throw_corrupted(path, make_message("it has ", file_size, " bytes, too few for the 8-byte header length"));
@@ -303,6 +304,7 @@ SafetensorsFile parse(const std::string& path, uint64_t file_size, const ReadAt&
     if (std::none_of(entries.begin(), entries.end(), [&](const Entry& e) { return e.name == crc.first; }))
       throw_corrupted(path,
                       make_message("__metadata__ has a CRC32C for tensor '", crc.first, "', which is not in the file"));
+  if (header_only) return file;
 
   for (const Entry& e : entries) {
     Tensor t = Tensor::empty(Shape(e.shape), e.dtype);
@@ -326,7 +328,8 @@ SafetensorsFile parse(const std::string& path, uint64_t file_size, const ReadAt&
 }
 }  // namespace
 
-SafetensorsFile load_safetensors(const std::string& path) {
+namespace {
+SafetensorsFile load(const std::string& path, bool header_only) {
   FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) {
     int err = errno;
@@ -335,8 +338,16 @@ SafetensorsFile load_safetensors(const std::string& path) {
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
     throw NotFoundError(make_message("cannot open checkpoint file ", path, ": not a regular file"));
-  return parse(path, static_cast<uint64_t>(st.st_size),
-               [&](void* data, size_t n, uint64_t offset) { return read_all(fd.get(), data, n, offset); });
+  return parse(
+      path, static_cast<uint64_t>(st.st_size),
+      [&](void* data, size_t n, uint64_t offset) { return read_all(fd.get(), data, n, offset); }, header_only);
+}
+}  // namespace
+
+SafetensorsFile load_safetensors(const std::string& path) { return load(path, false); }
+
+std::map<std::string, std::string> load_safetensors_metadata(const std::string& path) {
+  return load(path, true).metadata;
 }
 
 SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& name) {

@@ -1,13 +1,27 @@
 // Trackables of this layer's types: a Variable (one tensor), a dataset iterator and a distributed dataset
-// iterator (their positions, per worker).
+// iterator (their positions, per worker), and any input position given by its two functions.
 #include "lockstep/train/trackable.h"
+
+#include <algorithm>
 
 namespace lockstep::train {
 
-void Trackable::restore_resharded(const std::vector<nlohmann::json>& saved, int world_size, int) {
-  throw ValueError(make_message("this checkpoint's input position was saved by ", saved.size(),
+RestoreMatch Trackable::restore_worker(const std::vector<nlohmann::json>&, int, int) { return {}; }
+
+void refuse_resharding(const std::string& what, size_t saved_workers, int world_size) {
+  throw ValueError(make_message("this checkpoint's ", what, " was saved by ", saved_workers,
                                 " workers and cannot be mapped onto ", world_size,
                                 " workers; restore it on the same number of workers"));
+}
+
+std::vector<double> summed_on_first(const std::vector<std::vector<double>>& saved, int rank) {
+  std::vector<double> sum;
+  for (const std::vector<double>& worker : saved) {
+    if (worker.size() > sum.size()) sum.resize(worker.size(), 0.0);
+    for (size_t i = 0; i < worker.size(); ++i) sum[i] += worker[i];
+  }
+  if (rank != 0) std::fill(sum.begin(), sum.end(), 0.0);
+  return sum;
 }
 
 TrackableRef::TrackableRef(TrackablePtr ptr) : ptr_(std::move(ptr)) {
@@ -45,40 +59,46 @@ class VariableTrackable final : public Trackable {
   Variable v_;
 };
 
-// An input iterator's position (data::Iterator or DistributedDataset::Iterator): JSON, per worker.
-template <typename It> class PositionTrackable final : public Trackable {
+// An input position, per worker, read and set through two functions.
+class PositionTrackable final : public Trackable {
  public:
-  explicit PositionTrackable(It& it) : it_(it) {}
-  TrackableState save() const override { return {{}, {{"position", it_.save_state()}}}; }
-  RestoreMatch restore(const TrackableState& state) override {
-    if (!state.values.contains("position")) return {{"position"}, {}};
-    it_.restore_state(state.values.at("position"));
-    return {};
-  }
-  bool per_worker() const override { return true; }
-  // A distributed iterator's state holds its place in the global stream, which any worker's copy maps onto a
-  // job of another size; a plain iterator's position belongs to its worker's shard and cannot be mapped.
-  void restore_resharded(const std::vector<nlohmann::json>& saved, int world_size, int rank) override {
-    if constexpr (!std::is_same_v<It, distribute::DistributedDataset::Iterator>) {
-      Trackable::restore_resharded(saved, world_size, rank);
-    } else {
-      LS_CHECK(!saved.empty() && saved[0].contains("position"), DataLossError, "saved input position is missing");
-      it_.restore_state(saved[0].at("position"));
+  PositionTrackable(std::function<nlohmann::json()> save, std::function<void(const nlohmann::json&)> restore,
+                    bool global)
+      : save_(std::move(save)), restore_(std::move(restore)), global_(global) {}
+  TrackableState save() const override { return {}; }
+  RestoreMatch restore(const TrackableState&) override { return {}; }
+  nlohmann::json save_worker() const override { return {{"position", save_()}}; }
+  RestoreMatch restore_worker(const std::vector<nlohmann::json>& saved, int world_size, int rank) override {
+    size_t from = static_cast<size_t>(rank);
+    if (saved.size() != static_cast<size_t>(world_size)) {
+      if (!global_) refuse_resharding("input position", saved.size(), world_size);
+      from = 0;  // every worker's copy holds the same place in the global stream
     }
+    if (from >= saved.size() || !saved[from].contains("position")) return {{"position"}, {}};
+    restore_(saved[from].at("position"));
+    return {};
   }
 
  private:
-  It& it_;
+  std::function<nlohmann::json()> save_;
+  std::function<void(const nlohmann::json&)> restore_;
+  bool global_;
 };
 
 }  // namespace
 
 TrackablePtr make_trackable(const Variable& variable) { return std::make_shared<VariableTrackable>(variable); }
+TrackablePtr make_position_trackable(std::function<nlohmann::json()> save,
+                                     std::function<void(const nlohmann::json&)> restore, bool global) {
+  return std::make_shared<PositionTrackable>(std::move(save), std::move(restore), global);
+}
 TrackablePtr make_trackable(data::Iterator& iterator) {
-  return std::make_shared<PositionTrackable<data::Iterator>>(iterator);
+  return make_position_trackable([&iterator] { return iterator.save_state(); },
+                                 [&iterator](const nlohmann::json& s) { iterator.restore_state(s); }, false);
 }
 TrackablePtr make_trackable(distribute::DistributedDataset::Iterator& iterator) {
-  return std::make_shared<PositionTrackable<distribute::DistributedDataset::Iterator>>(iterator);
+  return make_position_trackable([&iterator] { return iterator.save_state(); },
+                                 [&iterator](const nlohmann::json& s) { iterator.restore_state(s); }, true);
 }
 
 }  // namespace lockstep::train

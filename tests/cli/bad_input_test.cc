@@ -141,20 +141,27 @@ std::vector<fs::path> checkpoints_in(const fs::path& dir) {
   return files;
 }
 
-// Edits the JSON of the saved objects ("objects" in __metadata__) of every checkpoint in `dir`.
-void edit_objects(const fs::path& dir, const std::function<void(Json&)>& edit) {
+// Edits a JSON entry of __metadata__ of every checkpoint in `dir`: "objects" (the state all workers share) or
+// "per_worker" (each object's list of every worker's own state).
+void edit_metadata_json(const fs::path& dir, const char* key, const std::function<void(Json&)>& edit) {
   for (const fs::path& file : checkpoints_in(dir))
     edit_header(file, [&](Json& h) {
-      Json objects = Json::parse(h["__metadata__"]["objects"].get<std::string>());
+      Json objects = Json::parse(h["__metadata__"][key].get<std::string>());
       edit(objects);
-      h["__metadata__"]["objects"] = objects.dump();
+      h["__metadata__"][key] = objects.dump();
     });
+}
+void edit_objects(const fs::path& dir, const std::function<void(Json&)>& edit) {
+  edit_metadata_json(dir, "objects", edit);
+}
+void edit_per_worker(const fs::path& dir, const std::function<void(Json&)>& edit) {
+  edit_metadata_json(dir, "per_worker", edit);
 }
 
 // The custom loop's saved input position (a DistributedDataset iterator over batch(repeat(shuffle(source)))),
 // and the state of its shuffle stage.
-Json& input_position(Json& objects) {
-  return objects["iterator"]["per_worker"][0]["position"];
+Json& input_position(Json& per_worker) {
+  return per_worker["iterator"][0]["position"];
 }
 Json& source_state(Json& objects) {
   return input_position(objects)["replicas"][0]["state"]["input"]["input"];
@@ -218,6 +225,8 @@ fs::path Fixtures::backup(const std::string& name, const std::string& flags) con
     EXPECT_TRUE(fs::exists(dir / "ckpt-1.safetensors")) << dir;
     for (const fs::path& file : checkpoints_in(dir))
       if (file.filename() != "ckpt-1.safetensors") fs::remove(file);
+    // The index may list the step-4 checkpoint just removed, which a restore would warn about: it lists ckpt-1.
+    write_bytes(dir / "checkpoint", "model_checkpoint_path: \"ckpt-1\"\nall_model_checkpoint_paths: \"ckpt-1\"\n");
   }
   return dir;
 }
@@ -293,6 +302,13 @@ std::string slurm(const std::map<std::string, std::string>& over) {
   for (const auto& [k, x] : v)
     if (x != "<unset>") env += k + "='" + x + "' ";
   return env;
+}
+
+// A user's own model and data (--model FILE --data SPEC), for the empty-data rows.
+const std::string kGoldenTrain = std::string(LOCKSTEP_SOURCE_DIR) + "/tests/golden/cli_train/";
+const std::string kUserTrain = kTrain + "--model " + kGoldenTrain + "classifier.keras --feature-key x ";
+std::function<void(const fs::path&, const Fixtures&)> writes_file(const std::string& name, const std::string& bytes) {
+  return [name, bytes](const fs::path& d, const Fixtures&) { write_bytes(d / name, bytes); };
 }
 
 const std::vector<Case> kCases = {
@@ -467,6 +483,19 @@ const std::vector<Case> kCases = {
                                  .c_str()),
                  0);
      })},
+    {"idx_no_training_images", kTrainHere, "no training images", "",
+     data_with([](const fs::path& d) { write_idx_dataset(d, 0, 16); })},
+    // -- a user's data files that hold nothing: refused naming the flag, before any step (fit and the custom loop) --
+    {"data_empty_tfrecord", kUserTrain + "--data tfrecord:@/empty.tfrecord", "--data tfrecord:", "",
+     writes_file("empty.tfrecord", "")},
+    {"data_empty_tfrecord_ctl", kUserTrain + "--loop ctl --data tfrecord:@/empty.tfrecord", "holds no records", "",
+     writes_file("empty.tfrecord", "")},
+    {"data_empty_validation",
+     kUserTrain + "--data tfrecord:" + kGoldenTrain +
+         "train-00000-of-00002.tfrecord --validation-data tfrecord:@/empty.tfrecord",
+     "--validation-data", "", writes_file("empty.tfrecord", "")},
+    {"data_csv_header_only", kTrain + "--model " + kGoldenTrain + "classifier.json --data csv:@/rows.csv",
+     "holds no rows", "", writes_file("rows.csv", "a,b,c,d,e,f,g,h,label\n")},
     // -- .npz data files (mnist.npz in the data set directory) --
     {"npz_garbage", kTrainHere, "mnist.npz", "",
      [](const fs::path& d, const Fixtures&) { write_bytes(d / "mnist.npz", "PK\3\4 not really"); }},
@@ -544,55 +573,55 @@ const std::vector<Case> kCases = {
        edit_header(f, [](Json& h) { h["__metadata__"]["save_counter"] = "many"; });
      }))},
     {"backup_fit_position_missing", kFitBackup, "total_steps", "", backup_fit([](const fs::path& d) {
-       edit_objects(d, [](Json& o) { o["fit"]["per_worker"][0].erase("total_steps"); });
+       edit_per_worker(d, [](Json& o) { o["fit"][0].erase("total_steps"); });
      })},
     {"backup_fit_negative_epoch", kFitBackup, "epoch -5", "",
-     backup_fit([](const fs::path& d) { edit_objects(d, [](Json& o) { o["fit"]["per_worker"][0]["epoch"] = -5; }); })},
+     backup_fit([](const fs::path& d) { edit_per_worker(d, [](Json& o) { o["fit"][0]["epoch"] = -5; }); })},
     {"backup_ctl_loop_state_missing", kCtlBackup, "step_in_epoch", "", backup_ctl([](const fs::path& d) {
-       edit_objects(d, [](Json& o) { o["loop"]["per_worker"][0].erase("step_in_epoch"); });
+       edit_per_worker(d, [](Json& o) { o["loop"][0].erase("step_in_epoch"); });
      })},
     {"backup_ctl_loop_state_wrong_type", kCtlBackup, "loop", "", backup_ctl([](const fs::path& d) {
-       edit_objects(d, [](Json& o) { o["loop"]["per_worker"][0]["steps"] = "three"; });
+       edit_per_worker(d, [](Json& o) { o["loop"][0]["steps"] = "three"; });
      })},
     // -- data set iterator states inside a backup --
     {"backup_fit_metrics_not_a_list", kFitBackup, "malformed", "", backup_fit([](const fs::path& d) {
-       edit_objects(d, [](Json& o) { o["fit"]["per_worker"][0]["metrics"] = "x"; });
+       edit_per_worker(d, [](Json& o) { o["fit"][0]["metrics"] = "x"; });
      })},
     {"backup_ctl_negative_epoch", kCtlBackup, "epoch -5", "",
-     backup_ctl([](const fs::path& d) { edit_objects(d, [](Json& o) { o["loop"]["per_worker"][0]["epoch"] = -5; }); })},
+     backup_ctl([](const fs::path& d) { edit_per_worker(d, [](Json& o) { o["loop"][0]["epoch"] = -5; }); })},
     {"backup_random_seed_text", kCtlBackup, "random", "",
      backup_ctl([](const fs::path& d) { edit_objects(d, [](Json& o) { o["random"]["seed"] = "x"; }); })},
     {"backup_unknown_variable", kCtlBackup, "'stranger'", "",
      backup_ctl([](const fs::path& d) { edit_objects(d, [](Json& o) { o["model"]["variables"][0] = "stranger"; }); })},
     // -- data set iterator states inside a backup --
     {"iterator_state_wrong_format", kCtlBackup, "Iterator state", "", backup_ctl([](const fs::path& d) {
-       edit_objects(d, [](Json& o) { input_position(o)["replicas"][0]["format"] = "tf.data"; });
+       edit_per_worker(d, [](Json& o) { input_position(o)["replicas"][0]["format"] = "tf.data"; });
      })},
     {"iterator_state_not_an_object", kCtlBackup, "iterator", "",
-     backup_ctl([](const fs::path& d) { edit_objects(d, [](Json& o) { o["iterator"] = 42; }); })},
+     backup_ctl([](const fs::path& d) { edit_per_worker(d, [](Json& o) { o["iterator"] = 42; }); })},
     {"iterator_other_pipeline", kCtlBackup + "--batch-size 4", "pipeline", "", backup_ctl([](auto) {})},
     {"iterator_position_past_the_data", kCtlBackup, "position 1000", "", backup_ctl([](const fs::path& d) {
-       edit_objects(d, [](Json& o) { source_state(o)["input_at_start"]["position"] = 1000; });
+       edit_per_worker(d, [](Json& o) { source_state(o)["input_at_start"]["position"] = 1000; });
      })},
     {"iterator_iteration_text", kCtlBackup, "malformed", "", backup_ctl([](const fs::path& d) {
-       edit_objects(d, [](Json& o) { input_position(o)["replicas"][0]["iteration"] = "x"; });
+       edit_per_worker(d, [](Json& o) { input_position(o)["replicas"][0]["iteration"] = "x"; });
      })},
     // Replaying 2^62 shuffled elements would never end: the finite input says so first.
     {"iterator_absurd_replay", kCtlBackup, "4611686018427387904", "", backup_ctl([](const fs::path& d) {
-       edit_objects(d, [](Json& o) { source_state(o)["produced"] = int64_t{1} << 62; });
+       edit_per_worker(d, [](Json& o) { source_state(o)["produced"] = int64_t{1} << 62; });
      })},
     {"iterator_negative_skip", kCtlBackup, "skips -1", "",
-     backup_ctl([](const fs::path& d) { edit_objects(d, [](Json& o) { input_position(o)["skip"] = -1; }); })},
+     backup_ctl([](const fs::path& d) { edit_per_worker(d, [](Json& o) { input_position(o)["skip"] = -1; }); })},
     {"iterator_zero_replicas", kCtlBackup, "0 replicas", "",
-     backup_ctl([](const fs::path& d) { edit_objects(d, [](Json& o) { input_position(o)["num_replicas"] = 0; }); })},
+     backup_ctl([](const fs::path& d) { edit_per_worker(d, [](Json& o) { input_position(o)["num_replicas"] = 0; }); })},
     {"iterator_no_replica_pipelines", kCtlBackup, "replica pipelines", "", backup_ctl([](const fs::path& d) {
-       edit_objects(d, [](Json& o) { input_position(o)["replicas"] = Json::array(); });
+       edit_per_worker(d, [](Json& o) { input_position(o)["replicas"] = Json::array(); });
      })},
     {"iterator_negative_repeat_epoch", kCtlBackup, "epoch -2", "", backup_ctl([](const fs::path& d) {
-       edit_objects(d, [](Json& o) { input_position(o)["replicas"][0]["state"]["input"]["epoch"] = -2; });
+       edit_per_worker(d, [](Json& o) { input_position(o)["replicas"][0]["state"]["input"]["epoch"] = -2; });
      })},
     {"iterator_negative_batch_count", kCtlBackup, "count -3", "", backup_ctl([](const fs::path& d) {
-       edit_objects(d, [](Json& o) { input_position(o)["replicas"][0]["state"]["count"] = -3; });
+       edit_per_worker(d, [](Json& o) { input_position(o)["replicas"][0]["state"]["count"] = -3; });
      })},
     // -- saved models (lockstep evaluate --model) --
     {"model_missing_directory", "evaluate --model @/model --dataset DATA", "@/model"},

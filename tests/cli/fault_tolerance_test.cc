@@ -2,11 +2,14 @@
 // --max-restarts 3` (the launcher): a worker killed with SIGKILL at a chosen step, or sent SIGTERM, and the
 // restarted job ends with bitwise the weights and the global step count of a run that never failed — for
 // fit (BackupAndRestore) and the custom loop (CheckpointManager), killing the chief or the other worker,
-// mid-epoch, right after a save and while an asynchronous save is being written. All bounded in time.
+// mid-epoch, right after a save and while an asynchronous save is being written; and a model with Dropout, whose
+// every worker's random streams must come back, on 2 and 3 workers. All bounded in time.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "lockstep/keras/model.h"
 #include "process_util.h"
 
 namespace lockstep::testing {
@@ -21,22 +24,29 @@ class FaultTolerance : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = temp_dir("fault_tolerance");
     write_idx_dataset(dir_, 512, 64);
+    // A user's model with Dropout (the built-in ones have none).
+    keras::Sequential dropout({keras::Input({28, 28}), keras::layers::Reshape({28, 28, 1}),
+                               keras::layers::Conv2D(4, 3, {.activation = "relu"}), keras::layers::MaxPooling2D(),
+                               keras::layers::Flatten(), keras::layers::Dropout(0.3), keras::layers::Dense(10)});
+    std::ofstream(dir_ / "dropout.json") << dropout.to_json();
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }
-  static std::string args(const std::string& loop) {
+  static std::string args(const std::string& loop, int workers = 2, bool dropout = false) {
     return "train --loop " + loop + " --dataset " + dir_.string() +
-           " --epochs 2 --batch-size 16 --optimizer adam --seed 5 --threads 1 --verbose 0 --workers 2";
+           " --epochs 2 --batch-size 16 --optimizer adam --seed 5 --threads 1 --verbose 0 --workers " +
+           std::to_string(workers) + (dropout ? " --model " + (dir_ / "dropout.json").string() : "");
   }
-  // The metrics of a run that never fails, computed once per loop.
-  static const json& reference(const std::string& loop) {
+  // The metrics of a run that never fails, computed once per loop, worker count and model.
+  static const json& reference(const std::string& loop, int workers = 2, bool dropout = false) {
     static std::map<std::string, json> done;
-    if (!done.count(loop)) {
-      const std::string out = (dir_ / ("reference_" + loop + ".json")).string();
-      Result r = run_lockstep(args(loop) + " --metrics-out " + out, "", 240);
+    const std::string key = loop + std::to_string(workers) + (dropout ? "_dropout" : "");
+    if (!done.count(key)) {
+      const std::string out = (dir_ / ("reference_" + key + ".json")).string();
+      Result r = run_lockstep(args(loop, workers, dropout) + " --metrics-out " + out, "", 240);
       EXPECT_EQ(r.code, 0) << r.err;
-      done[loop] = json::parse(read_all(out));
+      done[key] = json::parse(read_all(out));
     }
-    return done[loop];
+    return done[key];
   }
   static fs::path dir_;
 };
@@ -49,6 +59,8 @@ struct Case {
   bool restores;      // a save is surely durable before the fault (else the restart may begin from scratch)
   const char* what;
   const char* collective = "";  // LOCKSTEP_COLLECTIVE ("": the default, shared memory on one host)
+  int workers = 2;
+  bool dropout = false;  // the user's model with Dropout instead of the built-in one
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.what; }
@@ -57,12 +69,12 @@ class Recovery : public FaultTolerance, public ::testing::WithParamInterface<Cas
 
 TEST_P(Recovery, EndsWithTheWeightsOfAnUninterruptedRun) {
   const Case& c = GetParam();
-  const json& ref = reference(c.loop);
+  const json& ref = reference(c.loop, c.workers, c.dropout);
   const std::string backup = (dir_ / ("backup_" + std::to_string(::getpid()))).string();
   const std::string metrics = (dir_ / "recovered.json").string();
   fs::remove_all(backup);
   const std::string freq = c.backup_freq > 0 ? std::to_string(c.backup_freq) : "epoch";
-  Result r = run_lockstep(args(c.loop) + " --max-restarts 3 --backup-dir " + backup + " --backup-freq " + freq +
+  Result r = run_lockstep(args(c.loop, c.workers, c.dropout) + " --max-restarts 3 --backup-dir " + backup + " --backup-freq " + freq +
                               " --metrics-out " + metrics,
                           "LOCKSTEP_FAULT_INJECT=" + c.fault +
                               (*c.collective ? std::string(" LOCKSTEP_COLLECTIVE=") + c.collective : ""),
@@ -98,10 +110,17 @@ INSTANTIATE_TEST_SUITE_P(
                       // killed peer from its broken connection.
                       Case{"fit", "kill:1:11", 4, true, "fit over the network: non-chief killed mid-epoch", "ring"},
                       Case{"ctl", "kill:0:10", 5, false, "custom loop over the network: chief killed during a save",
-                           "ring"}),
+                           "ring"},
+                      // Dropout: every worker's mask stream continues where it was, not only the chief's.
+                      Case{"fit", "kill:1:11", 4, true, "Dropout, fit, 2 workers: non-chief killed", "", 2, true},
+                      Case{"ctl", "kill:0:13", 5, true, "Dropout, custom loop, 2 workers: chief killed", "", 2, true},
+                      Case{"fit", "kill:0:10", 3, true, "Dropout, fit, 3 workers: chief killed", "", 3, true},
+                      Case{"ctl", "kill:2:9", 3, true, "Dropout, custom loop, 3 workers: a non-chief killed", "", 3,
+                           true}),
     [](const auto& info) {
       std::string name = info.param.loop + "_" + info.param.fault + (*info.param.collective ? "_" : "") +
-                         info.param.collective;
+                         info.param.collective + (info.param.dropout ? "_dropout" : "") +
+                         (info.param.workers != 2 ? "_workers" + std::to_string(info.param.workers) : "");
       for (char& ch : name)
         if (ch == ':') ch = '_';
       return name;

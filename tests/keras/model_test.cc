@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "../error_of.h"
 #include "../two_workers.h"
 #include "lockstep/distribute/strategy/strategy.h"
 
@@ -265,6 +266,52 @@ TEST(Fit, ValidationStepsPerEpochAndErrors) {
   EXPECT_THROW(model.fit(ds.repeat(), {.epochs = 1, .verbose = 0}), ValueError);
 }
 
+// Data with no sample is refused, naming it, before any step: as arrays, as a dataset whose cardinality says so,
+// and as one whose first pass gives nothing (refused after that pass). Keras 2 raised too; Keras 3 returns an empty
+// History, which lockstep's loss of 0.0 would only imitate badly.
+TEST(Fit, EmptyOrMismatchedInputIsRefusedBeforeAnyStep) {
+  using testing::error_of;
+  auto [x, y] = blobs(32);
+  Sequential model({Input({2}), kl::Dense(3)});
+  model.compile({.optimizer = "sgd", .loss = "sparse_categorical_crossentropy"});
+  const Tensor x0 = from_vector<float>({}, {0, 2}), y0 = from_vector<int64_t>({}, {0});
+  const data::Dataset ds = data::Dataset::from_tensor_slices(x, y).batch(8);
+  const data::Dataset empty = data::Dataset::from_tensor_slices(x0, y0).batch(8);
+  const data::Dataset filtered =
+      data::Dataset::from_tensor_slices(x, y).filter([](const data::Element&) { return false; }).batch(8);
+  auto has = [](const std::string& message, const std::string& part) {
+    return message.find(part) != std::string::npos ? ::testing::AssertionSuccess()
+                                                   : ::testing::AssertionFailure() << message;
+  };
+  // Arrays: the empty one by name (not the shuffle that fit(x, y) adds), and lengths that differ.
+  EXPECT_TRUE(has(error_of<ValueError>([&] { model.fit(x0, y0, {.verbose = 0}); }), "x is empty (shape (0, 2))"));
+  EXPECT_TRUE(has(error_of<ValueError>([&] { model.evaluate(x0, y0, {.verbose = 0}); }), "evaluate() got no data"));
+  EXPECT_TRUE(has(error_of<ValueError>([&] { model.predict(x0); }), "predict() got no data: x is empty"));
+  const Tensor y7 = blobs(7).second;
+  EXPECT_TRUE(has(error_of<ValueError>([&] { model.fit(x, y7, {.verbose = 0}); }), "x has 32 samples but y has 7"));
+  EXPECT_TRUE(has(error_of<ValueError>([&] { model.fit(x, y, {.batch_size = 0}); }), "batch_size must be >= 1"));
+  // Datasets.
+  for (const data::Dataset& d : {empty, ds.take(0), filtered}) {
+    EXPECT_TRUE(has(error_of<ValueError>([&] { model.fit(d, {.epochs = 2, .verbose = 0}); }),
+                    "the dataset passed to fit() is empty"));
+    EXPECT_TRUE(has(error_of<ValueError>([&] { model.fit(d.repeat(), {.steps_per_epoch = 3, .verbose = 0}); }),
+                    "the dataset passed to fit() is empty"));
+    EXPECT_TRUE(has(error_of<ValueError>([&] { model.evaluate(d, {.verbose = 0}); }), "is empty"));
+    EXPECT_TRUE(has(error_of<ValueError>([&] { model.predict(d); }), "the dataset passed to predict() is empty"));
+  }
+  EXPECT_TRUE(has(error_of<ValueError>([&] { model.fit(ds, {.validation_data = empty, .verbose = 0}); }),
+                  "fit()'s validation_data is empty"));
+  EXPECT_EQ(model.optimizer()->iterations(), 0);
+  // A validation set that turns out empty is found at the first epoch's end.
+  EXPECT_TRUE(has(error_of<ValueError>([&] { model.fit(ds, {.validation_data = filtered, .verbose = 0}); }),
+                  "validation_data) is empty"));
+  // steps_per_epoch past a finite dataset: Keras warns and stops after the data it has.
+  const int64_t before = model.optimizer()->iterations();
+  auto history = model.fit(ds, {.epochs = 3, .steps_per_epoch = 10, .verbose = 0});
+  EXPECT_EQ(history.epoch.size(), 1u);
+  EXPECT_EQ(model.optimizer()->iterations() - before, 4);
+}
+
 TEST(Fit, SameSeedSameWeights) {
   auto run = [] {
     utils::set_random_seed(42);
@@ -508,6 +555,24 @@ TEST(SavedModel, MultiWorkerSaveOnTheChiefAndLoadWithoutASharedDirectory) {
   // And on one worker, without a strategy: the same accuracy.
   const auto single = Sequential::load_model(chief_dir.path).evaluate(ds, {.verbose = 0});
   EXPECT_EQ(single.at("accuracy"), trained[0].at("accuracy"));
+}
+
+// Every worker refuses a dataset whose first pass gives nothing at the same step, rather than leaving the others
+// waiting in a collective.
+TEST(Fit, EmptyDatasetOnTwoWorkersIsRefusedByBoth) {
+  auto [x, y] = blobs(32);
+  const data::Dataset filtered =
+      data::Dataset::from_tensor_slices(x, y).filter([](const data::Element&) { return false; }).batch(8);
+  const std::vector<std::string> errors = testing::on_two_workers([&](int, distribute::MultiWorkerMirroredStrategy& s) {
+    Sequential model;
+    {
+      auto scope = s.scope();
+      model = compiled_blob_model("hidden", "logits");
+    }
+    model.fit(filtered, {.epochs = 2, .verbose = 0});
+  });
+  ASSERT_EQ(errors.size(), 2u);
+  for (const std::string& e : errors) EXPECT_NE(e.find("the dataset passed to fit() is empty"), std::string::npos) << e;
 }
 
 }  // namespace

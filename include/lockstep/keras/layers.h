@@ -2,9 +2,7 @@
 // come from the ops they call. Shapes given to layers exclude the batch dimension, as in Keras.
 #pragma once
 #include <array>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +11,7 @@
 
 #include "lockstep/autograd/ops.h"
 #include "lockstep/autograd/variable.h"
+#include "lockstep/distribute/strategy/replica_random.h"
 #include "lockstep/keras/activations.h"
 #include "lockstep/keras/initializers.h"
 #include "lockstep/keras/mixed_precision.h"
@@ -98,6 +97,9 @@ class Layer : public std::enable_shared_from_this<Layer> {
   // Regularization penalties of this layer's weights, computed now (differentiable).
   virtual std::vector<Tensor> losses() const;
   int64_t count_params() const;
+  // The random streams call() draws from, in a fixed order: the layer's own (add_random_stream), or a Python
+  // layer's sublayers'. Checkpoints of a model save every replica's position in each, per worker.
+  virtual std::vector<distribute::ReplicaRandomPtr> random_streams() const { return random_streams_; }
 
  protected:
   virtual void build(const Shape& /*input_shape*/) {}
@@ -107,6 +109,10 @@ class Layer : public std::enable_shared_from_this<Layer> {
   Variable add_weight(const std::string& name, const Shape& shape, const InitializerRef& initializer,
                       bool trainable = true, regularizers::RegularizerPtr regularizer = nullptr,
                       DType dtype = DType::float32);
+  // A random stream for call() (Dropout's mask), made in the constructor: one Philox stream of `seed` per replica
+  // (keras.utils' next generator when there is none). Copies of the layer share it, as they share weights; model
+  // checkpoints save and restore it, so a random layer needs nothing more to resume bitwise.
+  distribute::ReplicaRandomPtr add_random_stream(const std::optional<uint64_t>& seed);
   // Checks that a built layer is called with the feature shape it was built for.
   void check_input(const Tensor& x) const;
   // A weight's value in the compute dtype (Keras' autocasting), recorded so its gradient reaches the variable.
@@ -119,6 +125,7 @@ class Layer : public std::enable_shared_from_this<Layer> {
   std::shared_ptr<bool> trainable_ = std::make_shared<bool>(true);
   Shape built_shape_;
   std::vector<Variable> weights_;
+  std::vector<distribute::ReplicaRandomPtr> random_streams_;
   std::vector<std::pair<Variable, regularizers::RegularizerPtr>> regularized_;
   std::weak_ptr<Layer> graph_copy_;  // the copy a functional graph holds of this object, while it lives
   // A symbolic call's node; list_input when called with a list (merging layers).
@@ -318,11 +325,6 @@ class Dropout : public Layer {
   LayerPtr clone() const override { return std::make_shared<Dropout>(*this); }
   explicit Dropout(double rate, DropoutOptions options = {});
   nlohmann::json get_config() const override;
-  // The generator's position, for exact resumption.
-  Philox& generator() { return rng_; }
-  // The positions of every replica's stream, as JSON for checkpoints, and back.
-  nlohmann::json rng_state() const;
-  void set_rng_state(const nlohmann::json& state);
 
  protected:
   Tensor call(const Tensor& x, bool training) override;
@@ -330,12 +332,7 @@ class Dropout : public Layer {
  private:
   double rate_;
   std::optional<uint64_t> seed_;  // for get_config
-  Philox rng_;  // the caller's thread and replica 0
-  struct ReplicaStreams {
-    std::mutex mutex;
-    std::map<int64_t, Philox> by_replica;  // the other replicas, by global replica index
-  };
-  std::shared_ptr<ReplicaStreams> replica_rngs_ = std::make_shared<ReplicaStreams>();
+  distribute::ReplicaRandomPtr rng_;
 };
 
 struct BatchNormalizationOptions {

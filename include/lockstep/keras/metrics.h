@@ -13,6 +13,7 @@
 
 #include "lockstep/keras/registry.h"
 #include "lockstep/tensor/tensor.h"
+#include "lockstep/train/trackable.h"
 
 namespace lockstep::distribute {
 class Strategy;
@@ -153,5 +154,8 @@ const Registry<std::shared_ptr<Metric>>& registry();
 // -> sparse categorical, else categorical. Other names are registry()'s: a short name (any case) or a class name,
 // with default options. Unknown names raise ValueError listing the short names.
 std::shared_ptr<Metric> get(const std::string& identifier, const std::string& loss_name = "");
+
+// A metric in a checkpoint (tf.train.Checkpoint(metric=...)): each worker's accumulators, per worker.
+train::TrackablePtr make_trackable(const std::shared_ptr<Metric>& metric);
 
 }  // namespace lockstep::keras::metrics

@@ -126,6 +126,9 @@ class Model {
   const std::vector<LayerPtr>& layers() const;
   // The layer called `name`; ValueError when there is none.
   LayerPtr get_layer(const std::string& name) const;
+  // Its layers' random streams (Layer::random_streams), each once, in layer order: what a checkpoint of the model
+  // saves per worker.
+  std::vector<distribute::ReplicaRandomPtr> random_streams() const;
   bool built() const;
   // Keras' model.input_shape and the input's dtype, for a built model of one input (the shape without the batch
   // axis). ValueError when the model is not built yet or has several inputs.

@@ -20,7 +20,7 @@ namespace lockstep::train {
 
 // The file format's identity, in every checkpoint's metadata.
 inline constexpr const char* kCheckpointFormat = "lockstep.checkpoint";
-inline constexpr int kCheckpointFormatVersion = 1;
+inline constexpr int kCheckpointFormatVersion = 2;
 
 struct CheckpointOptions {
   // Two-phase saves: save() only snapshots state into host buffers and a background thread writes the file;
@@ -96,7 +96,11 @@ class Checkpoint {
   bool owner_ = true;
 };
 
-// The newest checkpoint prefix named by `directory`'s "checkpoint" index file, or nullopt.
+// The checkpoint prefix that `directory`'s "checkpoint" index file names as the latest, when its file is in that
+// directory and valid (it parses and every CRC32C checks); where the index is missing, unreadable, names nothing,
+// names a file elsewhere or one that is missing or damaged, a warning says so and the newest valid
+// "<name>-<n>.safetensors" there (by its save_counter and step, not its file time) is returned instead; nullopt
+// when there is none (quietly when the directory holds neither index nor checkpoint). TF returns None instead.
 std::optional<std::string> latest_checkpoint(const std::string& directory);
 
 struct CheckpointManagerOptions {
@@ -110,6 +114,9 @@ struct CheckpointManagerOptions {
   std::function<void()> init_fn = nullptr;
 };
 
+// The manager keeps (and may prune) the checkpoints that the directory's index listed when it started and those it
+// saves, no others: a file the index does not list, names outside the directory, or a damaged index, is never
+// deleted by it, only logged, and restored when it is the newest valid checkpoint left.
 class CheckpointManager {
  public:
   CheckpointManager(Checkpoint& checkpoint, std::string directory, CheckpointManagerOptions options = {});
@@ -121,10 +128,16 @@ class CheckpointManager {
   // updates the index file and deletes checkpoints beyond max_to_keep — both only once the new file is
   // durable. Returns the prefix, or nullopt when the interval has not passed (and check_interval).
   std::optional<std::string> save(std::optional<int64_t> checkpoint_number = std::nullopt, bool check_interval = true);
-  // Restores the newest valid checkpoint, falling back past corrupted ones with a warning naming each; or
-  // calls init_fn when there is none. Returns the restored prefix.
+  // Restores the index's latest checkpoint (as TF does: an index edited to name an older one rolls back) or, when
+  // that is not valid, the newest valid one in the directory, listed or not, by its own save_counter and step. A
+  // checkpoint is skipped, with a warning naming it and why, when its file is missing, truncated, corrupted
+  // (CRC32C), not a lockstep checkpoint, holds none of this checkpoint's objects, or its saved state is malformed
+  // or does not fit them (another model's). Calls init_fn when there is no checkpoint; throws DataLossError when
+  // there are checkpoints and none restores (starting afresh would discard the job's progress). Returns the prefix.
   std::optional<std::string> restore_or_initialize();
+  // The checkpoint restore_or_initialize() restores (or restored), then the last one saved; nullopt when none.
   std::optional<std::string> latest_checkpoint() const;
+  // The checkpoints this manager keeps and prunes, oldest first.
   std::vector<std::string> checkpoints() const;
   const std::string& directory() const;
   // Waits for a background write (and the index update and pruning after it).

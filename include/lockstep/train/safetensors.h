@@ -33,6 +33,9 @@ struct SafetensorsFile {
 // other tools have none and load unchecked). Throws NotFoundError when the file cannot be opened and
 // DataLossError, naming the file and the problem, when it is truncated, malformed or corrupted.
 SafetensorsFile load_safetensors(const std::string& path);
+// The metadata of a safetensors file from its header alone, with the header's layout checked against the file's
+// size (a truncated or emptied file fails) but no tensor read, so no CRC32C checked. The errors of load_safetensors.
+std::map<std::string, std::string> load_safetensors_metadata(const std::string& path);
 
 // The same two in memory: the bytes save_safetensors would write, and a parse of such bytes with the same
 // checks (`name` stands for the file in messages).

@@ -523,6 +523,10 @@ class _Iterator:
     def element_spec(self):
         return self._dataset.element_spec
 
+    def _lockstep_trackable(self):
+        """Its position, for tf.train.Checkpoint(iterator=iter(dataset)): per worker, restored exactly."""
+        return _lockstep.train.position_trackable(self._it.save_state, self._it.restore_state, False)
+
 
 class _NumpyIterator(_Iterator):
     """as_numpy_iterator(): elements with NumPy leaves (bytes for strings)."""

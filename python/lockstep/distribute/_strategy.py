@@ -547,6 +547,11 @@ class DistributedIterator:
     def element_spec(self):
         return self._dataset.element_spec
 
+    def _lockstep_trackable(self):
+        """Its place in the global stream, for tf.train.Checkpoint(iterator=iter(dist_dataset)): restored exactly,
+        also on another number of workers."""
+        return _lockstep.train.position_trackable(self._cpp._save_state, self._cpp._restore_state, True)
+
 
 # ---- ending the job ----
 

@@ -215,6 +215,14 @@ class Layer:
     def compute_output_shape(self, input_shape):
         raise NotImplementedError(f"Layer {type(self).__name__} does not define compute_output_shape")
 
+    def _lockstep_random_streams(self):
+        """The random streams of lockstep's layers in this one, in tracking order: what a checkpoint saves per
+        worker of a model that runs Python code (its Dropout attributes), as it does for lockstep's own models."""
+        cpp = self.__dict__.get("_cpp")
+        if cpp is not None:
+            return cpp._random_streams()
+        return [s for layer in self._sublayers for s in layer._lockstep_random_streams()]
+
     def add_loss(self, loss):
         """A loss this call adds (an activity penalty): model.losses and fit's loss include it until the next
         call of this layer replaces it."""

@@ -30,6 +30,13 @@ class Metric:
                              "remove dtype=")
         self._cpp = _m.from_config(self._class_name, _serial.dumps(config))
 
+    def _lockstep_trackable(self):
+        """Its accumulators, for tf.train.Checkpoint(metric=...): each worker's own."""
+        if self._cpp is None:
+            raise ValueError(f"the metric {self._name} is written in Python: lockstep cannot checkpoint its "
+                             "variables yet; checkpoint its result yourself, or use one of lockstep's metrics")
+        return self._cpp._lockstep_trackable()
+
     @classmethod
     def _wrap(cls, cpp):
         klass = globals().get(cpp.class_name)

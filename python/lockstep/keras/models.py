@@ -21,7 +21,7 @@ def _is_dataset(x):
     return hasattr(x, "_cpp") and not isinstance(x, (_np.ndarray, _layers.Layer))
 
 
-def _array(x):
+def _array(x, what="fit", name="x"):
     """Data for fit/evaluate/predict: a tensor as it is; NumPy data (and lists of numbers) as NumPy, floating
     point as float32, as Keras' data adapters convert it to floatx."""
     if isinstance(x, dict):
@@ -31,9 +31,31 @@ def _array(x):
             raise NotImplementedError("models with several inputs or outputs take one array each in lockstep's "
                                       "fit/evaluate/predict; call the model on a list instead (see docs/python.md)")
         x = _np.asarray(x)
+    if isinstance(x, _np.ndarray) and x.dtype.kind not in "biuf":
+        raise ValueError(f"{what}(): {name} is an array of dtype {x.dtype} and shape {x.shape}; models take numbers "
+                         f"or booleans: convert {name} to numbers first")
     if isinstance(x, _np.ndarray) and x.dtype.kind == "f" and x.dtype != _np.float32:
         return x.astype(_np.float32)
     return x
+
+
+def _check_samples(what, arrays):
+    """Keras' checks of array data before any step, on (name, array) pairs (None skipped): every array holds samples
+    along axis 0, and as many as the first."""
+    first = None
+    for name, a in arrays:
+        if a is None:
+            continue
+        shape = tuple(a.shape) if hasattr(a, "shape") else _np.shape(a)
+        if not shape:
+            raise ValueError(f"{what}(): {name} is a scalar; pass an array of samples along axis 0")
+        if shape[0] == 0:
+            raise ValueError(f"{what}() got no data: {name} is empty (shape {shape}); pass at least one sample")
+        if first is None:
+            first = name, shape
+        elif shape[0] != first[1][0]:
+            raise ValueError(f"{what}(): {first[0]} has {first[1][0]} samples but {name} has {shape[0]} (shapes "
+                             f"{first[1]} and {shape}); pass the same number of samples in each")
 
 
 def _scope_strategy():
@@ -384,9 +406,10 @@ class Model(_layers.Layer):
                 raise ValueError("`validation_split` is only supported for Tensors or NumPy arrays")
             train = _k._RunArgs(x._cpp, None, None, batch_size)
         else:
-            x, y = self._adjust_rank(_array(x)), _array(y)
+            x, y = self._adjust_rank(_array(x)), _array(y, name="y")
             if y is None:
                 raise ValueError("fit() needs targets: pass y (or a dataset of (x, y))")
+            _check_samples("fit", [("x", x), ("y", y), ("sample_weight", sample_weight)])
             if class_weight is not None:
                 weights = _class_weights(y, class_weight)
                 sample_weight = weights if sample_weight is None else _np.asarray(sample_weight) * weights
@@ -396,6 +419,11 @@ class Model(_layers.Layer):
                 # Keras keeps the last fraction of the arrays, before any shuffling.
                 n = len(x)
                 split = int(n * (1.0 - validation_split))
+                if split == 0 or split == n:
+                    raise ValueError(f"Training data contains {n} samples, which is not sufficient to split it into a "
+                                     f"validation and training set as specified by `validation_split="
+                                     f"{validation_split}`. Either provide more data, or a different value for the "
+                                     "`validation_split` argument.")
                 validation_data = (x[split:], y[split:]) + (() if sample_weight is None else
                                                              (_np.asarray(sample_weight)[split:],))
                 x, y = x[:split], y[:split]
@@ -411,8 +439,11 @@ class Model(_layers.Layer):
                 if len(parts) not in (2, 3):
                     raise ValueError("validation_data must be (x_val, y_val), (x_val, y_val, val_sample_weight) or "
                                      "a dataset")
-                validation = _k._RunArgs(self._adjust_rank(_array(parts[0])), _array(parts[1]),
-                                         parts[2] if len(parts) == 3 else None, vbatch)
+                parts = (self._adjust_rank(_array(parts[0], name="validation_data's x")),
+                         _array(parts[1], name="validation_data's y")) + parts[2:]
+                _check_samples("fit", zip(("validation_data's x", "validation_data's y",
+                                           "validation_data's sample_weight"), parts))
+                validation = _k._RunArgs(parts[0], parts[1], parts[2] if len(parts) == 3 else None, vbatch)
         cpp_callbacks, histories = self._prepare_callbacks(callbacks, verbose)
         with _RunScope(self):
             epochs_done, history = self._engine.fit(
@@ -445,7 +476,9 @@ class Model(_layers.Layer):
         if _is_dataset(x):
             data = _k._RunArgs(x._cpp, None, None, batch_size)
         else:
-            data = _k._RunArgs(self._adjust_rank(_array(x)), _array(y), sample_weight, batch_size)
+            x, y = self._adjust_rank(_array(x, "evaluate")), _array(y, "evaluate", "y")
+            _check_samples("evaluate", [("x", x), ("y", y), ("sample_weight", sample_weight)])
+            data = _k._RunArgs(x, y, sample_weight, batch_size)
         cpp_callbacks, _ = self._prepare_callbacks(callbacks, verbose)
         with _RunScope(self):
             logs = self._engine.evaluate(data, -1 if steps is None else int(steps), cpp_callbacks, verbose)
@@ -454,7 +487,11 @@ class Model(_layers.Layer):
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None, **kwargs):
         verbose = _verbose(verbose)
         cpp_callbacks, _ = self._prepare_callbacks(callbacks, verbose)
-        data = x._cpp if _is_dataset(x) else self._adjust_rank(_array(x))
+        if _is_dataset(x):
+            data = x._cpp
+        else:
+            data = self._adjust_rank(_array(x, "predict"))
+            _check_samples("predict", [("x", data)])
         with _RunScope(self):
             return self._engine.predict(data, 32 if batch_size is None else int(batch_size),
                                         -1 if steps is None else int(steps), cpp_callbacks, verbose)

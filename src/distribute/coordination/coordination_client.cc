@@ -38,6 +38,14 @@ std::chrono::system_clock::time_point deadline_after(Clock::duration d) {
   return std::chrono::system_clock::now() + d;
 }
 
+// gRPC's message for a failed call, on one line.
+std::string grpc_words(const grpc::Status& status) {
+  std::string said = status.error_message();
+  for (char& c : said)
+    if (c == '\n' || c == '\r') c = ' ';
+  return said;
+}
+
 milliseconds remaining(Clock::time_point deadline) {
   return std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(deadline - Clock::now()));
 }
@@ -74,7 +82,10 @@ struct CoordinationClient::Impl {
   void heartbeat();
   void stop();
   pb::Task task() const;
-  std::string lost_service_message() const;
+  // The service lost, as this task saw it: the heartbeats unanswered for heartbeat_timeout, or the connection
+  // gone with gRPC's words. Only what was seen: from here a dead chief and a broken network look alike.
+  std::string no_answer_message(const grpc::Status& last) const;
+  std::string lost_connection_message(const grpc::Status& status) const;
   // The task whose loss a lost or silent service means: the chief, which runs it.
   std::string chief() const { return labels.name(0); }
 
@@ -136,9 +147,17 @@ pb::Task CoordinationClient::Impl::task() const {
   return t;
 }
 
-std::string CoordinationClient::Impl::lost_service_message() const {
-  return labels.name(options.rank) + " lost the coordination service on " + labels.service_label() +
-         " (the chief failed or was killed)";
+std::string CoordinationClient::Impl::no_answer_message(const grpc::Status& last) const {
+  const bool said = !last.ok() && last.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED;
+  return labels.name(options.rank) + " got no answer from the coordination service on " + labels.service_label() +
+         " for " + format_seconds(options.heartbeat_timeout) + (said ? " (gRPC: " + grpc_words(last) + ")" : "") +
+         ": the chief's process ended, hangs or was stopped, or the network to it failed";
+}
+
+std::string CoordinationClient::Impl::lost_connection_message(const grpc::Status& status) const {
+  return labels.name(options.rank) + " lost its connection to the coordination service on " + labels.service_label() +
+         " (gRPC: " + (status.ok() ? "the service ended the stream" : grpc_words(status)) +
+         "): the chief's process ended, or the network to it failed";
 }
 
 template <typename Rpc>
@@ -179,8 +198,13 @@ void CoordinationClient::Impl::raise(const grpc::Status& status, const std::stri
     case grpc::StatusCode::ALREADY_EXISTS:
     case grpc::StatusCode::UNAUTHENTICATED:
       throw ValueError(message, culprit);
+    case grpc::StatusCode::UNAVAILABLE:
+      throw UnavailableError(lost_connection_message(status), Culprit{chief()});
     default:
-      throw UnavailableError(lost_service_message(), Culprit{chief()});
+      throw UnavailableError(
+          make_message(labels.name(options.rank), "'s call to the coordination service on ", labels.service_label(),
+                       " failed (gRPC status ", static_cast<int>(status.error_code()), ": ", grpc_words(status), ")"),
+          Culprit{chief()});
   }
 }
 
@@ -291,7 +315,7 @@ void CoordinationClient::Impl::watch() {
   if (refused) {
     fail(status.error_message(), status.error_details(), true);
   } else {
-    fail(lost_service_message(), chief(), true);
+    fail(lost_connection_message(status), chief(), true);
   }
 }
 
@@ -314,7 +338,7 @@ void CoordinationClient::Impl::heartbeat() {
                status.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
       fail(status.error_message(), status.error_details(), true);  // the service declared the job (or this task) failed
     } else if (Clock::now() - last_ok >= options.heartbeat_timeout) {
-      fail(lost_service_message(), chief(), true);
+      fail(no_answer_message(status), chief(), true);
     }
   }
 }
@@ -354,7 +378,7 @@ void CoordinationClient::set(const std::string& key, const std::string& value) {
     pb::Empty reply;
     return impl_->stub->Set(ctx, request, &reply);
   });
-  if (!status.ok()) impl_->raise(status, impl_->lost_service_message());
+  if (!status.ok()) impl_->raise(status, impl_->no_answer_message(status));
 }
 
 std::string CoordinationClient::get(const std::string& key, std::chrono::milliseconds timeout) {
@@ -385,7 +409,7 @@ std::optional<std::string> CoordinationClient::try_get(const std::string& key) {
     return impl_->stub->Get(ctx, request, &reply);
   });
   if (status.error_code() == grpc::StatusCode::NOT_FOUND) return std::nullopt;
-  if (!status.ok()) impl_->raise(status, impl_->lost_service_message());
+  if (!status.ok()) impl_->raise(status, impl_->no_answer_message(status));
   return reply.value();
 }
 

@@ -381,8 +381,8 @@ grpc::Status CoordinationService::Impl::Watch(grpc::ServerContext* ctx, const pb
   t.watching = false;
   if (!connected && !t.left && !stopping_) {
     fail_job(rank,
-             "its connection to the coordination service closed before the shutdown barrier (the process "
-             "exited, crashed or was killed)");
+             "its connection to the coordination service closed before the shutdown barrier (its process ended, "
+             "or the network to it failed)");
   }
   cv_.notify_all();
   return grpc::Status::OK;
