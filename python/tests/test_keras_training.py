@@ -95,6 +95,26 @@ def test_terminate_on_nan(tf):
     assert len(history.epoch) <= 1
 
 
+@pytest.mark.parametrize("nan_in", ["weights", "data"])
+def test_terminate_on_nan_sees_a_nan_through_relu(tf, nan_in):
+    # relu(NaN) is NaN, as in TensorFlow: a NaN weight or feature before a relu makes the loss NaN, and fit stops on
+    # the batch it reaches (relu once made it 0, and training went on with a finite loss).
+    x, y = data(16)
+    if nan_in == "data":
+        x[5, 1] = np.nan  # in the second batch of 4
+    model = small(tf, metrics=())
+    if nan_in == "weights":
+        weights = [w.copy() for w in model.get_weights()]
+        weights[0][0, 3] = np.nan  # the relu layer's kernel
+        model.set_weights(weights)
+    history = model.fit(x, y, batch_size=4, epochs=3, shuffle=False, verbose=0,
+                        callbacks=[tf.keras.callbacks.TerminateOnNaN()])
+    assert history.epoch == [0]
+    assert np.isnan(history.history["loss"][0])
+    assert int(model.optimizer.iterations.numpy()) == (1 if nan_in == "weights" else 2)
+    assert np.isnan(model.predict(x[:1], verbose=0)).all()
+
+
 def test_optimizer_minimize_and_schedules_in_the_loop(tf):
     var = tf.Variable(3.0)
     opt = tf.keras.optimizers.SGD(learning_rate=tf.keras.optimizers.schedules.PiecewiseConstantDecay([1], [0.5, 0.1]))

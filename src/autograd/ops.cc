@@ -54,10 +54,11 @@ Tensor pow(const Tensor& a, const Tensor& b) {
     Grads g(2);
     if (needs[0]) g[0] = sum_to(multiply(dy, multiply(b, pow(a, subtract(b, scalar_like(1, b))))), a.shape());
     if (needs[1]) {
-      // d/db a^b = a^b log a, taken as 0 where a <= 0 (as TF does) so that no NaN leaks in.
+      // d/db a^b = a^b log a, with log a taken as 0 where a <= 0 (as TF does) so that log's NaN does not leak in;
+      // a^b itself still multiplies, so NaN and Inf in it reach the gradient as in TF.
       Tensor positive = greater(a, scalar_like(0, a));
-      Tensor safe_a = where(positive, a, ones_like(a));
-      g[1] = sum_to(where(positive, multiply(dy, multiply(y, log(safe_a))), scalar_like(0, dy)), b.shape());
+      Tensor log_a = where(positive, log(where(positive, a, ones_like(a))), scalar_like(0, a));
+      g[1] = sum_to(multiply(dy, multiply(y, log_a)), b.shape());
     }
     return g;
   });

@@ -122,6 +122,39 @@ TEST(Callbacks, TerminateOnNaNStopsAtTheFirstBadBatch) {
   EXPECT_LT(p.model.optimizer()->iterations(), 70);
 }
 
+// A NaN reaching a relu stays NaN (as in TF; relu once made it 0 and the loss stayed finite), so the loss is NaN.
+// `nan_in` names where it starts: one weight of the hidden Dense's kernel, or one feature of one example.
+void expect_terminate_on_nan_stops_a_relu_model(const std::string& nan_in) {
+  Philox rng(3);
+  Tensor x = random_uniform({16, 4}, rng);
+  Tensor y = raw_ops::cast(random_uniform({16}, rng, 0, 2, DType::float64), DType::int64);
+  if (nan_in == "data") x.data<float>()[21] = NAN;  // example 5, feature 1: in the second of four batches
+  Sequential model({Input({4}), layers::Dense(8, {.activation = "relu"}), layers::Dense(2)});
+  model.compile({.optimizer = optimizers::SGD({.learning_rate = 0.01}),
+                 .loss = losses::SparseCategoricalCrossentropy({.from_logits = true})});
+  if (nan_in == "weights") {
+    std::vector<Tensor> weights = model.get_weights();
+    weights[0] = weights[0].clone();
+    weights[0].data<float>()[3] = NAN;  // kernel [4, 8]: input 0's weight into unit 3
+    model.set_weights(weights);
+  }
+  auto history = model.fit(data::Dataset::from_tensor_slices(x, y).batch(4),
+                           {.epochs = 3, .callbacks = {callbacks::TerminateOnNaN()}, .verbose = 0});
+  EXPECT_EQ(history.epoch.size(), 1u) << nan_in;
+  ASSERT_EQ(history.history.at("loss").size(), 1u) << nan_in;
+  EXPECT_TRUE(std::isnan(history.history.at("loss")[0])) << nan_in;
+  // Stopped after the batch whose loss was NaN: the first with NaN weights, the second with the NaN example.
+  EXPECT_EQ(model.optimizer()->iterations(), nan_in == "weights" ? 1 : 2) << nan_in;
+}
+
+TEST(Callbacks, TerminateOnNaNStopsWhenAWeightIsNaNBeforeARelu) {
+  expect_terminate_on_nan_stops_a_relu_model("weights");
+}
+
+TEST(Callbacks, TerminateOnNaNStopsWhenTheDataHoldsNaNBeforeARelu) {
+  expect_terminate_on_nan_stops_a_relu_model("data");
+}
+
 using testing::TestDir;
 
 TEST(Callbacks, ModelCheckpointFormatsThePath) {

@@ -148,8 +148,9 @@ template <typename T, typename S = T> void unary_dispatch(Unary op, const Iterat
       case Unary::neg: return run([](T v) { return T(-v); });
       case Unary::square: return run([](T v) { return T(v * v); });
       case Unary::abs: return run([](T v) { return v < 0 ? T(-v) : v; });
-      case Unary::sign: return run([](T v) { return T((T(0) < v) - (v < T(0))); });
-      case Unary::relu: return run([](T v) { return v > 0 ? v : T(0); });
+      // NaN passes through sign and relu as through TF's (relu(-0.0) is +0.0 there too).
+      case Unary::sign: return run([](T v) { return v != v ? v : T((T(0) < v) - (v < T(0))); });
+      case Unary::relu: return run([](T v) { return v > 0 || v != v ? v : T(0); });
       default: break;
     }
     if constexpr (std::is_floating_point_v<T>) {
@@ -345,9 +346,15 @@ void argmax(DType dtype, int64_t outer, int64_t n, int64_t inner, const void* x,
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t j = 0; j < inner; ++j) {
         const T* p = px + o * n * inner + j;
+        // TF's (Eigen's) scan: from the lowest finite value at index 0, move to each greater element, so NaN is
+        // never chosen and a row of only NaN and -Inf gives 0.
         int64_t best = 0;
-        for (int64_t i = 1; i < n; ++i)
-          if (p[i * inner] > p[best * inner]) best = i;
+        T top = std::numeric_limits<T>::lowest();
+        for (int64_t i = 0; i < n; ++i)
+          if (p[i * inner] > top) {
+            top = p[i * inner];
+            best = i;
+          }
         out[o * inner + j] = best;
       }
   });

@@ -1,5 +1,6 @@
 // 2-D max and average pooling, forward and backward, on oneDNN in NHWC. Max pooling runs forward_training so
-// that oneDNN writes a workspace (the argmax of each window), which the backward pass reads back.
+// that oneDNN writes a workspace (the argmax of each window), which the backward pass reads back. oneDNN's max, like
+// TF's, skips NaN and starts from the lowest finite value (the op harness's NaN rows hold both to it).
 #include "lockstep/kernels/cpu/kernels.h"
 #include "onednn-impl.h"
 

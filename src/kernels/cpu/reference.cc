@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 namespace lockstep::kernels::ref {
@@ -45,6 +46,17 @@ template <typename F> void for_each_window(const Pool2dShape& s, F f) {
         }
 }
 
+// TF's max pooling ignores NaN: the largest input above the lowest finite value, or that value when there is none
+// (a window of NaN and -Inf).
+template <typename T> T window_max(const T* x, const std::vector<int64_t>& taps) {
+  T top = std::numeric_limits<T>::lowest();
+  for (int64_t t : taps)
+    if (x[t] > top) top = x[t];
+  return top;
+}
+
+// The input TF's max-pooling gradient goes to: the first tap, then each one greater than the last chosen. It is the
+// forward's maximum, except in a window that starts with NaN, whose gradient goes to the NaN.
 template <typename T> int64_t first_max(const T* x, const std::vector<int64_t>& taps) {
   int64_t best = taps.front();
   for (int64_t t : taps)
@@ -98,7 +110,7 @@ template <typename T> void conv2d_backward_weights(const Conv2dShape& s, const T
 template <typename T> void pool2d_forward(const Pool2dShape& s, const T* x, T* y) {
   for_each_window(s, [&](int64_t out, const std::vector<int64_t>& taps) {
     if (s.kind == cpu::PoolKind::max) {
-      y[out] = x[first_max(x, taps)];
+      y[out] = window_max(x, taps);
     } else {
       T sum = 0;
       for (int64_t t : taps) sum += x[t];

@@ -41,7 +41,8 @@ void cast(DType from, DType to, const Iteration& it, const void* x, void* out);
 // Floating sums accumulate in double, so results do not depend on thread count.
 void reduce(Reduce op, DType dtype, const Iteration& it, const std::vector<int64_t>& out_strides, const void* x,
             void* out, int64_t out_numel);
-// Index of the first maximum along the middle axis of a contiguous [outer, n, inner] array.
+// Index of the first maximum along the middle axis of a contiguous [outer, n, inner] array; NaN is never chosen
+// (TensorFlow's rule: the scan starts at the lowest finite value and moves only to greater elements).
 void argmax(DType dtype, int64_t outer, int64_t n, int64_t inner, const void* x, int64_t* out);
 
 // loss[i] = -log softmax(logits[i])[labels[i]], probs = softmax(logits); logits [n, c] contiguous.
