@@ -9,6 +9,7 @@
 
 #include <unistd.h>
 
+#include <barrier>
 #include <filesystem>
 #include <fstream>
 
@@ -563,16 +564,26 @@ TEST(Fit, EmptyDatasetOnTwoWorkersIsRefusedByBoth) {
   auto [x, y] = blobs(32);
   const data::Dataset filtered =
       data::Dataset::from_tensor_slices(x, y).filter([](const data::Element&) { return false; }).batch(8);
-  const std::vector<std::string> errors = testing::on_two_workers([&](int, distribute::MultiWorkerMirroredStrategy& s) {
+  std::vector<std::string> refusals(2);
+  // Both workers leave together once refused: a worker that left first with its error would be a failed peer to
+  // the other, which this process shares (a separate process would just exit with it).
+  std::barrier refused(2);
+  const std::vector<std::string> errors = testing::on_two_workers([&](int rank, distribute::MultiWorkerMirroredStrategy& s) {
     Sequential model;
     {
       auto scope = s.scope();
       model = compiled_blob_model("hidden", "logits");
     }
-    model.fit(filtered, {.epochs = 2, .verbose = 0});
+    try {
+      model.fit(filtered, {.epochs = 2, .verbose = 0});
+    } catch (const ValueError& e) {
+      refusals[static_cast<size_t>(rank)] = e.what();
+    }
+    refused.arrive_and_wait();
   });
-  ASSERT_EQ(errors.size(), 2u);
-  for (const std::string& e : errors) EXPECT_NE(e.find("the dataset passed to fit() is empty"), std::string::npos) << e;
+  EXPECT_EQ(errors, (std::vector<std::string>{"", ""}));
+  for (const std::string& e : refusals)
+    EXPECT_NE(e.find("the dataset passed to fit() is empty"), std::string::npos) << e;
 }
 
 }  // namespace
