@@ -459,8 +459,8 @@ Dropout::Dropout(double rate, DropoutOptions options)
 
 Tensor Dropout::call(const Tensor& x, bool training) {
   if (!training || rate_ == 0) return x;
-  Tensor keep = cast(greater_equal(random_uniform(x.shape(), rng_->current(), 0, 1, x.dtype()), scalar(rate_, x.dtype())),
-                     x.dtype());
+  Tensor keep = cast(
+      greater_equal(random_uniform(x.shape(), rng_->current(), 0, 1, x.dtype()), scalar(rate_, x.dtype())), x.dtype());
   return x * keep * (1.0 / (1.0 - rate_));
 }
 

@@ -350,8 +350,8 @@ void Checkpoint::Impl::apply(const SafetensorsFile& file, const std::string& pat
       match = object->restore(state);
       if (per_worker.contains(name)) {
         const nlohmann::json& each = per_worker[name];
-        LS_CHECK(each.is_array() && !each.empty(), DataLossError, "checkpoint file ", path, ": the per-worker state of '",
-                 name, "' is not a list with one entry per worker");
+        LS_CHECK(each.is_array() && !each.empty(), DataLossError, "checkpoint file ", path,
+                 ": the per-worker state of '", name, "' is not a list with one entry per worker");
         RestoreMatch own = object->restore_worker({each.begin(), each.end()}, world_size(), rank());
         match.missing.insert(match.missing.end(), own.missing.begin(), own.missing.end());
         match.unused.insert(match.unused.end(), own.unused.begin(), own.unused.end());

@@ -74,11 +74,11 @@ TEST_P(Recovery, EndsWithTheWeightsOfAnUninterruptedRun) {
   const std::string metrics = (dir_ / "recovered.json").string();
   fs::remove_all(backup);
   const std::string freq = c.backup_freq > 0 ? std::to_string(c.backup_freq) : "epoch";
-  Result r = run_lockstep(args(c.loop, c.workers, c.dropout) + " --max-restarts 3 --backup-dir " + backup + " --backup-freq " + freq +
-                              " --metrics-out " + metrics,
-                          "LOCKSTEP_FAULT_INJECT=" + c.fault +
-                              (*c.collective ? std::string(" LOCKSTEP_COLLECTIVE=") + c.collective : ""),
-                          240);
+  Result r = run_lockstep(
+      args(c.loop, c.workers, c.dropout) + " --max-restarts 3 --backup-dir " + backup + " --backup-freq " + freq +
+          " --metrics-out " + metrics,
+      "LOCKSTEP_FAULT_INJECT=" + c.fault + (*c.collective ? std::string(" LOCKSTEP_COLLECTIVE=") + c.collective : ""),
+      240);
   ASSERT_EQ(r.code, 0) << c.what << "\n" << r.err;
   const json got = json::parse(read_all(metrics));
   EXPECT_EQ(got["restarts"], 1) << r.err;

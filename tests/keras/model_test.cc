@@ -568,19 +568,20 @@ TEST(Fit, EmptyDatasetOnTwoWorkersIsRefusedByBoth) {
   // Both workers leave together once refused: a worker that left first with its error would be a failed peer to
   // the other, which this process shares (a separate process would just exit with it).
   std::barrier refused(2);
-  const std::vector<std::string> errors = testing::on_two_workers([&](int rank, distribute::MultiWorkerMirroredStrategy& s) {
-    Sequential model;
-    {
-      auto scope = s.scope();
-      model = compiled_blob_model("hidden", "logits");
-    }
-    try {
-      model.fit(filtered, {.epochs = 2, .verbose = 0});
-    } catch (const ValueError& e) {
-      refusals[static_cast<size_t>(rank)] = e.what();
-    }
-    refused.arrive_and_wait();
-  });
+  const std::vector<std::string> errors =
+      testing::on_two_workers([&](int rank, distribute::MultiWorkerMirroredStrategy& s) {
+        Sequential model;
+        {
+          auto scope = s.scope();
+          model = compiled_blob_model("hidden", "logits");
+        }
+        try {
+          model.fit(filtered, {.epochs = 2, .verbose = 0});
+        } catch (const ValueError& e) {
+          refusals[static_cast<size_t>(rank)] = e.what();
+        }
+        refused.arrive_and_wait();
+      });
   EXPECT_EQ(errors, (std::vector<std::string>{"", ""}));
   for (const std::string& e : refusals)
     EXPECT_NE(e.find("the dataset passed to fit() is empty"), std::string::npos) << e;

@@ -1,8 +1,9 @@
 // What a checkpoint saves: Trackable objects (a model, an optimizer, a variable, a dataset iterator, a random
 // stream) hand over their state as named tensors plus small JSON values and take it back: the state all workers
-// share, which the chief writes, and each worker's own, which the checkpoint gathers from every worker. TrackableRef lets
-// a Checkpoint take any of them by value, as tf.train.Checkpoint(model=..., optimizer=...) does: layers above
-// this one (keras) make their types trackable by defining make_trackable(const T&) in their own namespace.
+// share, which the chief writes, and each worker's own, which the checkpoint gathers from every worker.
+// TrackableRef lets a Checkpoint take any of them by value, as tf.train.Checkpoint(model=..., optimizer=...) does:
+// layers above this one (keras) make their types trackable by defining make_trackable(const T&) in their own
+// namespace.
 #pragma once
 #include <concepts>
 #include <functional>
