@@ -206,6 +206,12 @@ TEST(EveryLayer, EveryRegisteredClassHasASample) {
 TEST(EveryLayer, ABackupHoldsEveryWorkersRandomStreams) {
   const std::string dir =
       (fs::temp_directory_path() / ("lockstep_resume_streams_" + std::to_string(::getpid()))).string();
+  struct Cleanup {  // also when an assertion ends the test early
+    std::string dir;
+    ~Cleanup() {
+      for (const char* suffix : {"", "_worker1"}) fs::remove_all(dir + suffix);
+    }
+  } cleanup{dir};
   fs::remove_all(dir);
   EXPECT_THROW(run(Setup::kTwoWorkers, "Dropout", dir, 4), Crash);
   const std::optional<std::string> latest = train::latest_checkpoint(dir);
@@ -219,7 +225,6 @@ TEST(EveryLayer, ABackupHoldsEveryWorkersRandomStreams) {
     EXPECT_TRUE(streams[0].contains(std::to_string(w))) << "worker " << w << " saved its replica's stream";
     EXPECT_GT(streams[0][std::to_string(w)][2].get<uint64_t>(), 0u) << "at the position it reached";
   }
-  for (const char* suffix : {"", "_worker1"}) fs::remove_all(dir + suffix);
 }
 
 }  // namespace
