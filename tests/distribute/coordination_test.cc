@@ -782,7 +782,7 @@ class Relay {
           ::close(target);
         }
       }
-      for (size_t i = 0; i < ends.size(); ++i) {
+      for (size_t i = 0; i + 1 < fds.size(); ++i) {  // the ends polled: not those accepted just now
         if (ends[i] < 0 || !(fds[i + 1].revents & (POLLIN | POLLHUP | POLLERR))) continue;
         const size_t other = i ^ 1;
         char buffer[16384];
