@@ -52,5 +52,6 @@ void bind_data(nb::module_& m);
 void bind_distribute(nb::module_& m);
 void bind_keras(nb::module_& m);
 void bind_train(nb::module_& m);
+void bind_registries(nb::module_& m);
 
 }  // namespace lockstep::python

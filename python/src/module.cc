@@ -67,4 +67,5 @@ NB_MODULE(_lockstep, m) {
   bind_distribute(m);
   bind_keras(m);
   bind_train(m);
+  bind_registries(m);
 }

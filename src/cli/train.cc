@@ -41,7 +41,7 @@ struct TrainArgs {
   int64_t steps_per_epoch = -1;
   int64_t batch_size = 64;
   std::string optimizer;     // empty: adam, or a .keras model's own
-  double learning_rate = 0;  // 0: 0.001, or a .keras model's own
+  double learning_rate = 0;  // 0: a .keras model's own, or the optimizer's default
   std::string loss;          // empty: sparse categorical cross-entropy, or a .keras model's own
   uint64_t seed = 1;
   int threads = 0;
@@ -78,11 +78,21 @@ std::pair<datasets::Split, datasets::Split> load(const std::string& name) {
   return datasets::load_idx_directory(name);
 }
 
-// --optimizer by Keras name, at --learning-rate (0.001 when unset).
+// --optimizer by Keras name, at --learning-rate (the optimizer's Keras default, from its registry entry, when
+// unset).
 std::shared_ptr<keras::optimizers::Optimizer> make_optimizer(const std::string& name, double lr) {
   std::shared_ptr<keras::optimizers::Optimizer> optimizer = keras::optimizers::get(name);
-  optimizer->set_learning_rate(lr == 0 ? 0.001 : lr);
+  if (lr != 0) optimizer->set_learning_rate(lr);
   return optimizer;
+}
+
+// "sgd 0.01, adam 0.001, ...": each optimizer's default learning rate, for --learning-rate's help.
+std::string default_learning_rates() {
+  std::string out;
+  for (const auto& e : keras::optimizers::registry().entries())
+    out += (out.empty() ? "" : ", ") + (e.aliases.empty() ? e.class_name : e.aliases[0]) + " " +
+           keras::optimizers::registry().default_of(e.class_name, "learning_rate").dump();
+  return out;
 }
 
 // --loss by Keras name (sparse categorical cross-entropy when empty); the losses that take `from_logits` (the
@@ -93,7 +103,7 @@ std::shared_ptr<keras::losses::Loss> make_loss(const std::string& name, bool fro
 }
 
 // The model --model names, compiled, in the caller's strategy scope:
-// - a built-in one with --optimizer (adam), --learning-rate (0.001) and the tutorials' loss;
+// - a built-in one with --optimizer (adam), --learning-rate (the optimizer's default) and the tutorials' loss;
 // - a .keras file as TensorFlow or lockstep saved it (optimizer with its state, loss, metrics: fit continues), with
 //   --optimizer, --learning-rate and --loss replacing what they name;
 // - a .json file (model.to_json()) compiled from the flags. Its cross-entropy takes logits unless the last layer
@@ -773,7 +783,8 @@ std::function<int()> add_train_command(CLI::App& app) {
       ->check(CLI::IsMember(optimizer_names));
   add_number(cmd, "--learning-rate", a->learning_rate, [](double v) { return v > 0 && std::isfinite(v); },
              "a finite number > 0",
-             "step size of the optimizer; default: a .keras model's own, else 0.001");
+             "step size of the optimizer; default: a .keras model's own, else the optimizer's (" +
+                 default_learning_rates() + ")");
   add_number(cmd, "--seed", a->seed, [](uint64_t) { return true; }, "an integer from 0 to 2^64-1",
              "seed of the weights and the shuffle");
   add_number(cmd, "--threads", a->threads, at_least(0), "an integer from 0 to 2^31-1",

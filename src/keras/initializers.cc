@@ -154,21 +154,34 @@ InitializerPtr RandomUniform(double minval, double maxval, std::optional<uint64_
 InitializerPtr Zeros() { return std::make_shared<ConstantInit>(0.0); }
 InitializerPtr Ones() { return std::make_shared<ConstantInit>(1.0); }
 
+namespace {
+Param seed() { return {"seed", nullptr, "the seed of the values; None draws one from the global seed"}; }
+// GlorotUniform's and HeNormal's (Keras' VarianceScaling family's) arguments.
+std::vector<Param> variance_scaling_params() {
+  return {seed(), Param::fixed("input_axes", nullptr, "lockstep's fans are Keras' defaults"),
+          Param::fixed("output_axes", nullptr, "lockstep's fans are Keras' defaults")};
+}
+}  // namespace
+
 const Registry<InitializerPtr>& registry() {
   static const Registry<InitializerPtr> r(
       "initializer",
-      {{"GlorotUniform", [](const nlohmann::json& c) { return GlorotUniform(seed_from(c)); }, {"glorot_uniform"}},
-       {"HeNormal", [](const nlohmann::json& c) { return HeNormal(seed_from(c)); }, {"he_normal"}},
+      {{"GlorotUniform", [](const nlohmann::json& c) { return GlorotUniform(seed_from(c)); }, {"glorot_uniform"},
+        variance_scaling_params()},
+       {"HeNormal", [](const nlohmann::json& c) { return HeNormal(seed_from(c)); }, {"he_normal"},
+        variance_scaling_params()},
        {"RandomNormal",
         [](const nlohmann::json& c) {
-          return RandomNormal(c.value("mean", 0.0), c.value("stddev", 0.05), seed_from(c));
+          return RandomNormal(c.at("mean").get<double>(), c.at("stddev").get<double>(), seed_from(c));
         },
-        {"random_normal"}},
+        {"random_normal"},
+        {{"mean", 0.0, "the distribution's mean"}, {"stddev", 0.05, "its standard deviation"}, seed()}},
        {"RandomUniform",
         [](const nlohmann::json& c) {
-          return RandomUniform(c.value("minval", -0.05), c.value("maxval", 0.05), seed_from(c));
+          return RandomUniform(c.at("minval").get<double>(), c.at("maxval").get<double>(), seed_from(c));
         },
-        {"uniform", "random_uniform"}},
+        {"uniform", "random_uniform"},
+        {{"minval", -0.05, "the lower bound"}, {"maxval", 0.05, "the upper bound (excluded)"}, seed()}},
        {"Zeros", [](const nlohmann::json&) { return Zeros(); }, {"zeros"}},
        {"Ones", [](const nlohmann::json&) { return Ones(); }, {"ones"}}});
   return r;

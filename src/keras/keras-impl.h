@@ -8,6 +8,7 @@
 
 #include "lockstep/core/shape.h"
 #include "lockstep/keras/initializers.h"
+#include "lockstep/keras/registry.h"
 #include "lockstep/keras/regularizers.h"
 
 namespace lockstep::keras {
@@ -32,6 +33,22 @@ std::vector<int64_t> json_ints(const nlohmann::json& j, const std::string& key);
 
 // Reads one layer's config for its class's from_config and refuses, naming the layer and the option, what lockstep
 // cannot do. Holds `config` by reference.
+// data_format, as every layer with one declares it: lockstep's images are NHWC (channels_last, Keras' default).
+inline Param channels_last() {
+  return Param::fixed("data_format", nullptr, "lockstep's images are channels_last (NHWC)", {"channels_last"});
+}
+// Arguments of a layer that lockstep takes only at Keras' default, None (constraints, LoRA, quantization).
+inline std::vector<Param> plain_kernel(const std::vector<const char*>& keys) {
+  std::vector<Param> out;
+  for (const char* key : keys) out.push_back(Param::fixed(key, nullptr, "not implemented by lockstep"));
+  return out;
+}
+// One table after another.
+inline std::vector<Param> operator+(std::vector<Param> a, const std::vector<Param>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
 class ConfigReader {
  public:
   ConfigReader(std::string class_name, const nlohmann::json& config);

@@ -256,6 +256,9 @@ distribute::ReplicaRandomPtr Layer::add_random_stream(const std::optional<uint64
 namespace layers {
 
 using detail::ConfigReader;
+using detail::channels_last;
+using detail::plain_kernel;
+using detail::operator+;
 
 // ---- InputLayer ----
 
@@ -559,40 +562,63 @@ nlohmann::json Activation::get_config() const {
 
 // ---- from_config ----
 
+std::vector<Param> InputLayer::params() {
+  return {{"shape", nullptr, "the feature shape, without the batch axis (or batch_shape)"},
+          {"batch_size", nullptr, "the batch size, when fixed"},
+          {"dtype", nullptr, "the input's dtype (float32)"},
+          Param::fixed("sparse", nullptr, "lockstep's inputs are dense", {false}),
+          Param::fixed("ragged", nullptr, "lockstep's inputs are not ragged", {false}),
+          {"batch_shape", nullptr, "the shape with the batch axis first"},
+          Param::fixed("input_tensor", nullptr, "lockstep makes its own input tensor"),
+          Param::fixed("optional", false, "lockstep's inputs are always given"),
+          {"name", nullptr, "the layer's name"}};
+}
+
 std::shared_ptr<InputLayer> InputLayer::from_config(const nlohmann::json& c) {
   const ConfigReader r(kClassName, c);
-  // Keras 2 wrote batch_input_shape, Keras 3 writes batch_shape.
-  const nlohmann::json& batch_shape = c.contains("batch_input_shape") ? c["batch_input_shape"] : c.at("batch_shape");
+  // Keras 2 wrote batch_input_shape, Keras 3 writes batch_shape; a program may give shape (and batch_size).
+  nlohmann::json batch_shape = c.contains("batch_input_shape") ? c["batch_input_shape"] : c.value("batch_shape", nlohmann::json());
+  if (batch_shape.is_null() && c.contains("shape") && c["shape"].is_array()) {
+    batch_shape = nlohmann::json::array({c.value("batch_size", nlohmann::json())});
+    for (const nlohmann::json& d : c["shape"]) batch_shape.push_back(d);
+  }
+  LS_CHECK(batch_shape.is_array(), ValueError, "InputLayer '", r.name(), "': give its shape (or batch_shape)");
   std::vector<int64_t> shape;
   for (size_t i = 1; i < batch_shape.size(); ++i) shape.push_back(detail::json_int(batch_shape[i], "batch_shape"));
-  r.only("sparse", {false});
-  r.only("ragged", {false});
-  r.only("optional", {false});
   return std::make_shared<InputLayer>(Shape(shape), dtype_from_name(c.value("dtype", "float32")), r.name());
 }
 
+std::vector<Param> Reshape::params() {
+  return {{"target_shape", kRequired, "the output's shape without the batch axis; one -1 is inferred"}};
+}
 std::shared_ptr<Reshape> Reshape::from_config(const nlohmann::json& c) {
   return std::make_shared<Reshape>(Shape(detail::json_ints(c.at("target_shape"), "target_shape")), c.value("name", ""));
 }
 
+std::vector<Param> Flatten::params() { return {channels_last()}; }
 std::shared_ptr<Flatten> Flatten::from_config(const nlohmann::json& c) {
   return std::make_shared<Flatten>(c.value("name", ""));
 }
 
-namespace {
-// Conv2D's and Dense's options lockstep does not have.
-void only_plain_kernel(const ConfigReader& r) {
-  for (const char* key : {"bias_regularizer", "activity_regularizer", "kernel_constraint", "bias_constraint",
-                          "quantization_config", "lora_rank"})
-    r.only(key);
+std::vector<Param> Conv2D::params() {
+  return std::vector<Param>{
+             {"filters", kRequired, "the number of output channels"},
+             {"kernel_size", kRequired, "the window's side (n or [n, n]: lockstep's windows are square)"},
+             {"strides", {1, 1}, "the step between windows (n or [n, n])"},
+             {"padding", "valid", "\"valid\" (no padding) or \"same\" (the output keeps the input's size)"},
+             channels_last(),
+             Param::fixed("dilation_rate", {1, 1}, "not implemented by lockstep", {1}),
+             Param::fixed("groups", 1, "not implemented by lockstep"),
+             {"activation", nullptr, "applied to the output; None is linear"},
+             {"use_bias", true, "whether to add a bias vector"},
+             {"kernel_initializer", "glorot_uniform", "the kernel's initial values"},
+             {"bias_initializer", "zeros", "the bias's initial values"},
+             {"kernel_regularizer", nullptr, "a penalty on the kernel, added to the loss"}} +
+         plain_kernel({"bias_regularizer", "activity_regularizer", "kernel_constraint", "bias_constraint"});
 }
-}  // namespace
 
 std::shared_ptr<Conv2D> Conv2D::from_config(const nlohmann::json& c) {
   const ConfigReader r(kClassName, c);
-  only_plain_kernel(r);
-  r.only("dilation_rate", {1, {1, 1}});
-  r.only("groups", {1});
   return std::make_shared<Conv2D>(
       detail::json_int(c.at("filters"), "filters"), r.square("kernel_size"),
       Conv2DOptions{.strides = r.square("strides"),
@@ -605,9 +631,19 @@ std::shared_ptr<Conv2D> Conv2D::from_config(const nlohmann::json& c) {
                     .name = r.name()});
 }
 
+std::vector<Param> Dense::params() {
+  return std::vector<Param>{{"units", kRequired, "the width of the output"},
+                            {"activation", nullptr, "applied to the output; None is linear"},
+                            {"use_bias", true, "whether to add a bias vector"},
+                            {"kernel_initializer", "glorot_uniform", "the kernel's initial values"},
+                            {"bias_initializer", "zeros", "the bias's initial values"},
+                            {"kernel_regularizer", nullptr, "a penalty on the kernel, added to the loss"}} +
+         plain_kernel({"bias_regularizer", "activity_regularizer", "kernel_constraint", "bias_constraint", "lora_rank",
+                       "lora_alpha", "quantization_config"});
+}
+
 std::shared_ptr<Dense> Dense::from_config(const nlohmann::json& c) {
   const ConfigReader r(kClassName, c);
-  only_plain_kernel(r);
   return std::make_shared<Dense>(
       detail::json_int(c.at("units"), "units"),
       DenseOptions{.activation = r.activation(),
@@ -630,6 +666,19 @@ std::shared_ptr<Pooling> pooling_from_config(const nlohmann::json& c) {
 }
 }  // namespace
 
+namespace {
+// Pooling's arguments; `pool_size` is Keras' default pool size (AveragePooling2D has none).
+std::vector<Param> pooling_params(const nlohmann::json& pool_size) {
+  return {{"pool_size", pool_size, "the window's side (n or [n, n]: lockstep's windows are square)"},
+          {"strides", nullptr, "the step between windows; None is pool_size"},
+          {"padding", "valid", "\"valid\" or \"same\""},
+          channels_last(),
+          {"name", nullptr, "the layer's name"}};
+}
+}  // namespace
+
+std::vector<Param> MaxPooling2D::params() { return pooling_params({2, 2}); }
+std::vector<Param> AveragePooling2D::params() { return pooling_params(kRequired); }
 std::shared_ptr<MaxPooling2D> MaxPooling2D::from_config(const nlohmann::json& c) {
   return pooling_from_config<MaxPooling2D>(c);
 }
@@ -637,26 +686,46 @@ std::shared_ptr<AveragePooling2D> AveragePooling2D::from_config(const nlohmann::
   return pooling_from_config<AveragePooling2D>(c);
 }
 
+std::vector<Param> Dropout::params() {
+  return {{"rate", kRequired, "the fraction of the inputs set to 0 in training"},
+          Param::fixed("noise_shape", nullptr, "not implemented by lockstep"),
+          {"seed", nullptr, "the seed of the layer's random stream; None draws one from the global seed"}};
+}
+
 std::shared_ptr<Dropout> Dropout::from_config(const nlohmann::json& c) {
   const ConfigReader r(kClassName, c);
-  r.only("noise_shape");
   std::optional<uint64_t> seed;
   if (c.contains("seed") && !c["seed"].is_null()) seed = static_cast<uint64_t>(detail::json_int(c["seed"], "seed"));
   return std::make_shared<Dropout>(c.at("rate").get<double>(), DropoutOptions{.seed = seed, .name = r.name()});
 }
 
+std::vector<Param> BatchNormalization::params() {
+  const nlohmann::json zeros = initializers::Zeros()->get_config(), ones = initializers::Ones()->get_config();
+  return std::vector<Param>{
+             Param::fixed("axis", -1, "lockstep normalises the last axis", {nlohmann::json::array({-1})}),
+             {"momentum", 0.99, "the moving statistics' decay"},
+             {"epsilon", 0.001, "added to the variance"},
+             Param::fixed("center", true, "lockstep's BatchNormalization always has beta"),
+             Param::fixed("scale", true, "lockstep's BatchNormalization always has gamma"),
+             Param::fixed("beta_initializer", "zeros", "lockstep starts beta at 0", {zeros}),
+             Param::fixed("gamma_initializer", "ones", "lockstep starts gamma at 1", {ones}),
+             Param::fixed("moving_mean_initializer", "zeros", "lockstep starts the moving mean at 0", {zeros}),
+             Param::fixed("moving_variance_initializer", "ones", "lockstep starts the moving variance at 1", {ones})} +
+         plain_kernel({"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"}) +
+         std::vector<Param>{Param::fixed("renorm", false, "not implemented by lockstep"),
+                            Param::fixed("renorm_clipping", nullptr, "not implemented by lockstep"),
+                            Param::fixed("renorm_momentum", 0.99, "not implemented by lockstep"),
+                            {"synchronized", false, "lockstep's statistics are each replica's (as Keras' default)"}};
+}
+
 std::shared_ptr<BatchNormalization> BatchNormalization::from_config(const nlohmann::json& c) {
   const ConfigReader r(kClassName, c);
-  r.only("axis", {-1, {-1}});
-  r.only("center", {true});
-  r.only("scale", {true});
-  r.only("renorm", {false});
-  for (const char* key : {"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"}) r.only(key);
-  const nlohmann::json zeros = initializers::Zeros()->get_config(), ones = initializers::Ones()->get_config();
-  for (const char* key : {"beta_initializer", "moving_mean_initializer"}) r.only(key, {zeros, "zeros"});
-  for (const char* key : {"gamma_initializer", "moving_variance_initializer"}) r.only(key, {ones, "ones"});
   return std::make_shared<BatchNormalization>(BatchNormalizationOptions{
       .momentum = c.value("momentum", 0.99), .epsilon = c.value("epsilon", 1e-3), .name = r.name()});
+}
+
+std::vector<Param> Activation::params() {
+  return {{"activation", kRequired, "the activation's name (relu, softmax, sigmoid, tanh, linear)"}};
 }
 
 std::shared_ptr<Activation> Activation::from_config(const nlohmann::json& c) {
@@ -677,20 +746,30 @@ mixed_precision::DTypePolicy policy_from_config(const nlohmann::json& dtype) {
 // its input's, not a policy).
 template <typename L>
 Registry<LayerPtr>::Entry entry() {
-  return {L::kClassName, [](const nlohmann::json& c) -> LayerPtr {
+  return {L::kClassName,
+          [](const nlohmann::json& own) -> LayerPtr {
             if constexpr (std::is_same_v<L, InputLayer>) {
-              return L::from_config(c);
+              return L::from_config(own);
             } else {
-              const ConfigReader r(L::kClassName, c);
-              r.only("data_format", {"channels_last"});
+              const nlohmann::json c = complete_config(make_message("layer '", own.value("name", ""), "' (", L::kClassName, ")"), base_params(), own);
               LayerPtr layer = L::from_config(c);
               if (c.contains("dtype")) layer->set_dtype_policy(policy_from_config(c["dtype"]));
               layer->set_trainable(c.value("trainable", true));
               return layer;
             }
-          }};
+          },
+          {},
+          L::params()};
 }
 }  // namespace
+
+std::vector<Param> base_params() {
+  return {Param::fixed("activity_regularizer", nullptr, "not implemented by lockstep"),
+          {"trainable", true, "whether fit() updates the layer's weights"},
+          {"dtype", nullptr, "the dtype policy: float32 or mixed_bfloat16 (None: the global policy)"},
+          {"autocast", true, "lockstep casts a mixed policy's inputs always"},
+          {"name", nullptr, "the layer's name; None makes a unique one from the class name"}};
+}
 
 const Registry<LayerPtr>& registry() {
   // Every layer class, once; a list rather than registrar objects (lockstep/keras/registry.h says why).
@@ -708,7 +787,8 @@ LayerPtr from_config(const nlohmann::json& j) {
   const Registry<LayerPtr>::Entry* entry = registry().find(cls);
   LS_CHECK(entry, ValueError, "layer '", c.value("name", ""), "': ", registry().unsupported(cls));
   try {
-    return entry->from_config(c);
+    return entry->from_config(
+        complete_config(make_message("layer '", c.value("name", ""), "' (", cls, ")"), entry->params, c));
   } catch (const ValueError& e) {  // a constructor's check (units > 0, a known activation) with the layer named
     if (std::string(e.what()).starts_with("layer '")) throw;
     throw ValueError(make_message("layer '", c.value("name", ""), "' (", cls, "): ", e.what()));

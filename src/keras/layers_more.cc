@@ -293,13 +293,6 @@ nlohmann::json Concatenate::get_config() const {
 // ---- from_config ----
 
 namespace {
-// An option lockstep lacks, which must be absent or null.
-void absent(const nlohmann::json& c, const std::string& cls, const char* key) {
-  if (c.contains(key) && !c[key].is_null())
-    check_supported(false, cls, c.value("name", ""), std::string(key) + "=" + c[key].dump(),
-                    "lockstep does not implement it");
-}
-
 template <typename Pooling>
 std::shared_ptr<Pooling> global_pooling_from_config(const nlohmann::json& c) {
   return std::make_shared<Pooling>(GlobalPooling2DOptions{.keepdims = c.value("keepdims", false),
@@ -308,6 +301,14 @@ std::shared_ptr<Pooling> global_pooling_from_config(const nlohmann::json& c) {
 }
 }  // namespace
 
+namespace {
+std::vector<Param> global_pooling_params() {
+  return {detail::channels_last(), {"keepdims", false, "keep the pooled axes, of size 1"}};
+}
+}  // namespace
+
+std::vector<Param> GlobalAveragePooling2D::params() { return global_pooling_params(); }
+std::vector<Param> GlobalMaxPooling2D::params() { return global_pooling_params(); }
 std::shared_ptr<GlobalAveragePooling2D> GlobalAveragePooling2D::from_config(const nlohmann::json& c) {
   return global_pooling_from_config<GlobalAveragePooling2D>(c);
 }
@@ -315,10 +316,18 @@ std::shared_ptr<GlobalMaxPooling2D> GlobalMaxPooling2D::from_config(const nlohma
   return global_pooling_from_config<GlobalMaxPooling2D>(c);
 }
 
+std::vector<Param> Embedding::params() {
+  using detail::operator+;
+  return std::vector<Param>{{"input_dim", kRequired, "the vocabulary's size: indices run from 0 to input_dim - 1"},
+                            {"output_dim", kRequired, "the width of each index's vector"},
+                            {"embeddings_initializer", "uniform", "the table's initial values"}} +
+         detail::plain_kernel({"embeddings_regularizer", "embeddings_constraint"}) +
+         std::vector<Param>{{"mask_zero", false, "lockstep has no masking: only False"},
+                            Param::fixed("weights", nullptr, "not implemented by lockstep: call set_weights() once the layer is built")} +
+         detail::plain_kernel({"lora_rank", "lora_alpha", "quantization_config"});
+}
+
 std::shared_ptr<Embedding> Embedding::from_config(const nlohmann::json& c) {
-  for (const char* k :
-       {"embeddings_regularizer", "activity_regularizer", "embeddings_constraint", "quantization_config"})
-    absent(c, kClassName, k);
   check_supported(!c.value("mask_zero", false), kClassName, c.value("name", ""), "mask_zero=true",
                   "lockstep has no masking");
   return std::make_shared<Embedding>(
@@ -327,10 +336,19 @@ std::shared_ptr<Embedding> Embedding::from_config(const nlohmann::json& c) {
                        .name = c.value("name", "")});
 }
 
+std::vector<Param> LayerNormalization::params() {
+  using detail::operator+;
+  return std::vector<Param>{{"axis", -1, "the axis normalised: lockstep normalises the last (-1)"},
+                            {"epsilon", 0.001, "added to the variance"},
+                            {"center", true, "whether to add beta"},
+                            {"scale", true, "whether to multiply by gamma"},
+                            {"beta_initializer", "zeros", "beta's initial values"},
+                            {"gamma_initializer", "ones", "gamma's initial values"}} +
+         detail::plain_kernel({"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"});
+}
+
 std::shared_ptr<LayerNormalization> LayerNormalization::from_config(const nlohmann::json& c) {
   const std::string name = c.value("name", "");
-  for (const char* k : {"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"})
-    absent(c, kClassName, k);
   check_supported(!c.value("rms_scaling", false), kClassName, name, "rms_scaling=true",
                   "lockstep does not implement it");
   nlohmann::json axis = c.value("axis", nlohmann::json(-1));
@@ -344,6 +362,13 @@ std::shared_ptr<LayerNormalization> LayerNormalization::from_config(const nlohma
   if (c.contains("beta_initializer")) o.beta_initializer = initializers::from_config(c["beta_initializer"]);
   if (c.contains("gamma_initializer")) o.gamma_initializer = initializers::from_config(c["gamma_initializer"]);
   return std::make_shared<LayerNormalization>(o);
+}
+
+std::vector<Param> Normalization::params() {
+  return {{"axis", -1, "the axis of the features: lockstep normalises each feature of the last (-1)"},
+          {"mean", nullptr, "the features' means; None: adapt() computes them"},
+          {"variance", nullptr, "the features' variances; None: adapt() computes them"},
+          {"invert", false, "undo the normalisation instead"}};
 }
 
 std::shared_ptr<Normalization> Normalization::from_config(const nlohmann::json& c) {
@@ -368,10 +393,18 @@ std::shared_ptr<Normalization> Normalization::from_config(const nlohmann::json& 
                                                               .name = name});
 }
 
+std::vector<Param> LeakyReLU::params() {
+  return {{"negative_slope", 0.3, "the slope below 0 (Keras 2 called it alpha)"}};
+}
+
 std::shared_ptr<LeakyReLU> LeakyReLU::from_config(const nlohmann::json& c) {
   const nlohmann::json slope = c.value("alpha", c.value("negative_slope", nlohmann::json(0.3)));  // Keras 2's alpha
   LS_CHECK(slope.is_number(), ValueError, "LeakyReLU: negative_slope must be a number, got ", slope.dump().substr(0, 40));
   return std::make_shared<LeakyReLU>(slope.get<double>(), c.value("name", ""));
+}
+
+std::vector<Param> Rescaling::params() {
+  return {{"scale", kRequired, "the factor: one number"}, {"offset", 0.0, "added after scaling: one number"}};
 }
 
 std::shared_ptr<Rescaling> Rescaling::from_config(const nlohmann::json& c) {
@@ -380,10 +413,12 @@ std::shared_ptr<Rescaling> Rescaling::from_config(const nlohmann::json& c) {
   return std::make_shared<Rescaling>(c["scale"].get<double>(), c.value("offset", 0.0), c.value("name", ""));
 }
 
+std::vector<Param> Add::params() { return {}; }
 std::shared_ptr<Add> Add::from_config(const nlohmann::json& c) {
   return std::make_shared<Add>(c.value("name", ""));
 }
 
+std::vector<Param> Concatenate::params() { return {{"axis", -1, "the axis the inputs are joined along"}}; }
 std::shared_ptr<Concatenate> Concatenate::from_config(const nlohmann::json& c) {
   return std::make_shared<Concatenate>(detail::json_int(c.value("axis", nlohmann::json(-1)), "axis"),
                                        c.value("name", ""));

@@ -235,18 +235,45 @@ std::shared_ptr<Loss> MeanAbsoluteError(MeanAbsoluteErrorOptions o) {
 }
 
 namespace {
-// A loss's Options from its config: the options it has that the config holds, the defaults for the rest. The
-// reduction Keras writes as "sum_over_batch_size" (AUTO when absent).
+// A loss's Options from its complete config.
 template <typename Options>
 Options options_from(const nlohmann::json& c) {
   Options o;
-  if constexpr (requires { o.from_logits; }) o.from_logits = c.value("from_logits", o.from_logits);
-  if constexpr (requires { o.label_smoothing; }) o.label_smoothing = c.value("label_smoothing", o.label_smoothing);
-  const std::string reduction = c.value("reduction", "auto");
+  if constexpr (requires { o.from_logits; }) o.from_logits = c.at("from_logits").get<bool>();
+  if constexpr (requires { o.label_smoothing; }) o.label_smoothing = c.at("label_smoothing").get<double>();
+  const std::string reduction = c.at("reduction");
   for (Reduction r : {Reduction::NONE, Reduction::SUM, Reduction::SUM_OVER_BATCH_SIZE})
     if (reduction_name(r) == reduction) o.reduction = r;
-  o.name = c.value("name", o.name);
+  o.name = c.at("name");
   return o;
+}
+
+// The arguments the loss classes share, their defaults read from the options struct where it has them.
+Param from_logits(bool d) { return {"from_logits", d, "y_pred holds logits, not probabilities"}; }
+Param label_smoothing(double d) { return {"label_smoothing", d, "moves the labels towards 1/classes by this much"}; }
+Param reduction(Reduction d) {
+  return {"reduction", reduction_name(d), "how the per-example losses become one: sum_over_batch_size, sum, none",
+          {"sum_over_batch_size", "sum", "none", "auto"}};
+}
+Param name(const std::string& d) { return {"name", d, "the loss's name"}; }
+Param dtype() { return Param::fixed("dtype", nullptr, "lockstep's losses compute in float32", {"float32"}); }
+Param last_axis() { return Param::fixed("axis", -1, "lockstep's losses reduce the last axis"); }
+
+template <typename Options>
+std::vector<Param> crossentropy_params() {
+  const Options d;
+  return {from_logits(d.from_logits), label_smoothing(d.label_smoothing), last_axis(), reduction(d.reduction), name(d.name),
+          dtype()};
+}
+template <typename Options>
+std::vector<Param> reduction_params() {
+  const Options d;
+  return {reduction(d.reduction), name(d.name), dtype()};
+}
+std::vector<Param> sparse_categorical_crossentropy_params() {
+  const SparseCategoricalCrossentropyOptions d;
+  return {from_logits(d.from_logits), Param::fixed("ignore_class", nullptr, "not implemented by lockstep"),
+          reduction(d.reduction), last_axis(), name(d.name), dtype()};
 }
 }  // namespace
 
@@ -256,21 +283,26 @@ const Registry<std::shared_ptr<Loss>>& registry() {
                 [](const nlohmann::json& c) {
                   return SparseCategoricalCrossentropy(options_from<SparseCategoricalCrossentropyOptions>(c));
                 },
-                {"sparse_categorical_crossentropy"}},
+                {"sparse_categorical_crossentropy"},
+                sparse_categorical_crossentropy_params()},
                {"CategoricalCrossentropy",
                 [](const nlohmann::json& c) {
                   return CategoricalCrossentropy(options_from<CategoricalCrossentropyOptions>(c));
                 },
-                {"categorical_crossentropy"}},
+                {"categorical_crossentropy"},
+                crossentropy_params<CategoricalCrossentropyOptions>()},
                {"BinaryCrossentropy",
                 [](const nlohmann::json& c) { return BinaryCrossentropy(options_from<BinaryCrossentropyOptions>(c)); },
-                {"binary_crossentropy"}},
+                {"binary_crossentropy"},
+                crossentropy_params<BinaryCrossentropyOptions>()},
                {"MeanSquaredError",
                 [](const nlohmann::json& c) { return MeanSquaredError(options_from<MeanSquaredErrorOptions>(c)); },
-                {"mse", "mean_squared_error"}},
+                {"mse", "mean_squared_error"},
+                reduction_params<MeanSquaredErrorOptions>()},
                {"MeanAbsoluteError",
                 [](const nlohmann::json& c) { return MeanAbsoluteError(options_from<MeanAbsoluteErrorOptions>(c)); },
-                {"mae", "mean_absolute_error"}}});
+                {"mae", "mean_absolute_error"},
+                reduction_params<MeanAbsoluteErrorOptions>()}});
   return r;
 }
 

@@ -266,32 +266,42 @@ std::shared_ptr<Metric> SparseCategoricalCrossentropy(SparseCategoricalCrossentr
       std::move(o.name), nlohmann::json{{"from_logits", o.from_logits}}, "SparseCategoricalCrossentropy");
 }
 
+namespace {
+// Every metric's arguments: its name (Keras' default `name`) and its dtype, which lockstep's metrics fix.
+std::vector<Param> metric_params(const std::string& name, std::vector<Param> more = {}) {
+  std::vector<Param> out{{"name", name, "the metric's name, in logs and the history"},
+                         Param::fixed("dtype", nullptr, "lockstep's metrics accumulate in float32", {"float32"})};
+  out.insert(out.end(), more.begin(), more.end());
+  return out;
+}
+std::string name_of(const nlohmann::json& c) { return c.at("name"); }
+}  // namespace
+
 const Registry<std::shared_ptr<Metric>>& registry() {
   static const Registry<std::shared_ptr<Metric>> r(
       "metric",
-      {{"Mean", [](const nlohmann::json& c) { return Mean(c.value("name", "mean")); }},
-       {"Sum", [](const nlohmann::json& c) { return Sum(c.value("name", "sum")); }},
-       {"Accuracy", [](const nlohmann::json& c) { return Accuracy(c.value("name", "accuracy")); }, {"accuracy", "acc"}},
-       {"SparseCategoricalAccuracy",
-        [](const nlohmann::json& c) {
-          return SparseCategoricalAccuracy(c.value("name", "sparse_categorical_accuracy"));
-        },
-        {"sparse_categorical_accuracy"}},
-       {"CategoricalAccuracy",
-        [](const nlohmann::json& c) { return CategoricalAccuracy(c.value("name", "categorical_accuracy")); },
-        {"categorical_accuracy"}},
+      {{"Mean", [](const nlohmann::json& c) { return Mean(name_of(c)); }, {}, metric_params("mean")},
+       {"Sum", [](const nlohmann::json& c) { return Sum(name_of(c)); }, {}, metric_params("sum")},
+       {"Accuracy", [](const nlohmann::json& c) { return Accuracy(name_of(c)); }, {"accuracy", "acc"},
+        metric_params("accuracy")},
+       {"SparseCategoricalAccuracy", [](const nlohmann::json& c) { return SparseCategoricalAccuracy(name_of(c)); },
+        {"sparse_categorical_accuracy"}, metric_params("sparse_categorical_accuracy")},
+       {"CategoricalAccuracy", [](const nlohmann::json& c) { return CategoricalAccuracy(name_of(c)); },
+        {"categorical_accuracy"}, metric_params("categorical_accuracy")},
        {"BinaryAccuracy",
-        [](const nlohmann::json& c) {
-          return BinaryAccuracy(c.value("name", "binary_accuracy"), c.value("threshold", 0.5));
-        },
-        {"binary_accuracy"}},
+        [](const nlohmann::json& c) { return BinaryAccuracy(name_of(c), c.at("threshold").get<double>()); },
+        {"binary_accuracy"},
+        metric_params("binary_accuracy", {{"threshold", 0.5, "a prediction above it counts as 1"}})},
        {"SparseCategoricalCrossentropy",
         [](const nlohmann::json& c) {
-          const SparseCategoricalCrossentropyOptions d;
-          return SparseCategoricalCrossentropy(
-              {.from_logits = c.value("from_logits", d.from_logits), .name = c.value("name", d.name)});
+          return SparseCategoricalCrossentropy({.from_logits = c.at("from_logits").get<bool>(), .name = name_of(c)});
         },
-        {"sparse_categorical_crossentropy"}}});
+        {"sparse_categorical_crossentropy"},
+        metric_params(SparseCategoricalCrossentropyOptions{}.name,
+                      {{"from_logits", SparseCategoricalCrossentropyOptions{}.from_logits,
+                        "y_pred holds logits, not probabilities"},
+                       Param::fixed("ignore_class", nullptr, "not implemented by lockstep"),
+                       Param::fixed("axis", -1, "lockstep's metric reduces the last axis")})}});
   return r;
 }
 

@@ -39,9 +39,13 @@ RegularizerPtr L2(double l2) { return L1L2(0, l2); }
 const Registry<RegularizerPtr>& registry() {
   static const Registry<RegularizerPtr> r(
       "regularizer",
-      {{"L1", [](const nlohmann::json& c) { return L1(c.value("l1", 0.01)); }, {"l1"}},
-       {"L2", [](const nlohmann::json& c) { return L2(c.value("l2", 0.01)); }, {"l2"}},
-       {"L1L2", [](const nlohmann::json& c) { return L1L2(c.value("l1", 0.0), c.value("l2", 0.0)); }, {"l1_l2"}}});
+      {{"L1", [](const nlohmann::json& c) { return L1(c.at("l1").get<double>()); }, {"l1"},
+        {{"l1", 0.01, "the factor of the sum of absolute values"}}},
+       {"L2", [](const nlohmann::json& c) { return L2(c.at("l2").get<double>()); }, {"l2"},
+        {{"l2", 0.01, "the factor of the sum of squares"}}},
+       {"L1L2", [](const nlohmann::json& c) { return L1L2(c.at("l1").get<double>(), c.at("l2").get<double>()); },
+        {"l1_l2"},
+        {{"l1", 0.0, "the factor of the sum of absolute values"}, {"l2", 0.0, "the factor of the sum of squares"}}}});
   return r;
 }
 

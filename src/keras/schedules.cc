@@ -65,12 +65,23 @@ const Registry<std::shared_ptr<LearningRateSchedule>>& schedules::registry() {
               ExponentialDecayOptions{.initial_learning_rate = c.at("initial_learning_rate").get<double>(),
                                       .decay_steps = detail::json_int(c.at("decay_steps"), "decay_steps"),
                                       .decay_rate = c.at("decay_rate").get<double>(),
-                                      .staircase = c.value("staircase", false)});
-        }},
-       {"PiecewiseConstantDecay", [](const nlohmann::json& c) {
+                                      .staircase = c.at("staircase").get<bool>()});
+        },
+        {},
+        {{"initial_learning_rate", kRequired, "the rate at step 0"},
+         {"decay_steps", kRequired, "the steps over which the rate is multiplied by decay_rate"},
+         {"decay_rate", kRequired, "the factor every decay_steps steps"},
+         {"staircase", false, "decay in whole steps of decay_steps"},
+         {"name", "ExponentialDecay", "the schedule's name"}}},
+       {"PiecewiseConstantDecay",
+        [](const nlohmann::json& c) {
           return std::make_shared<PiecewiseConstantDecay>(detail::json_ints(c.at("boundaries"), "boundaries"),
                                                           c.at("values").get<std::vector<double>>());
-        }}});
+        },
+        {},
+        {{"boundaries", kRequired, "the steps where the rate changes, increasing"},
+         {"values", kRequired, "the rates: one more than the boundaries"},
+         {"name", "PiecewiseConstant", "the schedule's name"}}}});
   return r;
 }
 

@@ -40,9 +40,14 @@ nlohmann::json UpSampling2D::get_config() const {
   return c;
 }
 
+std::vector<Param> UpSampling2D::params() {
+  return {{"size", {2, 2}, "the factors of rows and columns (n or [rows, cols])"},
+          detail::channels_last(),
+          {"interpolation", "nearest", "\"nearest\" or \"bilinear\"", {"nearest", "bilinear"}}};
+}
+
 std::shared_ptr<UpSampling2D> UpSampling2D::from_config(const nlohmann::json& c) {
   const detail::ConfigReader r(kClassName, c);
-  r.only("interpolation", {"nearest", "bilinear"});
   const nlohmann::json size = c.value("size", nlohmann::json{2, 2});  // n or [rows, cols]
   const std::vector<int64_t> hw = size.is_array() ? detail::json_ints(size, "size")
                                                   : std::vector<int64_t>(2, detail::json_int(size, "size"));

@@ -277,7 +277,7 @@ TEST(Functional, UnsupportedLayersAndOptionsAreOneClearError) {
     c["embeddings_regularizer"] = {{"class_name", "L2"}, {"config", {{"l2", 0.01}}}};
     kl::from_config({{"class_name", "Embedding"}, {"config", c}});
   });
-  EXPECT_NE(reg.find("Embedding layer \"emb\": embeddings_regularizer="), std::string::npos) << reg;
+  EXPECT_NE(reg.find("layer 'emb' (Embedding): embeddings_regularizer="), std::string::npos) << reg;
 }
 
 TEST(Functional, EmbeddingGradientAddsIntoTheLookedUpRows) {

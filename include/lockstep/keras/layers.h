@@ -156,15 +156,20 @@ struct LayerHandle {
 
 namespace layers {
 
-// Each layer class has kClassName, its Keras class name, and from_config(config), the layer its get_config()
-// describes (Keras' cls.from_config). registry() lists the classes; layers::from_config (at the end) reads a
-// serialised layer through it and adds what every layer shares: trainable, data_format and the dtype policy.
+// Each layer class has kClassName, its Keras class name, params(), its Keras arguments with Keras' defaults, and
+// from_config(config), the layer a complete config (every argument of params() present) describes (Keras'
+// cls.from_config). registry() lists the classes; layers::from_config (at the end) reads a serialised layer through
+// it and adds what every layer shares (base_params(): trainable, the dtype policy).
+
+// The keyword arguments of every layer (keras.layers.Layer.__init__).
+std::vector<Param> base_params();
 
 // The model's input: its feature shape (without batch) and dtype. keras.Input(shape) makes one.
 class InputLayer : public Layer {
  public:
   static constexpr const char* kClassName = "InputLayer";
   static std::shared_ptr<InputLayer> from_config(const nlohmann::json& config);
+  static std::vector<Param> params();  // Keras' arguments (registry.h)
   LayerPtr clone() const override { return std::make_shared<InputLayer>(*this); }
   explicit InputLayer(Shape shape, DType dtype = DType::float32, std::string name = "");
   const Shape& shape() const { return shape_; }
@@ -185,6 +190,7 @@ class Reshape : public Layer {
  public:
   static constexpr const char* kClassName = "Reshape";
   static std::shared_ptr<Reshape> from_config(const nlohmann::json& config);
+  static std::vector<Param> params();  // Keras' arguments (registry.h)
   LayerPtr clone() const override { return std::make_shared<Reshape>(*this); }
   explicit Reshape(Shape target_shape, std::string name = "");
   Shape compute_output_shape(const Shape& input_shape) const override;
@@ -201,6 +207,7 @@ class Flatten : public Layer {
  public:
   static constexpr const char* kClassName = "Flatten";
   static std::shared_ptr<Flatten> from_config(const nlohmann::json& config);
+  static std::vector<Param> params();  // Keras' arguments (registry.h)
   LayerPtr clone() const override { return std::make_shared<Flatten>(*this); }
   explicit Flatten(std::string name = "");
   Shape compute_output_shape(const Shape& input_shape) const override;
@@ -225,6 +232,7 @@ class Conv2D : public Layer {
  public:
   static constexpr const char* kClassName = "Conv2D";
   static std::shared_ptr<Conv2D> from_config(const nlohmann::json& config);
+  static std::vector<Param> params();  // Keras' arguments (registry.h)
   LayerPtr clone() const override { return std::make_shared<Conv2D>(*this); }
   Conv2D(int64_t filters, int64_t kernel_size, Conv2DOptions options = {});
   Shape compute_output_shape(const Shape& input_shape) const override;
@@ -263,6 +271,7 @@ class MaxPooling2D : public Pooling2D {
  public:
   static constexpr const char* kClassName = "MaxPooling2D";
   static std::shared_ptr<MaxPooling2D> from_config(const nlohmann::json& config);
+  static std::vector<Param> params();  // Keras' arguments (registry.h)
   LayerPtr clone() const override { return std::make_shared<MaxPooling2D>(*this); }
   explicit MaxPooling2D(int64_t pool_size = 2, Pooling2DOptions options = {})
       : Pooling2D(kClassName, pool_size, std::move(options)) {}
@@ -274,6 +283,7 @@ class AveragePooling2D : public Pooling2D {
  public:
   static constexpr const char* kClassName = "AveragePooling2D";
   static std::shared_ptr<AveragePooling2D> from_config(const nlohmann::json& config);
+  static std::vector<Param> params();  // Keras' arguments (registry.h)
   LayerPtr clone() const override { return std::make_shared<AveragePooling2D>(*this); }
   explicit AveragePooling2D(int64_t pool_size = 2, Pooling2DOptions options = {})
       : Pooling2D(kClassName, pool_size, std::move(options)) {}
@@ -295,6 +305,7 @@ class Dense : public Layer {
  public:
   static constexpr const char* kClassName = "Dense";
   static std::shared_ptr<Dense> from_config(const nlohmann::json& config);
+  static std::vector<Param> params();  // Keras' arguments (registry.h)
   LayerPtr clone() const override { return std::make_shared<Dense>(*this); }
   explicit Dense(int64_t units, DenseOptions options = {});
   Shape compute_output_shape(const Shape& input_shape) const override;
@@ -322,6 +333,7 @@ class Dropout : public Layer {
  public:
   static constexpr const char* kClassName = "Dropout";
   static std::shared_ptr<Dropout> from_config(const nlohmann::json& config);
+  static std::vector<Param> params();  // Keras' arguments (registry.h)
   LayerPtr clone() const override { return std::make_shared<Dropout>(*this); }
   explicit Dropout(double rate, DropoutOptions options = {});
   nlohmann::json get_config() const override;
@@ -345,6 +357,7 @@ class BatchNormalization : public Layer {
  public:
   static constexpr const char* kClassName = "BatchNormalization";
   static std::shared_ptr<BatchNormalization> from_config(const nlohmann::json& config);
+  static std::vector<Param> params();  // Keras' arguments (registry.h)
   LayerPtr clone() const override { return std::make_shared<BatchNormalization>(*this); }
   explicit BatchNormalization(BatchNormalizationOptions options = {});
   nlohmann::json get_config() const override;
@@ -362,6 +375,7 @@ class Activation : public Layer {
  public:
   static constexpr const char* kClassName = "Activation";
   static std::shared_ptr<Activation> from_config(const nlohmann::json& config);
+  static std::vector<Param> params();  // Keras' arguments (registry.h)
   LayerPtr clone() const override { return std::make_shared<Activation>(*this); }
   explicit Activation(std::string activation, std::string name = "");
   nlohmann::json get_config() const override;
@@ -396,6 +410,7 @@ class GlobalAveragePooling2D : public GlobalPooling2D {
  public:
   static constexpr const char* kClassName = "GlobalAveragePooling2D";
   static std::shared_ptr<GlobalAveragePooling2D> from_config(const nlohmann::json& config);
+  static std::vector<Param> params();  // Keras' arguments (registry.h)
   explicit GlobalAveragePooling2D(GlobalPooling2DOptions options = {})
       : GlobalPooling2D(kClassName, std::move(options)) {}
   LayerPtr clone() const override { return std::make_shared<GlobalAveragePooling2D>(*this); }
@@ -407,6 +422,7 @@ class GlobalMaxPooling2D : public GlobalPooling2D {
  public:
   static constexpr const char* kClassName = "GlobalMaxPooling2D";
   static std::shared_ptr<GlobalMaxPooling2D> from_config(const nlohmann::json& config);
+  static std::vector<Param> params();  // Keras' arguments (registry.h)
   explicit GlobalMaxPooling2D(GlobalPooling2DOptions options = {}) : GlobalPooling2D(kClassName, std::move(options)) {}
   LayerPtr clone() const override { return std::make_shared<GlobalMaxPooling2D>(*this); }
 
@@ -425,6 +441,7 @@ class Embedding : public Layer {
  public:
   static constexpr const char* kClassName = "Embedding";
   static std::shared_ptr<Embedding> from_config(const nlohmann::json& config);
+  static std::vector<Param> params();  // Keras' arguments (registry.h)
   Embedding(int64_t input_dim, int64_t output_dim, EmbeddingOptions options = {});
   LayerPtr clone() const override { return std::make_shared<Embedding>(*this); }
   Shape compute_output_shape(const Shape& input_shape) const override;
@@ -455,6 +472,7 @@ class LayerNormalization : public Layer {
  public:
   static constexpr const char* kClassName = "LayerNormalization";
   static std::shared_ptr<LayerNormalization> from_config(const nlohmann::json& config);
+  static std::vector<Param> params();  // Keras' arguments (registry.h)
   explicit LayerNormalization(LayerNormalizationOptions options = {});
   LayerPtr clone() const override { return std::make_shared<LayerNormalization>(*this); }
   nlohmann::json get_config() const override;
@@ -480,6 +498,7 @@ class Normalization : public Layer {
  public:
   static constexpr const char* kClassName = "Normalization";
   static std::shared_ptr<Normalization> from_config(const nlohmann::json& config);
+  static std::vector<Param> params();  // Keras' arguments (registry.h)
   explicit Normalization(NormalizationOptions options = {});
   LayerPtr clone() const override { return std::make_shared<Normalization>(*this); }
   nlohmann::json get_config() const override;
@@ -502,6 +521,7 @@ class LeakyReLU : public Layer {
  public:
   static constexpr const char* kClassName = "LeakyReLU";
   static std::shared_ptr<LeakyReLU> from_config(const nlohmann::json& config);
+  static std::vector<Param> params();  // Keras' arguments (registry.h)
   explicit LeakyReLU(double negative_slope = 0.3, std::string name = "");
   LayerPtr clone() const override { return std::make_shared<LeakyReLU>(*this); }
   nlohmann::json get_config() const override;
@@ -518,6 +538,7 @@ class Rescaling : public Layer {
  public:
   static constexpr const char* kClassName = "Rescaling";
   static std::shared_ptr<Rescaling> from_config(const nlohmann::json& config);
+  static std::vector<Param> params();  // Keras' arguments (registry.h)
   explicit Rescaling(double scale, double offset = 0.0, std::string name = "");
   LayerPtr clone() const override { return std::make_shared<Rescaling>(*this); }
   nlohmann::json get_config() const override;
@@ -543,6 +564,7 @@ class Add : public Merge {
  public:
   static constexpr const char* kClassName = "Add";
   static std::shared_ptr<Add> from_config(const nlohmann::json& config);
+  static std::vector<Param> params();  // Keras' arguments (registry.h)
   explicit Add(std::string name = "") : Merge(kClassName, std::move(name)) {}
   LayerPtr clone() const override { return std::make_shared<Add>(*this); }
   Shape compute_output_shape_list(const std::vector<Shape>& input_shapes) const override;
@@ -555,6 +577,7 @@ class Concatenate : public Merge {
  public:
   static constexpr const char* kClassName = "Concatenate";
   static std::shared_ptr<Concatenate> from_config(const nlohmann::json& config);
+  static std::vector<Param> params();  // Keras' arguments (registry.h)
   explicit Concatenate(int64_t axis = -1, std::string name = "");
   LayerPtr clone() const override { return std::make_shared<Concatenate>(*this); }
   Shape compute_output_shape_list(const std::vector<Shape>& input_shapes) const override;
@@ -580,6 +603,7 @@ class UpSampling2D : public Layer {
  public:
   static constexpr const char* kClassName = "UpSampling2D";
   static std::shared_ptr<UpSampling2D> from_config(const nlohmann::json& config);
+  static std::vector<Param> params();  // Keras' arguments (registry.h)
   explicit UpSampling2D(int64_t size = 2, UpSampling2DOptions options = {})
       : UpSampling2D({size, size}, std::move(options)) {}
   UpSampling2D(std::array<int64_t, 2> size, UpSampling2DOptions options = {});

@@ -13,7 +13,8 @@
 
 namespace lockstep::keras::losses {
 
-// AUTO means SUM_OVER_BATCH_SIZE, as in TF 2 outside a distribution strategy's custom loop.
+// AUTO means SUM_OVER_BATCH_SIZE, as in TF 2 outside a distribution strategy's custom loop; Keras 3 has only the
+// latter, lockstep's default.
 enum class Reduction { AUTO, NONE, SUM, SUM_OVER_BATCH_SIZE };
 // "auto", "none", "sum", "sum_over_batch_size".
 std::string reduction_name(Reduction reduction);
@@ -100,27 +101,27 @@ std::pair<Tensor, Tensor> squeeze_or_expand_to_same_rank(const Tensor& x1, const
 // ---- Loss objects ----
 struct SparseCategoricalCrossentropyOptions {
   bool from_logits = false;
-  Reduction reduction = Reduction::AUTO;
+  Reduction reduction = Reduction::SUM_OVER_BATCH_SIZE;
   std::string name = "sparse_categorical_crossentropy";
 };
 struct CategoricalCrossentropyOptions {
   bool from_logits = false;
   double label_smoothing = 0;
-  Reduction reduction = Reduction::AUTO;
+  Reduction reduction = Reduction::SUM_OVER_BATCH_SIZE;
   std::string name = "categorical_crossentropy";
 };
 struct BinaryCrossentropyOptions {
   bool from_logits = false;
   double label_smoothing = 0;
-  Reduction reduction = Reduction::AUTO;
+  Reduction reduction = Reduction::SUM_OVER_BATCH_SIZE;
   std::string name = "binary_crossentropy";
 };
 struct MeanSquaredErrorOptions {
-  Reduction reduction = Reduction::AUTO;
+  Reduction reduction = Reduction::SUM_OVER_BATCH_SIZE;
   std::string name = "mean_squared_error";
 };
 struct MeanAbsoluteErrorOptions {
-  Reduction reduction = Reduction::AUTO;
+  Reduction reduction = Reduction::SUM_OVER_BATCH_SIZE;
   std::string name = "mean_absolute_error";
 };
 std::shared_ptr<Loss> SparseCategoricalCrossentropy(SparseCategoricalCrossentropyOptions options = {});

@@ -4,7 +4,7 @@ from . import _serial
 
 
 class ConfigObject:
-    """Base of the classes `define` makes; `_signature` is Keras' argument list of the class."""
+    """Base of the classes _registry.define makes; `_signature` is Keras' signature of the class."""
 
     _class_name = None
     _signature = None
@@ -28,13 +28,6 @@ class ConfigObject:
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self._config.items())
         return f"<{self._class_name}({args})>"
-
-
-def define(namespace, base, table):
-    """A subclass of `base` for each class name -> Keras signature in `table`, put in `namespace`."""
-    for name, sig in table.items():
-        namespace[name] = type(name, (base,), {"_class_name": name, "_signature": _serial.signature(sig),
-                                               "__module__": namespace["__name__"]})
 
 
 def get(kind, namespace, identifier, aliases):

@@ -1,7 +1,7 @@
 """tf.keras.initializers: the classes lockstep's C++ registry has, with Keras' arguments; calling one draws the
 values for a weight of a shape."""
 from .. import _lockstep, _unimplemented, dtypes as _dtypes
-from . import _config, _serial
+from . import _config, _registry, _serial
 
 
 class Initializer(_config.ConfigObject):
@@ -11,16 +11,8 @@ class Initializer(_config.ConfigObject):
                                           dtype)
 
 
-_config.define(globals(), Initializer, {
-    "GlorotUniform": "seed=None",
-    "HeNormal": "seed=None",
-    "RandomNormal": "mean=0.0, stddev=0.05, seed=None",
-    "RandomUniform": "minval=-0.05, maxval=0.05, seed=None",
-    "Zeros": "",
-    "Ones": "",
-})
-_ALIASES = {"glorot_uniform": "GlorotUniform", "he_normal": "HeNormal", "random_normal": "RandomNormal",
-            "uniform": "RandomUniform", "random_uniform": "RandomUniform", "zeros": "Zeros", "ones": "Ones"}
+_registry.define(globals(), "initializer", Initializer)
+_ALIASES = _registry.aliases("initializer")
 for _alias, _name in _ALIASES.items():
     globals()[_alias] = globals()[_name]
 del _alias, _name

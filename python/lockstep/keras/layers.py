@@ -9,49 +9,11 @@ import numpy as _np
 
 from .. import _lockstep, _nest, _unimplemented, dtypes as _dtypes
 from .._tensor import TensorShape
-from . import _serial, activations as _activations
+from . import _registry, _serial, activations as _activations
 
 _k = _lockstep.keras
 
-# Keras 3.15's parameter lists of the classes (keras.layers.<Class>.__init__), without the arguments every layer
-# takes (_BASE, _LEGACY). Options lockstep lacks (dilation_rate, constraints...) are accepted here and refused by
-# the C++ registry, with a message naming them, when they are not Keras' defaults.
-_SIGNATURES = {
-    "Reshape": "target_shape",
-    "Flatten": "data_format=None",
-    "Conv2D": ("filters, kernel_size, strides=(1, 1), padding='valid', data_format=None, dilation_rate=(1, 1), "
-               "groups=1, activation=None, use_bias=True, kernel_initializer='glorot_uniform', "
-               "bias_initializer='zeros', kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None, "
-               "kernel_constraint=None, bias_constraint=None"),
-    "MaxPooling2D": "pool_size=(2, 2), strides=None, padding='valid', data_format=None, name=None",
-    "AveragePooling2D": "pool_size=(2, 2), strides=None, padding='valid', data_format=None, name=None",
-    "GlobalAveragePooling2D": "data_format=None, keepdims=False",
-    "GlobalMaxPooling2D": "data_format=None, keepdims=False",
-    "Dense": ("units, activation=None, use_bias=True, kernel_initializer='glorot_uniform', bias_initializer='zeros', "
-              "kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None, kernel_constraint=None, "
-              "bias_constraint=None, lora_rank=None, lora_alpha=None, quantization_config=None"),
-    "Dropout": "rate, noise_shape=None, seed=None",
-    "BatchNormalization": ("axis=-1, momentum=0.99, epsilon=0.001, center=True, scale=True, beta_initializer='zeros', "
-                           "gamma_initializer='ones', moving_mean_initializer='zeros', "
-                           "moving_variance_initializer='ones', beta_regularizer=None, gamma_regularizer=None, "
-                           "beta_constraint=None, gamma_constraint=None, renorm=False, renorm_clipping=None, "
-                           "renorm_momentum=0.99, synchronized=False"),
-    "LayerNormalization": ("axis=-1, epsilon=0.001, center=True, scale=True, beta_initializer='zeros', "
-                           "gamma_initializer='ones', beta_regularizer=None, gamma_regularizer=None, "
-                           "beta_constraint=None, gamma_constraint=None"),
-    "Activation": "activation",
-    "Embedding": ("input_dim, output_dim, embeddings_initializer='uniform', embeddings_regularizer=None, "
-                  "embeddings_constraint=None, mask_zero=False, weights=None, lora_rank=None, lora_alpha=None, "
-                  "quantization_config=None"),
-    "Rescaling": "scale, offset=0.0",
-    "Normalization": "axis=-1, mean=None, variance=None, invert=False",
-    "LeakyReLU": "negative_slope=0.3, alpha=None",
-    "Add": "",
-    "Concatenate": "axis=-1",
-    "UpSampling2D": "size=(2, 2), data_format=None, interpolation='nearest'",
-}
-# Every layer's own arguments (keras.layers.Layer.__init__) and the ones Keras 3 still takes from Keras 2.
-_BASE = ("activity_regularizer", "trainable", "dtype", "autocast", "name")
+# What Keras 3 still takes from Keras 2: the input's shape, given to a model's first layer, and initial weights.
 _LEGACY = ("input_shape", "batch_input_shape", "batch_size", "input_dim", "weights")
 # Layers called on a list of tensors.
 _MERGING = ("Add", "Concatenate")
@@ -375,19 +337,12 @@ class _RegistryLayer(Layer):
 
     def __init__(self, *args, **kwargs):
         # Keras' defaults included: the registry reads a complete config, as Keras writes one.
-        _, config = _serial.bind(self._class_name, self._signature, args, kwargs, extra=_BASE + _LEGACY)
+        # The signature is the C++ table's (with every layer's keyword arguments); None is Keras' "not given".
+        _, config = _serial.bind(self._class_name, self._signature, args, kwargs, extra=_LEGACY)
         config = {k: _config_value(k, v) for k, v in config.items() if v is not None}
-        for key in _BASE + ("weights",):
-            if key not in kwargs or key in self._signature.parameters:
-                continue
-            value = kwargs[key]
-            if key == "activity_regularizer" and value is not None:
-                raise ValueError(f"{self._class_name}: activity_regularizer is not supported by lockstep; remove it")
-            elif key == "weights" and value is not None:
-                raise ValueError(f"{self._class_name}: weights= is not supported by lockstep; call set_weights "
-                                 "once the layer is built")
-            elif key in ("trainable", "dtype", "name") and value is not None:
-                config[key] = _config_value(key, value)
+        if kwargs.get("weights") is not None and "weights" not in self._signature.parameters:
+            raise ValueError(f"{self._class_name}: weights= is not supported by lockstep; call set_weights once the "
+                             "layer is built")
         self._input_shape, self._batch_size = _legacy_input_shape(kwargs), kwargs.get("batch_size")
         self._cpp = _k.layers.from_config(self._class_name, json.dumps(config))
         _serial.remember(self, self._cpp)
@@ -461,25 +416,23 @@ class InputLayer(_RegistryLayer):
     """tf.keras.layers.InputLayer: a model's input of `shape` (without the batch axis)."""
 
     _class_name = "InputLayer"
+    _signature = __signature__ = _registry.signature("layer", "InputLayer")
 
-    def __init__(self, shape=None, batch_size=None, dtype=None, sparse=None, ragged=None, batch_shape=None,
-                 input_tensor=None, optional=False, name=None, **kwargs):
-        legacy = {k: kwargs.pop(k) for k in ("input_shape", "batch_input_shape") if k in kwargs}
-        if kwargs:
-            raise _serial.UnrecognizedArgumentsError(f"Unrecognized keyword arguments passed to InputLayer: {kwargs}")
-        if "input_shape" in legacy:
-            shape = legacy["input_shape"]
-        if "batch_input_shape" in legacy:
-            batch_shape = legacy["batch_input_shape"]
+    def __init__(self, *args, **kwargs):
+        # Keras' arguments (the C++ table's), and Keras 2's input_shape and batch_input_shape.
+        _, a = _serial.bind("InputLayer", self._signature, args, kwargs, extra=("input_shape", "batch_input_shape"))
+        shape, batch_size, batch_shape = kwargs.get("input_shape", a["shape"]), a["batch_size"], a["batch_shape"]
+        batch_shape = kwargs.get("batch_input_shape", batch_shape)
         if batch_shape is not None:
             shape, batch_size = tuple(batch_shape)[1:], tuple(batch_shape)[0]
         if shape is None:
             raise ValueError("You must pass a `shape` argument.")
-        for what, value in (("sparse", sparse), ("ragged", ragged), ("optional", optional)):
-            if value:
+        for what in ("sparse", "ragged", "optional"):
+            if a[what]:
                 raise ValueError(f"InputLayer: {what}=True is not supported by lockstep; remove it")
-        if input_tensor is not None:
+        if a["input_tensor"] is not None:
             raise ValueError("InputLayer: input_tensor= is not supported by lockstep; pass shape= instead")
+        dtype, name = a["dtype"], a["name"]
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         cpp, tensor = _k.layers.Input([None if d is None else int(d) for d in shape],
                                       _dtypes.as_dtype(dtype or "float32")._lockstep_dtype, name or "")
@@ -556,19 +509,13 @@ def _adapt(self, data, batch_size=None, steps=None):
 # Methods that one layer class has beyond the shared ones.
 _METHODS = {"Normalization": {"__init__": _normalization_init, "adapt": _adapt}}
 
-# One class per C++ layer: Keras' signature where the table has one, else keyword arguments only.
-for _name in _k.layers.names():
-    if _name != "InputLayer":
-        globals()[_name] = type(_name, (_RegistryLayer,), {
-            "_class_name": _name, "_signature": _serial.signature(_SIGNATURES.get(_name, "**config")),
-            "__module__": __name__, "__doc__": f"tf.keras.layers.{_name}, as lockstep's C++ layer registry makes it.",
-            **_METHODS.get(_name, {})})
-del _name
+# One class per C++ layer, with the signature of its parameter table (InputLayer is made by Input()).
+_registry.define(globals(), "layer", _RegistryLayer, methods=_METHODS, skip=("InputLayer",))
 class Softmax(_RegistryLayer):
     """tf.keras.layers.Softmax over the last axis: lockstep's Activation("softmax") layer (saved as that)."""
 
     _class_name = "Activation"
-    _signature = _serial.signature(_SIGNATURES["Activation"])
+    _signature = _registry.signature("layer", "Activation")
 
     def __init__(self, axis=-1, **kwargs):
         if axis != -1:
@@ -580,7 +527,7 @@ class ReLU(_RegistryLayer):
     """tf.keras.layers.ReLU with Keras' defaults: lockstep's Activation("relu") layer (saved as that)."""
 
     _class_name = "Activation"
-    _signature = _serial.signature(_SIGNATURES["Activation"])
+    _signature = _registry.signature("layer", "Activation")
 
     def __init__(self, max_value=None, negative_slope=0.0, threshold=0.0, **kwargs):
         if max_value is not None or negative_slope or threshold:

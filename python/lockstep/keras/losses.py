@@ -3,7 +3,7 @@ the old tf.keras.losses.Reduction names), Keras' per-example functions, and Loss
 import json
 
 from .. import _lockstep, _unimplemented
-from . import _serial
+from . import _registry, _serial
 
 _l = _lockstep.keras.losses
 
@@ -50,11 +50,10 @@ class Loss:
             return
         _, config = _serial.bind(self._class_name, self._signature, args, kwargs)
         config["reduction"] = _reduction(config["reduction"])
-        for key, supported in (("ignore_class", None), ("axis", -1), ("dtype", None)):
-            if key in config and config[key] != supported and not (key == "dtype" and config[key] == "float32"):
-                raise ValueError(f"{self._class_name}: {key}={config[key]!r} is not supported by lockstep; "
-                                 f"remove it")
-            config.pop(key, None)
+        if config.get("dtype") is not None:
+            config["dtype"] = _serial.keras_dtype_name(config["dtype"])
+        # None is Keras' "not given": the C++ registry fills in its default (and refuses what lockstep lacks).
+        config = {k: v for k, v in config.items() if v is not None}
         self._cpp = _l.from_config(self._class_name, _serial.dumps(config))
 
     @classmethod
@@ -87,19 +86,7 @@ def _snake(name):
     return "".join("_" + c.lower() if c.isupper() and i else c.lower() for i, c in enumerate(name))
 
 
-def _define(name, sig):
-    globals()[name] = type(name, (Loss,), {"_class_name": name, "_signature": _serial.signature(sig),
-                                           "__module__": __name__})
-
-
-_define("SparseCategoricalCrossentropy", "from_logits=False, ignore_class=None, reduction='sum_over_batch_size', "
-        "name='sparse_categorical_crossentropy', dtype=None")
-_define("CategoricalCrossentropy", "from_logits=False, label_smoothing=0.0, axis=-1, "
-        "reduction='sum_over_batch_size', name='categorical_crossentropy', dtype=None")
-_define("BinaryCrossentropy", "from_logits=False, label_smoothing=0.0, axis=-1, reduction='sum_over_batch_size', "
-        "name='binary_crossentropy', dtype=None")
-_define("MeanSquaredError", "reduction='sum_over_batch_size', name='mean_squared_error', dtype=None")
-_define("MeanAbsoluteError", "reduction='sum_over_batch_size', name='mean_absolute_error', dtype=None")
+_registry.define(globals(), "loss", Loss)
 
 
 # ---- per-example functions; compile() takes them by name (their _keras_name), so the C++ loss runs them ----

@@ -4,7 +4,7 @@ Python function. A metric made in a strategy's scope sums over the replicas (and
 import json
 
 from .. import _lockstep, _unimplemented
-from . import _serial
+from . import _registry, _serial
 
 _m = _lockstep.keras.metrics
 
@@ -21,13 +21,10 @@ class Metric:
             self._cpp, self._name, self._variables = None, config["name"] or _snake(type(self).__name__), []
             return
         _, config = _serial.bind(self._class_name, self._signature, args, kwargs)
-        for key, supported in (("ignore_class", None), ("axis", -1)):
-            if config.pop(key, supported) != supported:
-                raise ValueError(f"{self._class_name}: {key} is not supported by lockstep; remove it")
-        dtype = config.pop("dtype", None)
-        if dtype is not None and _serial.keras_dtype_name(dtype) != "float32":
-            raise ValueError(f"{self._class_name}: lockstep's metrics compute in float32 and float64 only; "
-                             "remove dtype=")
+        if config.get("dtype") is not None:
+            config["dtype"] = _serial.keras_dtype_name(config["dtype"])
+        # None is Keras' "not given": the C++ registry fills in its default (and refuses what lockstep lacks).
+        config = {k: v for k, v in config.items() if v is not None}
         self._cpp = _m.from_config(self._class_name, _serial.dumps(config))
 
     def _lockstep_trackable(self):
@@ -111,19 +108,7 @@ def _snake(name):
     return "".join("_" + c.lower() if c.isupper() and i else c.lower() for i, c in enumerate(name))
 
 
-def _define(name, sig):
-    globals()[name] = type(name, (Metric,), {"_class_name": name, "_signature": _serial.signature(sig),
-                                             "__module__": __name__})
-
-
-_define("Mean", "name='mean', dtype=None")
-_define("Sum", "name='sum', dtype=None")
-_define("Accuracy", "name='accuracy', dtype=None")
-_define("SparseCategoricalAccuracy", "name='sparse_categorical_accuracy', dtype=None")
-_define("CategoricalAccuracy", "name='categorical_accuracy', dtype=None")
-_define("BinaryAccuracy", "name='binary_accuracy', dtype=None, threshold=0.5")
-_define("SparseCategoricalCrossentropy", "name='sparse_categorical_crossentropy', dtype=None, from_logits=False, "
-        "ignore_class=None, axis=-1")
+_registry.define(globals(), "metric", Metric)
 
 
 class MeanMetricWrapper(Metric):

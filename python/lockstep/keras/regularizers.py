@@ -1,7 +1,7 @@
 """tf.keras.regularizers: weight penalties (L1, L2, L1L2) with Keras' arguments; a layer adds its penalty to
 model.losses, and calling one computes the penalty of a weight."""
 from .. import _lockstep, _unimplemented
-from . import _config, _serial
+from . import _config, _registry, _serial
 
 
 class Regularizer(_config.ConfigObject):
@@ -9,9 +9,9 @@ class Regularizer(_config.ConfigObject):
         return _lockstep.keras.regularizer(_serial.json.dumps(self._keras_serialized()), x)
 
 
-_config.define(globals(), Regularizer, {"L1": "l1=0.01", "L2": "l2=0.01", "L1L2": "l1=0.0, l2=0.0"})
-l1, l2, l1_l2 = L1, L2, L1L2  # noqa: F821 - defined above by _config.define
-_ALIASES = {"l1": "L1", "l2": "L2", "l1_l2": "L1L2"}
+_registry.define(globals(), "regularizer", Regularizer)
+_ALIASES = _registry.aliases("regularizer")
+l1, l2, l1_l2 = L1, L2, L1L2  # noqa: F821 - defined above by _registry.define
 
 
 def get(identifier):

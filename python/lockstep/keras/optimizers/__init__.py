@@ -7,16 +7,11 @@ import numpy as _np
 
 from ... import _lockstep, _unimplemented, dtypes as _dtypes
 from ..._tensor import TensorShape
-from .. import _serial
+from .. import _registry, _serial
 from . import schedules
 from .schedules import LearningRateSchedule
 
 _o = _lockstep.keras.optimizers
-
-# Keras 3's arguments every optimizer takes; lockstep implements none of them but their defaults.
-_BASE = ("weight_decay=None, clipnorm=None, clipvalue=None, global_clipnorm=None, use_ema=False, ema_momentum=0.99, "
-         "ema_overwrite_frequency=None, loss_scale_factor=None, gradient_accumulation_steps=None")
-_BASE_DEFAULTS = dict(_serial.signature(_BASE).parameters)
 
 
 class _OptimizerValue:
@@ -89,9 +84,8 @@ class Optimizer:
         if kwargs.get("decay", 0) == 0:  # TF 2's decay argument, whose 0 means none; another value is refused
             kwargs.pop("decay", None)
         _, config = _serial.bind(self._class_name, self._signature, args, kwargs)
-        for key, param in _BASE_DEFAULTS.items():
-            if config.pop(key) != param.default:
-                raise ValueError(f"{self._class_name}: {key} is not supported by lockstep's optimizers; remove it")
+        # None is Keras' "not given": the C++ registry fills in its default (and refuses what lockstep lacks).
+        config = {k: v for k, v in config.items() if v is not None}
         lr = config["learning_rate"]
         python_schedule = callable(lr) and not (isinstance(lr, LearningRateSchedule) and lr._class_name)
         if python_schedule:
@@ -169,14 +163,7 @@ class Optimizer:
         return f"<keras.optimizers.{type(self).__name__} name={self.name}>"
 
 
-def _define(name, sig):
-    globals()[name] = type(name, (Optimizer,), {"_class_name": name, "__module__": __name__,
-                                                "_signature": _serial.signature(f"{sig}, {_BASE}, name='{name}'")})
-
-
-_define("SGD", "learning_rate=0.01, momentum=0.0, nesterov=False")
-_define("RMSprop", "learning_rate=0.001, rho=0.9, momentum=0.0, epsilon=1e-07, centered=False")
-_define("Adam", "learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-07, amsgrad=False")
+_registry.define(globals(), "optimizer", Optimizer)
 
 
 def get(identifier):

@@ -1,7 +1,7 @@
 """tf.keras.optimizers.schedules: the learning-rate schedules of lockstep's C++ schedule registry with Keras'
 arguments; an optimizer given one evaluates it at its own step."""
 from ... import _lockstep, _unimplemented
-from .. import _config, _serial
+from .. import _config, _registry, _serial
 
 _o = _lockstep.keras.optimizers
 
@@ -26,10 +26,7 @@ class LearningRateSchedule(_config.ConfigObject):
         return _lockstep.ops.convert_to_tensor(float(self._cpp(int(step))), "float32", None)
 
 
-_config.define(globals(), LearningRateSchedule, {
-    "ExponentialDecay": "initial_learning_rate, decay_steps, decay_rate, staircase=False, name='ExponentialDecay'",
-    "PiecewiseConstantDecay": "boundaries, values, name='PiecewiseConstant'",
-})
+_registry.define(globals(), "learning-rate schedule", LearningRateSchedule)
 
 
 def serialize(schedule):

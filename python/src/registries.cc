@@ -1,0 +1,46 @@
+// lockstep._lockstep._registry_tables(): every C++ registry's classes with their parameter tables, as JSON. The
+// Python package generates its tf.keras classes and their signatures from it (lockstep/keras/_registry.py), so a
+// class and its arguments are declared once, in C++ (lockstep/keras/registry.h).
+#include <nanobind/stl/string.h>
+
+#include "bindings.h"
+#include "lockstep/keras/initializers.h"
+#include "lockstep/keras/layers.h"
+#include "lockstep/keras/losses.h"
+#include "lockstep/keras/metrics.h"
+#include "lockstep/keras/optimizers.h"
+#include "lockstep/keras/regularizers.h"
+
+namespace lockstep::python {
+namespace {
+
+// {class name: {"aliases": [...], "params": [...]}} for one registry, in registration order (a JSON array of
+// pairs would keep it too; Python's dicts keep insertion order and nlohmann's ordered_json writes it).
+template <typename T>
+nlohmann::ordered_json table(const keras::Registry<T>& registry) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (const auto& e : registry.entries())
+    out[e.class_name] = {{"aliases", e.aliases}, {"params", nlohmann::ordered_json(keras::params_json(e.params))}};
+  return out;
+}
+
+}  // namespace
+
+void bind_registries(nb::module_& m) {
+  m.def("_registry_tables", [] {
+    namespace k = keras;
+    nlohmann::ordered_json out = {
+        {"layer", table(k::layers::registry())},
+        {"layer_base", nlohmann::ordered_json(k::params_json(k::layers::base_params()))},
+        {"loss", table(k::losses::registry())},
+        {"metric", table(k::metrics::registry())},
+        {"optimizer", table(k::optimizers::registry())},
+        {"learning-rate schedule", table(k::optimizers::schedules::registry())},
+        {"initializer", table(k::initializers::registry())},
+        {"regularizer", table(k::regularizers::registry())},
+    };
+    return out.dump();
+  });
+}
+
+}  // namespace lockstep::python
