@@ -3,6 +3,8 @@
 #include "lockstep/keras/losses.h"
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
 
 #include "lockstep/autograd/ops.h"
 #include "lockstep/distribute/strategy/strategy.h"
@@ -137,7 +139,8 @@ Tensor binary_crossentropy(const Tensor& y_true, const Tensor& y_pred, bool from
 
 namespace {
 // A regression loss: `elementwise` of the difference, averaged over the last axis.
-Tensor mean_over_last_axis(const char* loss, const Tensor& y_true, const Tensor& y_pred, Tensor (*elementwise)(const Tensor&)) {
+Tensor mean_over_last_axis(const char* loss, const Tensor& y_true, const Tensor& y_pred,
+                           const std::function<Tensor(const Tensor&)>& elementwise) {
   check_has_classes(loss, y_pred);
   auto [t, p] = squeeze_or_expand_to_same_rank(as_dtype(y_true, y_pred.dtype()), y_pred);
   check_same_shape(loss, t, p);
@@ -151,6 +154,16 @@ Tensor mean_squared_error(const Tensor& y_true, const Tensor& y_pred) {
 
 Tensor mean_absolute_error(const Tensor& y_true, const Tensor& y_pred) {
   return mean_over_last_axis("mean_absolute_error", y_true, y_pred, abs);
+}
+
+Tensor huber(const Tensor& y_true, const Tensor& y_pred, double delta) {
+  LS_CHECK(delta > 0 && std::isfinite(delta), ValueError, "huber: delta must be a finite number > 0, got ", delta);
+  return mean_over_last_axis("huber", y_true, y_pred, [delta](const Tensor& error) {
+    // Keras' order of operations, so that the values agree to the last bit where float32 allows.
+    const Tensor abs_error = abs(error);
+    const Tensor quadratic = square(error) * 0.5, linear = abs_error * delta - 0.5 * delta * delta;
+    return where(less_equal(abs_error, scalar(delta, abs_error.dtype())), quadratic, linear);
+  });
 }
 
 // ---- Loss objects ----
@@ -229,6 +242,13 @@ std::shared_ptr<Loss> MeanSquaredError(MeanSquaredErrorOptions o) {
                                                "MeanSquaredError");
 }
 
+std::shared_ptr<Loss> Huber(HuberOptions o) {
+  LS_CHECK(o.delta > 0 && std::isfinite(o.delta), ValueError, "Huber: delta must be a finite number > 0, got ", o.delta);
+  return std::make_shared<LossFunctionWrapper>(
+      [delta = o.delta](const Tensor& t, const Tensor& p) { return huber(t, p, delta); }, o.reduction, o.name,
+      nlohmann::json{{"delta", o.delta}}, "Huber");
+}
+
 std::shared_ptr<Loss> MeanAbsoluteError(MeanAbsoluteErrorOptions o) {
   return std::make_shared<LossFunctionWrapper>(mean_absolute_error, o.reduction, o.name, nlohmann::json::object(),
                                                "MeanAbsoluteError");
@@ -270,6 +290,11 @@ std::vector<Param> reduction_params() {
   const Options d;
   return {reduction(d.reduction), name(d.name), dtype()};
 }
+std::vector<Param> huber_params() {
+  const HuberOptions d;
+  return {{"delta", d.delta, "where the loss turns from quadratic to linear"}, reduction(d.reduction), name(d.name),
+          dtype()};
+}
 std::vector<Param> sparse_categorical_crossentropy_params() {
   const SparseCategoricalCrossentropyOptions d;
   return {from_logits(d.from_logits), Param::fixed("ignore_class", nullptr, "not implemented by lockstep"),
@@ -302,7 +327,14 @@ const Registry<std::shared_ptr<Loss>>& registry() {
                {"MeanAbsoluteError",
                 [](const nlohmann::json& c) { return MeanAbsoluteError(options_from<MeanAbsoluteErrorOptions>(c)); },
                 {"mae", "mean_absolute_error"},
-                reduction_params<MeanAbsoluteErrorOptions>()}});
+                reduction_params<MeanAbsoluteErrorOptions>()},
+               {"Huber",
+                [](const nlohmann::json& c) {
+                  const auto base = options_from<MeanSquaredErrorOptions>(c);  // reduction and name
+                  return Huber({.delta = c.at("delta").get<double>(), .reduction = base.reduction, .name = base.name});
+                },
+                {"huber", "huber_loss"},
+                huber_params()}});
   return r;
 }
 

@@ -461,12 +461,17 @@ class AdamOptimizer : public RuleOptimizer<AdamOptimizer> {
   friend class RuleOptimizer<AdamOptimizer>;
 
  public:
-  explicit AdamOptimizer(AdamOptions o)
+  // weight_decay 0 is Adam; another value, AdamW.
+  explicit AdamOptimizer(AdamOptions o, double weight_decay = 0)
       : RuleOptimizer(o.name, o.learning_rate,
                   o.amsgrad ? std::vector<std::string>{"momentum", "velocity", "velocity_hat"}
                             : std::vector<std::string>{"momentum", "velocity"}),
-        o_(std::move(o)) {}
-  std::string class_name() const override { return "Adam"; }
+        o_(std::move(o)),
+        weight_decay_(weight_decay) {
+    LS_CHECK(std::isfinite(weight_decay) && weight_decay >= 0, ValueError,
+             "AdamW: weight_decay must be a number >= 0, got ", weight_decay);
+  }
+  std::string class_name() const override { return weight_decay_ != 0 ? "AdamW" : "Adam"; }
   std::vector<std::vector<std::string>> keras_slot_groups() const override {
     if (o_.amsgrad) return {{"momentum", "velocity"}, {"velocity_hat"}};  // velocity_hat is added last, by itself
     return Optimizer::keras_slot_groups();
@@ -477,12 +482,20 @@ class AdamOptimizer : public RuleOptimizer<AdamOptimizer> {
     c["beta_2"] = o_.beta_2;
     c["epsilon"] = o_.epsilon;
     c["amsgrad"] = o_.amsgrad;
+    if (weight_decay_ != 0) c["weight_decay"] = weight_decay_;
     return c;
   }
 
  private:
   template <typename T>
   void run(T* __restrict w, const T* __restrict g, T* const* s, int64_t n, const Step& st) const {
+    if (weight_decay_ != 0) {
+      // Keras' _apply_weight_decay, in the variable's dtype and order: w -= w * weight_decay * learning_rate.
+      LS_CHECK(!st.on_gpu, UnimplementedError, "AdamW's weight decay on the GPU is not implemented by lockstep yet; "
+               "train with AdamW on the CPU, or use Adam on the GPU");
+      const T decay = static_cast<T>(weight_decay_), lr = static_cast<T>(st.learning_rate);
+      for (int64_t i = 0; i < n; ++i) w[i] -= w[i] * decay * lr;
+    }
     const double t = static_cast<double>(st.t);
     const T alpha =
                 static_cast<T>(st.learning_rate * std::sqrt(1 - std::pow(o_.beta_2, t)) / (1 - std::pow(o_.beta_1, t))),
@@ -510,6 +523,7 @@ class AdamOptimizer : public RuleOptimizer<AdamOptimizer> {
     }
   }
   AdamOptions o_;
+  double weight_decay_;
 };
 
 }  // namespace
@@ -523,6 +537,17 @@ std::shared_ptr<Optimizer> RMSprop(RMSpropOptions options) {
 std::shared_ptr<Optimizer> Adam(AdamOptions options) {
   return std::make_shared<AdamOptimizer>(std::move(options));
 }
+std::shared_ptr<Optimizer> AdamW(AdamWOptions o) {
+  LS_CHECK(o.weight_decay > 0, ValueError, "AdamW: weight_decay must be > 0 (0 is Adam: use Adam), got ",
+           o.weight_decay);
+  return std::make_shared<AdamOptimizer>(AdamOptions{.learning_rate = std::move(o.learning_rate),
+                                                     .beta_1 = o.beta_1,
+                                                     .beta_2 = o.beta_2,
+                                                     .epsilon = o.epsilon,
+                                                     .amsgrad = o.amsgrad,
+                                                     .name = std::move(o.name)},
+                                         o.weight_decay);
+}
 
 namespace {
 // A complete config's learning rate: a number or a schedule's config.
@@ -532,7 +557,10 @@ LearningRate learning_rate_of(const nlohmann::json& c) { return LearningRate::fr
 // optimizers have no weight decay, clipping, EMA, loss scaling or gradient accumulation yet), and the name.
 std::vector<Param> with_base(std::vector<Param> own) {
   const char* no = "not implemented by lockstep";
-  for (Param p : {Param::fixed("weight_decay", nullptr, no), Param::fixed("clipnorm", nullptr, no),
+  // AdamW declares weight_decay among its own arguments.
+  if (std::none_of(own.begin(), own.end(), [](const Param& p) { return p.name == "weight_decay"; }))
+    own.push_back(Param::fixed("weight_decay", nullptr, "not implemented by lockstep but in AdamW"));
+  for (Param p : {Param::fixed("clipnorm", nullptr, no),
                   Param::fixed("clipvalue", nullptr, no), Param::fixed("global_clipnorm", nullptr, no),
                   Param::fixed("use_ema", false, no), Param::fixed("ema_momentum", 0.99, no),
                   Param::fixed("ema_overwrite_frequency", nullptr, no), Param::fixed("loss_scale_factor", nullptr, no),
@@ -560,6 +588,15 @@ std::vector<Param> rmsprop_params() {
 std::vector<Param> adam_params() {
   const AdamOptions d;
   return with_base({{"learning_rate", d.learning_rate.to_json(), "a number or a LearningRateSchedule"},
+                    {"beta_1", d.beta_1, "the first moment's decay"},
+                    {"beta_2", d.beta_2, "the second moment's decay"},
+                    {"epsilon", d.epsilon, "added to the denominator"},
+                    {"amsgrad", d.amsgrad, "AMSGrad: divide by the largest second moment yet"}});
+}
+std::vector<Param> adamw_params() {
+  const AdamWOptions d;
+  return with_base({{"learning_rate", d.learning_rate.to_json(), "a number or a LearningRateSchedule"},
+                    {"weight_decay", d.weight_decay, "each step removes weight_decay * learning_rate of each weight"},
                     {"beta_1", d.beta_1, "the first moment's decay"},
                     {"beta_2", d.beta_2, "the second moment's decay"},
                     {"epsilon", d.epsilon, "added to the denominator"},
@@ -603,7 +640,19 @@ const Registry<std::shared_ptr<Optimizer>>& registry() {
                                     .name = name_of(c, "Adam")});
                      },
                      {"adam"},
-                     adam_params()}});
+                     adam_params()},
+                    {"AdamW",
+                     [](const nlohmann::json& c) {
+                       return AdamW({.learning_rate = learning_rate_of(c),
+                                     .weight_decay = c.at("weight_decay").get<double>(),
+                                     .beta_1 = c.at("beta_1").get<double>(),
+                                     .beta_2 = c.at("beta_2").get<double>(),
+                                     .epsilon = c.at("epsilon").get<double>(),
+                                     .amsgrad = c.at("amsgrad").get<bool>(),
+                                     .name = name_of(c, "AdamW")});
+                     },
+                     {"adamw"},
+                     adamw_params()}});
   return r;
 }
 

@@ -92,6 +92,9 @@ Tensor binary_crossentropy(const Tensor& y_true, const Tensor& y_pred, bool from
 Tensor mean_squared_error(const Tensor& y_true, const Tensor& y_pred);
 // mean(|y_pred - y_true|) over the last axis: [N, D] -> [N].
 Tensor mean_absolute_error(const Tensor& y_true, const Tensor& y_pred);
+// The Huber loss averaged over the last axis, [N, D] -> [N]: of each error e, e^2 / 2 where |e| <= delta, else
+// delta * |e| - delta^2 / 2 (Keras' huber).
+Tensor huber(const Tensor& y_true, const Tensor& y_pred, double delta = 1.0);
 
 // Keras' squeeze_or_expand_to_same_rank: when the ranks differ by one and the longer one ends in a size-1
 // axis, that axis is dropped, or (if the shorter one has rank 1 and expand_rank_1) one is added to the
@@ -129,6 +132,12 @@ std::shared_ptr<Loss> CategoricalCrossentropy(CategoricalCrossentropyOptions opt
 std::shared_ptr<Loss> BinaryCrossentropy(BinaryCrossentropyOptions options = {});
 std::shared_ptr<Loss> MeanSquaredError(MeanSquaredErrorOptions options = {});
 std::shared_ptr<Loss> MeanAbsoluteError(MeanAbsoluteErrorOptions options = {});
+struct HuberOptions {
+  double delta = 1.0;  // where the loss turns from quadratic to linear; > 0
+  Reduction reduction = Reduction::SUM_OVER_BATCH_SIZE;
+  std::string name = "huber_loss";
+};
+std::shared_ptr<Loss> Huber(HuberOptions options = {});
 
 // Every loss lockstep has, by Keras class name, with Keras' short names ("sparse_categorical_crossentropy", "mse").
 const Registry<std::shared_ptr<Loss>>& registry();

@@ -223,15 +223,28 @@ struct AdamOptions {
   std::string name = "Adam";
 };
 
+// Adam with decoupled weight decay (Keras' AdamW, Loshchilov & Hutter): before each Adam step every variable
+// loses weight_decay * learning_rate of itself.
+struct AdamWOptions {
+  LearningRate learning_rate = 0.001;
+  double weight_decay = 0.004;
+  double beta_1 = 0.9;
+  double beta_2 = 0.999;
+  double epsilon = 1e-7;
+  bool amsgrad = false;
+  std::string name = "AdamW";
+};
+
 // Factories, so that SGD({.learning_rate = 0.001}) reads like Keras.
 std::shared_ptr<Optimizer> SGD(SGDOptions options = {});
 std::shared_ptr<Optimizer> RMSprop(RMSpropOptions options = {});
 std::shared_ptr<Optimizer> Adam(AdamOptions options = {});
+std::shared_ptr<Optimizer> AdamW(AdamWOptions options = {});
 
 // An optimizer in a checkpoint (tf.train.Checkpoint(optimizer=...)): iterations and slots, as state() gives them.
 train::TrackablePtr make_trackable(const std::shared_ptr<Optimizer>& optimizer);
 
-// Every optimizer lockstep has, by Keras class name, with Keras' short names ("sgd", "rmsprop", "adam").
+// Every optimizer lockstep has, by Keras class name, with Keras' short names ("sgd", "rmsprop", "adam", "adamw").
 const Registry<std::shared_ptr<Optimizer>>& registry();
 // An optimizer by short or class name (any case) with default options; ValueError listing the short names otherwise.
 std::shared_ptr<Optimizer> get(const std::string& identifier);
