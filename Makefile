@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test test-asan test-tsan test-asan-quick test-tsan-quick bench bench-compare bench-python demo clean format \
+.PHONY: all deps build docs test test-asan test-tsan test-asan-quick test-tsan-quick bench bench-compare bench-python demo clean format \
         fuzz fuzz-run package
 
 all: build
@@ -19,6 +19,10 @@ $(BUILD)/CMakeCache.txt: | deps
 build: deps $(BUILD)/CMakeCache.txt
 	@scripts/python-venv $(BUILD)/venv
 	cmake --build $(BUILD) -j $(JOBS)
+
+# docs/keras-classes.md, from the registries (a test fails when it is not what they generate).
+docs: build
+	$(BUILD)/bin/lockstep classes > docs/keras-classes.md
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600

@@ -27,6 +27,8 @@ std::function<int()> add_bench_command(CLI::App& app);
 
 // Adds `lockstep evaluate` (a saved model's test loss and accuracy, or a sidecar evaluator with --watch).
 std::function<int()> add_evaluate_command(CLI::App& app);
+// `lockstep classes`: the Keras classes and their arguments, from the registries (Markdown).
+std::function<int()> add_classes_command(CLI::App& app);
 
 // TF's SidecarEvaluator: evaluates each new checkpoint that latest_checkpoint(directory) names, one line per
 // checkpoint with its step and epoch, reading only files the chief writes atomically (never joining the

@@ -1,5 +1,5 @@
-// The lockstep command-line tool: `lockstep train`, `lockstep launch`, `lockstep evaluate`, `lockstep bench` and
-// `lockstep tf-config`.
+// The lockstep command-line tool: `lockstep train`, `lockstep launch`, `lockstep evaluate`, `lockstep bench`,
+// `lockstep tf-config` and `lockstep classes`.
 // Every failure ends as one line on stderr: exit code 2 for a user error (a bad flag, TF_CONFIG, file or
 // data set: a lockstep::Error), which running again cannot fix; 1 for a failure of the environment that a
 // restart may fix (a lost peer, a timeout, a port in use) and for anything unexpected (out of memory, a
@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
     std::function<int()> tf_config = lockstep::cli::add_tf_config_command(app);
     std::function<int()> evaluate = lockstep::cli::add_evaluate_command(app);
     std::function<int()> bench = lockstep::cli::add_bench_command(app);
+    std::function<int()> classes = lockstep::cli::add_classes_command(app);
     try {
       app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -96,6 +97,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("tf-config")) return tf_config();
     if (app.got_subcommand("evaluate")) return evaluate();
     if (app.got_subcommand("bench")) return bench();
+    if (app.got_subcommand("classes")) return classes();
   } catch (...) {
     return report(std::current_exception());
   }
