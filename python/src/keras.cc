@@ -182,16 +182,6 @@ void bind_callbacks(nb::module_& k) {
     return std::make_shared<KerasPyCallback>(callback, hooks);
   });
   c.def("ProgbarLogger", []() -> keras::CallbackPtr { return std::make_shared<kc::ProgbarLogger>(); });
-  c.def("CSVLogger", [](const std::string& filename, const std::string& separator, bool append) {
-    LS_CHECK(separator.size() == 1, ValueError, "CSVLogger: separator must be one character, got '", separator, "'");
-    return kc::CSVLogger(filename, {.separator = separator[0], .append = append});
-  });
-  c.def("EarlyStopping",
-        [](const std::string& monitor, double min_delta, int64_t patience, int verbose, const std::string& mode,
-           std::optional<double> baseline, bool restore_best_weights, int64_t start_from_epoch) {
-          return kc::EarlyStopping(
-              {monitor, min_delta, patience, verbose, mode, baseline, restore_best_weights, start_from_epoch});
-        });
   c.def("LearningRateScheduler", [](nb::handle schedule, int verbose) {
     PyRef fn(schedule);
     return kc::LearningRateScheduler(
@@ -201,7 +191,6 @@ void bind_callbacks(nb::module_& k) {
         },
         verbose);
   });
-  c.def("TerminateOnNaN", &kc::TerminateOnNaN);
   c.def("ModelCheckpoint", [](const std::string& filepath, const std::string& monitor, int verbose, bool save_best_only,
                               bool save_weights_only, const std::string& mode, nb::handle freq) {
     return kc::ModelCheckpoint(filepath, {.monitor = monitor,

@@ -1,9 +1,11 @@
 // lockstep._lockstep._registry_tables(): every C++ registry's classes with their parameter tables, as JSON. The
 // Python package generates its tf.keras classes and their signatures from it (lockstep/keras/_registry.py), so a
 // class and its arguments are declared once, in C++ (lockstep/keras/registry.h).
+#include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 
 #include "bindings.h"
+#include "lockstep/keras/callbacks.h"
 #include "lockstep/keras/initializers.h"
 #include "lockstep/keras/layers.h"
 #include "lockstep/keras/losses.h"
@@ -38,8 +40,13 @@ void bind_registries(nb::module_& m) {
         {"learning-rate schedule", table(k::optimizers::schedules::registry())},
         {"initializer", table(k::initializers::registry())},
         {"regularizer", table(k::regularizers::registry())},
+        {"callback", table(k::callbacks::registry())},
     };
     return out.dump();
+  });
+  // The callbacks are made here, not through a per-kind module: their registry's configs hold no objects.
+  m.def("_callback_from_config", [](const std::string& class_name, const std::string& config) {
+    return keras::callbacks::registry().from_config(class_name, nlohmann::json::parse(config));
   });
 }
 

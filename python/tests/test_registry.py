@@ -19,6 +19,7 @@ KINDS = {
     "learning-rate schedule": ("keras.optimizers.schedules", "LearningRateSchedule"),
     "initializer": ("keras.initializers", "Initializer"),
     "regularizer": ("keras.regularizers", "Regularizer"),
+    "callback": ("keras.callbacks", "Callback"),
 }
 # Python classes over a registry class of another name: Keras' ReLU() and Softmax() are lockstep's
 # Activation("relu") and Activation("softmax") until issue 37 declares them in C++.

@@ -1,5 +1,5 @@
-// Keras callbacks: the progress bar, History, CSVLogger, EarlyStopping, LearningRateScheduler,
-// TerminateOnNaN and ModelCheckpoint.
+// Keras callbacks: the progress bar, History, CSVLogger, EarlyStopping, ReduceLROnPlateau, LearningRateScheduler,
+// TerminateOnNaN and ModelCheckpoint, and the registry of those made from arguments alone.
 #include "lockstep/keras/callbacks.h"
 
 #include <unistd.h>
@@ -267,13 +267,62 @@ class LearningRateSchedulerCallback : public Callback {
 
 class TerminateOnNaNCallback : public Callback {
  public:
+  explicit TerminateOnNaNCallback(TerminateOnNaNOptions o) : opt_(o) {}
   void on_train_batch_end(int64_t batch, const Logs& logs) override {
     std::optional<double> loss = logs.get("loss");
-    if (loss && !std::isfinite(*loss)) {
-      std::printf("Batch %lld: Invalid loss, terminating training\n", static_cast<long long>(batch));
-      model_->set_stop_training(true);
-    }
+    if (!loss || std::isfinite(*loss)) return;
+    LS_CHECK(!opt_.raise_error, RuntimeError, "NaN or Inf found in the loss at batch ", batch,
+             " (TerminateOnNaN(raise_error=True)): lower the learning rate or check the data");
+    std::printf("Batch %lld: Invalid loss, terminating training\n", static_cast<long long>(batch));
+    model_->set_stop_training(true);
   }
+
+ private:
+  TerminateOnNaNOptions opt_;
+};
+
+class ReduceLROnPlateauCallback : public Callback {
+ public:
+  explicit ReduceLROnPlateauCallback(ReduceLROnPlateauOptions o)
+      : opt_(std::move(o)), monitor_(opt_.monitor, opt_.mode, opt_.min_delta) {
+    LS_CHECK(opt_.factor < 1.0, ValueError, "ReduceLROnPlateau does not support a factor >= 1.0. Received factor=",
+             opt_.factor);
+  }
+  void on_train_begin(const Logs&) override {
+    monitor_.best = monitor_.upward ? -INFINITY : INFINITY;
+    wait_ = cooldown_left_ = 0;
+  }
+  void on_epoch_end(int64_t epoch, const Logs& logs) override {
+    std::optional<double> v = monitor_.read(logs);
+    if (!v) return;
+    if (cooldown_left_ > 0) {
+      --cooldown_left_;
+      wait_ = 0;
+    }
+    if (monitor_.improved(*v)) {
+      monitor_.best = *v;
+      wait_ = 0;
+      return;
+    }
+    if (cooldown_left_ > 0 || ++wait_ < opt_.patience) return;
+    const auto optimizer = model_->optimizer();
+    LS_CHECK(optimizer, RuntimeError, "ReduceLROnPlateau needs a compiled model");
+    const double old_lr = optimizer->learning_rate();
+    // Keras compares with the float32 min_lr: a rate already at it is not reduced again.
+    if (old_lr <= static_cast<float>(opt_.min_lr)) return;
+    const double new_lr = std::max(old_lr * opt_.factor, opt_.min_lr);
+    optimizer->set_learning_rate(new_lr);
+    if (opt_.verbose > 0)
+      std::printf("\nEpoch %lld: ReduceLROnPlateau reducing learning rate to %g.\n", static_cast<long long>(epoch + 1),
+                  new_lr);
+    cooldown_left_ = opt_.cooldown;
+    wait_ = 0;
+  }
+
+ private:
+  ReduceLROnPlateauOptions opt_;
+  Monitor monitor_;
+  int64_t wait_ = 0, cooldown_left_ = 0;
 };
 
 // Replaces "{epoch}", "{epoch:02d}", "{batch}" and "{key:.4f}"-style fields the way Python's str.format does;
@@ -354,7 +403,93 @@ std::shared_ptr<Callback> EarlyStopping(EarlyStoppingOptions options) {
 std::shared_ptr<Callback> LearningRateScheduler(std::function<double(int64_t, double)> schedule, int verbose) {
   return std::make_shared<LearningRateSchedulerCallback>(std::move(schedule), verbose);
 }
-std::shared_ptr<Callback> TerminateOnNaN() { return std::make_shared<TerminateOnNaNCallback>(); }
+std::shared_ptr<Callback> TerminateOnNaN(TerminateOnNaNOptions options) {
+  return std::make_shared<TerminateOnNaNCallback>(options);
+}
+std::shared_ptr<Callback> ReduceLROnPlateau(ReduceLROnPlateauOptions options) {
+  return std::make_shared<ReduceLROnPlateauCallback>(std::move(options));
+}
+
+namespace {
+// A complete config's integer (an epoch count): a JSON integer, or a float holding one (Keras' patience=10.0).
+int64_t count(const nlohmann::json& c, const char* key) {
+  const nlohmann::json& v = c.at(key);
+  LS_CHECK(v.is_number() && std::floor(v.get<double>()) == v.get<double>(), ValueError, key,
+           " must be a whole number, got ", v.dump().substr(0, 40));
+  return static_cast<int64_t>(v.get<double>());
+}
+Param monitor() { return {"monitor", "val_loss", "the log watched: \"val_loss\", \"accuracy\", ..."}; }
+Param verbose() { return {"verbose", 0, "1 prints what the callback does"}; }
+Param mode() {
+  return {"mode", "auto", "\"min\", \"max\", or \"auto\" (max for accuracy-like names)", {"auto", "min", "max"}};
+}
+}  // namespace
+
+const Registry<CallbackPtr>& registry() {
+  static const Registry<CallbackPtr> r(
+      "callback",
+      {{"EarlyStopping",
+        [](const nlohmann::json& c) {
+          return EarlyStopping({.monitor = c.at("monitor"),
+                                .min_delta = c.at("min_delta").get<double>(),
+                                .patience = count(c, "patience"),
+                                .verbose = static_cast<int>(count(c, "verbose")),
+                                .mode = c.at("mode"),
+                                .baseline = c.contains("baseline") && !c["baseline"].is_null()
+                                                ? std::optional<double>(c["baseline"].get<double>())
+                                                : std::nullopt,
+                                .restore_best_weights = c.at("restore_best_weights").get<bool>(),
+                                .start_from_epoch = count(c, "start_from_epoch")});
+        },
+        {},
+        {monitor(),
+         {"min_delta", 0, "a smaller change is no improvement"},
+         {"patience", 0, "epochs without improvement before training stops"},
+         verbose(),
+         mode(),
+         {"baseline", nullptr, "a value the monitored log must improve on"},
+         {"restore_best_weights", false, "end with the best epoch's weights"},
+         {"start_from_epoch", 0, "epochs of warm-up before watching"}}},
+       {"ReduceLROnPlateau",
+        [](const nlohmann::json& c) {
+          return ReduceLROnPlateau({.monitor = c.at("monitor"),
+                                    .factor = c.at("factor").get<double>(),
+                                    .patience = count(c, "patience"),
+                                    .verbose = static_cast<int>(count(c, "verbose")),
+                                    .mode = c.at("mode"),
+                                    .min_delta = c.at("min_delta").get<double>(),
+                                    .cooldown = count(c, "cooldown"),
+                                    .min_lr = c.at("min_lr").get<double>()});
+        },
+        {},
+        [] {
+          const ReduceLROnPlateauOptions d;
+          return std::vector<Param>{monitor(),
+                                    {"factor", d.factor, "the learning rate is multiplied by it (< 1)"},
+                                    {"patience", d.patience, "epochs without improvement before a reduction"},
+                                    verbose(),
+                                    mode(),
+                                    {"min_delta", d.min_delta, "a smaller change is no improvement"},
+                                    {"cooldown", d.cooldown, "epochs after a reduction before counting again"},
+                                    {"min_lr", d.min_lr, "the learning rate's floor"}};
+        }()},
+       {"CSVLogger",
+        [](const nlohmann::json& c) {
+          const std::string separator = c.at("separator");
+          LS_CHECK(separator.size() == 1, ValueError, "CSVLogger: separator must be one character, got \"", separator,
+                   "\"");
+          return CSVLogger(c.at("filename"), {.separator = separator[0], .append = c.at("append").get<bool>()});
+        },
+        {},
+        {{"filename", kRequired, "the CSV file: epoch and every log, one row per epoch"},
+         {"separator", ",", "the column separator (one character)"},
+         {"append", false, "add to an existing file instead of replacing it"}}},
+       {"TerminateOnNaN",
+        [](const nlohmann::json& c) { return TerminateOnNaN({.raise_error = c.at("raise_error").get<bool>()}); },
+        {},
+        {{"raise_error", false, "raise a RuntimeError instead of stopping training"}}}});
+  return r;
+}
 std::shared_ptr<Callback> ModelCheckpoint(const std::string& filepath, ModelCheckpointOptions options) {
   return std::make_shared<ModelCheckpointCallback>(filepath, std::move(options));
 }

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "lockstep/keras/activations.h"
+#include "lockstep/keras/callbacks.h"
 #include "lockstep/keras/initializers.h"
 #include "lockstep/keras/layers.h"
 #include "lockstep/keras/losses.h"
@@ -71,7 +72,9 @@ std::string registries_markdown() {
          "Written by `lockstep classes` (`make docs`) from the C++ registries, where each class and its arguments "
          "are declared once (keras/registry.h); do not edit by hand. Each argument is Keras 3's, with Keras' "
          "default (tests/golden/keras_signatures.json holds them to TensorFlow 2.21's Keras). \"only\" lists the "
-         "values lockstep accepts of an argument it does not implement: any other is a ValueError naming it.\n\n";
+         "values lockstep accepts of an argument it does not implement: any other is a ValueError naming it. The "
+         "callbacks listed are those made from arguments alone; ModelCheckpoint, BackupAndRestore, TensorBoard, "
+         "LearningRateScheduler and LambdaCallback are in docs/api.md.\n\n";
   section(out, "Layers", "tf.keras.layers", layers::registry(), layers::base_params());
   section(out, "Losses", "tf.keras.losses", losses::registry());
   section(out, "Metrics", "tf.keras.metrics", metrics::registry());
@@ -79,6 +82,7 @@ std::string registries_markdown() {
   section(out, "Learning-rate schedules", "tf.keras.optimizers.schedules", optimizers::schedules::registry());
   section(out, "Initializers", "tf.keras.initializers", initializers::registry());
   section(out, "Regularizers", "tf.keras.regularizers", regularizers::registry());
+  section(out, "Callbacks", "tf.keras.callbacks", callbacks::registry());
   out << "## Activations\n\nBy name (`activation=\"relu\"`, `tf.keras.activations.get`): "
       << join_names(activations::registry().names(), ", ") << ".\n";
   return out.str();

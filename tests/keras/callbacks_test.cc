@@ -122,6 +122,42 @@ TEST(Callbacks, TerminateOnNaNStopsAtTheFirstBadBatch) {
   EXPECT_LT(p.model.optimizer()->iterations(), 70);
 }
 
+TEST(Callbacks, TerminateOnNaNRaisesWhenAsked) {
+  Problem p = problem(1e38);
+  try {
+    p.model.fit(p.ds, {.epochs = 5, .callbacks = {callbacks::TerminateOnNaN({.raise_error = true})}, .verbose = 0});
+    FAIL() << "fit went on past a NaN loss";
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("NaN or Inf found in the loss at batch"), std::string::npos) << e.what();
+  }
+}
+
+// Keras' rule on a loss that never improves (the rate is too small to move it by min_delta): a reduction once
+// `patience` epochs have not improved, `cooldown` epochs before counting again, never below min_lr.
+TEST(Callbacks, ReduceLROnPlateauReducesAfterPatienceWithCooldownDownToTheFloor) {
+  Problem p = problem(1e-12);  // the loss cannot improve by min_delta at this rate
+  std::vector<double> rates;
+  auto record = callbacks::LearningRateScheduler([&](int64_t, double lr) {
+    rates.push_back(lr);
+    return lr;
+  });
+  p.model.fit(p.ds, {.epochs = 9,
+                     .callbacks = {record, callbacks::registry().from_config("ReduceLROnPlateau",
+                                                                              {{"monitor", "loss"},
+                                                                               {"factor", 0.5},
+                                                                               {"patience", 2},
+                                                                               {"cooldown", 1},
+                                                                               {"min_lr", 2e-13}})},
+                     .verbose = 0});
+  // The rate each epoch starts with. Epoch 0 sets the best; 1 and 2 do not improve (reduced after 2); 3 cools down
+  // and counts 1, 4 reduces; 5 counts, 6 reduces to the floor (1.25e-13 is below it), 8 leaves it there.
+  const std::vector<double> expected = {1e-12, 1e-12, 1e-12, 5e-13, 5e-13, 2.5e-13, 2.5e-13, 2e-13, 2e-13};
+  ASSERT_EQ(rates.size(), expected.size());
+  for (size_t i = 0; i < rates.size(); ++i) EXPECT_DOUBLE_EQ(rates[i], expected[i]) << "epoch " << i;
+  EXPECT_DOUBLE_EQ(p.model.optimizer()->learning_rate(), 2e-13);
+  EXPECT_THROW(callbacks::ReduceLROnPlateau({.factor = 1.0}), ValueError);
+}
+
 // A NaN reaching a relu stays NaN (as in TF; relu once made it 0 and the loss stayed finite), so the loss is NaN.
 // `nan_in` names where it starts: one weight of the hidden Dense's kernel, or one feature of one example.
 void expect_terminate_on_nan_stops_a_relu_model(const std::string& nan_in) {

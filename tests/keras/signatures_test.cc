@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "lockstep/keras/callbacks.h"
 #include "lockstep/keras/initializers.h"
 #include "lockstep/keras/layers.h"
 #include "lockstep/keras/losses.h"
@@ -75,6 +76,9 @@ TEST(Signatures, EveryScheduleTakesKerasArgumentsWithKerasDefaults) {
 }
 TEST(Signatures, EveryInitializerTakesKerasArgumentsWithKerasDefaults) {
   expect_keras_signatures(initializers::registry());
+}
+TEST(Signatures, EveryCallbackTakesKerasArgumentsWithKerasDefaults) {
+  expect_keras_signatures(callbacks::registry());
 }
 TEST(Signatures, EveryRegularizerTakesKerasArgumentsWithKerasDefaults) {
   expect_keras_signatures(regularizers::registry());

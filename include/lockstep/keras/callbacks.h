@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "lockstep/keras/registry.h"
+
 namespace lockstep::keras {
 
 class Model;
@@ -61,6 +63,10 @@ class Callback {
 using CallbackPtr = std::shared_ptr<Callback>;
 
 namespace callbacks {
+
+// The callbacks made from Keras arguments alone (not those that take a function, a path they check, or a
+// strategy's state), by Keras class name: the Python classes of these are generated from this registry.
+const Registry<CallbackPtr>& registry();
 
 // Keras' progress bar: "Epoch 1/3" then "70/70 [==============================] - 1s 14ms/step - loss: 2.2653
 // - accuracy: 0.1921", redrawn in place on a terminal, one line per epoch otherwise.
@@ -119,8 +125,26 @@ std::shared_ptr<Callback> EarlyStopping(EarlyStoppingOptions options = {});
 // Sets the optimizer's learning rate at each epoch's start to schedule(epoch, current_lr).
 std::shared_ptr<Callback> LearningRateScheduler(std::function<double(int64_t epoch, double lr)> schedule, int verbose = 0);
 
-// Stops training when a batch's loss is NaN or infinite.
-std::shared_ptr<Callback> TerminateOnNaN();
+// Stops training when a batch's loss is NaN or infinite; with raise_error, fit() throws instead.
+struct TerminateOnNaNOptions {
+  bool raise_error = false;
+};
+std::shared_ptr<Callback> TerminateOnNaN(TerminateOnNaNOptions options = {});
+
+// Multiplies the optimizer's learning rate by `factor` (down to min_lr) once `monitor` has not improved by
+// min_delta for `patience` epochs, then waits `cooldown` epochs before counting again (Keras' ReduceLROnPlateau).
+// Every worker sees the same logs, so every worker decides alike.
+struct ReduceLROnPlateauOptions {
+  std::string monitor = "val_loss";
+  double factor = 0.1;  // < 1
+  int64_t patience = 10;
+  int verbose = 0;
+  std::string mode = "auto";  // "min", "max", or "auto" (max for accuracy-like names)
+  double min_delta = 1e-4;
+  int64_t cooldown = 0;
+  double min_lr = 0.0;
+};
+std::shared_ptr<Callback> ReduceLROnPlateau(ReduceLROnPlateauOptions options = {});
 
 // When ModelCheckpoint or BackupAndRestore saves: "epoch" (at the end of every epoch) or every N training steps.
 struct SaveFreq {

@@ -6,6 +6,7 @@ import types
 import warnings
 
 from .. import _lockstep, _unimplemented
+from . import _registry, _serial
 
 _c = _lockstep.keras.callbacks
 
@@ -150,16 +151,6 @@ class BackupAndRestore(_Builtin):
                                         bool(save_before_preemption))
 
 
-class EarlyStopping(_Builtin):
-    def __init__(self, monitor="val_loss", min_delta=0, patience=0, verbose=0, mode="auto", baseline=None,
-                 restore_best_weights=False, start_from_epoch=0):
-        super().__init__()
-        self.monitor, self.patience = monitor, patience
-        self._cpp = _c.EarlyStopping(monitor, float(min_delta), int(patience), int(verbose), mode,
-                                     None if baseline is None else float(baseline), bool(restore_best_weights),
-                                     int(start_from_epoch))
-
-
 def _takes_lr(schedule):
     try:
         params = [p for p in inspect.signature(schedule).parameters.values()
@@ -198,67 +189,23 @@ class TensorBoard(_Builtin):
                                    bool(write_steps_per_second), update_freq)
 
 
-class CSVLogger(_Builtin):
-    def __init__(self, filename, separator=",", append=False):
+class _RegistryCallback(_Builtin):
+    """A callback of lockstep's C++ callback registry: its Keras arguments (kept as attributes, as Keras keeps
+    them) become the config the registry makes it from."""
+
+    _class_name = None
+    _signature = None
+
+    def __init__(self, *args, **kwargs):
         super().__init__()
-        self._cpp = _c.CSVLogger(os.fspath(filename), separator, bool(append))
+        _, config = _serial.bind(self._class_name, self._signature, args, kwargs)
+        for key, value in config.items():
+            setattr(self, key, value)
+        config = {k: os.fspath(v) if k == "filename" else v for k, v in config.items() if v is not None}
+        self._cpp = _lockstep._callback_from_config(self._class_name, _serial.dumps(config))
 
 
-class TerminateOnNaN(_Builtin):
-    def __init__(self):
-        super().__init__()
-        self._cpp = _c.TerminateOnNaN()
-
-
-class ReduceLROnPlateau(Callback):
-    """Multiplies the learning rate by `factor` when `monitor` has not improved for `patience` epochs, as Keras'
-    does; every worker sees the same logs, so every worker decides alike."""
-
-    def __init__(self, monitor="val_loss", factor=0.1, patience=10, verbose=0, mode="auto", min_delta=1e-4,
-                 cooldown=0, min_lr=0.0, **kwargs):
-        super().__init__()
-        if factor >= 1.0:
-            raise ValueError(f"ReduceLROnPlateau does not support a factor >= 1.0. Received factor={factor}")
-        if kwargs:
-            raise TypeError(f"Unrecognized keyword arguments passed to ReduceLROnPlateau: {kwargs}")
-        if mode not in ("auto", "min", "max"):
-            mode = "auto"
-        self.monitor, self.factor, self.patience, self.verbose = monitor, factor, patience, verbose
-        self.min_delta, self.cooldown, self.min_lr = min_delta, cooldown, min_lr
-        self._maximize = mode == "max" or (mode == "auto" and "acc" in monitor)
-        self._reset()
-
-    def _reset(self):
-        self.best = -float("inf") if self._maximize else float("inf")
-        self.wait = self.cooldown_counter = 0
-
-    def _improved(self, current):
-        return current > self.best + self.min_delta if self._maximize else current < self.best - self.min_delta
-
-    def on_train_begin(self, logs=None):
-        self._reset()
-
-    def on_epoch_end(self, epoch, logs=None):
-        current = (logs or {}).get(self.monitor)
-        if current is None:
-            warnings.warn(f"Learning rate reduction is conditioned on metric `{self.monitor}` which is not "
-                          f"available. Available metrics are: {','.join(logs or {})}.", stacklevel=2)
-            return
-        if self.cooldown_counter > 0:
-            self.cooldown_counter -= 1
-            self.wait = 0
-        if self._improved(current):
-            self.best, self.wait = current, 0
-        elif self.cooldown_counter <= 0:
-            self.wait += 1
-            if self.wait >= self.patience:
-                old = float(self.model.optimizer.learning_rate)
-                if old > self.min_lr:
-                    new = max(old * self.factor, self.min_lr)
-                    self.model.optimizer.learning_rate = new
-                    if self.verbose > 0:
-                        print(f"\nEpoch {epoch + 1}: ReduceLROnPlateau reducing learning rate to {new}.")
-                    self.cooldown_counter, self.wait = self.cooldown, 0
+_registry.define(globals(), "callback", _RegistryCallback)
 
 
 class LambdaCallback(Callback):
