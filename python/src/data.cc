@@ -1,8 +1,6 @@
 // tf.data and tf.io for lockstep._lockstep: the C++ Dataset (lockstep::data) as _lockstep.data.Dataset, with
-// Python functions for map/filter run by the C++ pipeline through callbacks; the stages TF has and lockstep::data
-// lacks (zip, unbatch, concatenate, interleave, padded_batch, from_generator) as pipeline nodes of their own, built
-// on dataset_node.h as the library's nodes are; TFRecord files, tf.train.Example parsing and tf.io.gfile as
-// _lockstep.io.
+// Python functions (map, filter, zip's combine, interleave's, from_generator's iterators) run by the C++ pipeline
+// through callbacks that take the GIL; TFRecord files, tf.train.Example parsing and tf.io.gfile as _lockstep.io.
 //
 // An element crosses into Python as a tuple of its defined components (x[, y[, sample_weight]]), which the Python
 // package (lockstep/data) calls slots and maps onto TensorFlow's nested structures. Every pull releases the GIL: the
@@ -33,8 +31,6 @@ namespace {
 using data::Dataset;
 using data::DatasetNode;
 using data::Element;
-using data::Item;
-using data::ItemIterator;
 using data::NodePtr;
 using nlohmann::json;
 
@@ -57,153 +53,6 @@ Element element_from_python(nb::handle seq) {
   return element_of(slots);
 }
 
-Element materialize(const Item& item, const DatasetNode& node) {
-  return item.index >= 0 ? node.row_source()->row(item.index) : item.value;
-}
-
-// ---- zip: one element from each input, combined ----
-using Combine = std::function<Element(const std::vector<Element>&)>;
-
-class ZipNode final : public DatasetNode {
- public:
-  ZipNode(std::vector<NodePtr> inputs, Combine combine)
-      : DatasetNode("zip", json::object(), std::move(inputs)), combine_(std::move(combine)) {}
-  int64_t cardinality() const override {  // TF's rule: the shortest input; unknown if any is
-    int64_t n = data::kInfiniteCardinality;
-    for (const NodePtr& in : inputs()) {
-      int64_t c = in->cardinality();
-      if (c == data::kUnknownCardinality) return c;
-      if (c != data::kInfiniteCardinality) n = n == data::kInfiniteCardinality ? c : std::min(n, c);
-    }
-    return n;
-  }
-  NodePtr with_inputs(std::vector<NodePtr> inputs) const override {
-    LS_CHECK(inputs.size() == this->inputs().size(), ValueError, "zip has ", this->inputs().size(),
-             " input datasets, got ", inputs.size());
-    return std::make_shared<ZipNode>(std::move(inputs), combine_);
-  }
-  std::unique_ptr<ItemIterator> make_iterator(uint64_t salt) const override;
-  Combine combine_;
-};
-
-class ZipIterator final : public ItemIterator {
- public:
-  ZipIterator(const ZipNode& node, uint64_t salt) : node_(node) {
-    for (const NodePtr& in : node.inputs()) inputs_.push_back(in->make_iterator(salt));
-  }
-  std::optional<Item> next() override {
-    std::vector<Element> parts;
-    for (size_t i = 0; i < inputs_.size(); ++i) {
-      std::optional<Item> item = inputs_[i]->next();
-      if (!item) return std::nullopt;
-      parts.push_back(materialize(*item, *node_.inputs()[i]));
-    }
-    return Item{-1, node_.combine_(parts)};
-  }
-  json save_state() const override {
-    json inputs = json::array();
-    for (const auto& it : inputs_) inputs.push_back(it->save_state());
-    return {{"inputs", std::move(inputs)}};
-  }
-  void restore_state(const json& state) override {
-    const json& saved = state.at("inputs");
-    LS_CHECK(saved.size() == inputs_.size(), ValueError, "restore_state: the saved zip has ", saved.size(),
-             " inputs, this one ", inputs_.size(), "; restore into an iterator of the same pipeline");
-    for (size_t i = 0; i < inputs_.size(); ++i) inputs_[i]->restore_state(saved[i]);
-  }
-
- private:
-  const ZipNode& node_;
-  std::vector<std::unique_ptr<ItemIterator>> inputs_;
-};
-std::unique_ptr<ItemIterator> ZipNode::make_iterator(uint64_t salt) const {
-  return std::make_unique<ZipIterator>(*this, salt);
-}
-
-// The components of the parts, in order, as one element (at most three).
-Element concatenate_slots(const std::vector<Element>& parts) {
-  std::vector<Tensor> slots;
-  for (const Element& e : parts)
-    for (const Tensor* t : {&e.x, &e.y, &e.sample_weight})
-      if (t->defined()) slots.push_back(*t);
-  return element_of(slots);
-}
-
-// ---- unbatch: the rows of each element, along axis 0 ----
-class UnbatchNode final : public DatasetNode {
- public:
-  explicit UnbatchNode(NodePtr input) : DatasetNode("unbatch", json::object(), {std::move(input)}) {}
-  int64_t cardinality() const override {
-    int64_t n = inputs()[0]->cardinality();
-    return n == data::kInfiniteCardinality ? n : data::kUnknownCardinality;
-  }
-  NodePtr with_inputs(std::vector<NodePtr> inputs) const override {
-    LS_CHECK(inputs.size() == 1, ValueError, "unbatch takes one input dataset, got ", inputs.size());
-    return std::make_shared<UnbatchNode>(std::move(inputs[0]));
-  }
-  std::unique_ptr<ItemIterator> make_iterator(uint64_t salt) const override;
-};
-
-Tensor row_view(const Tensor& t, int64_t i) {
-  std::vector<int64_t> dims(t.shape().dims().begin() + 1, t.shape().dims().end());
-  std::vector<int64_t> strides(t.strides().begin() + 1, t.strides().end());
-  return Tensor(t.storage(), Shape(std::move(dims)), std::move(strides), t.offset() + i * t.strides()[0], t.dtype());
-}
-
-// State: the input's state before the batch being split, and the next row of it; restoring pulls that batch again.
-class UnbatchIterator final : public ItemIterator {
- public:
-  UnbatchIterator(const UnbatchNode& node, uint64_t salt)
-      : node_(node), input_(node.inputs()[0]->make_iterator(salt)), before_(input_->save_state()) {}
-  std::optional<Item> next() override {
-    while (!batch_ || row_ >= rows_) {
-      before_ = input_->save_state();
-      if (!pull()) return std::nullopt;
-    }
-    const Element& b = *batch_;
-    const int64_t i = row_++;
-    auto row = [&](const Tensor& t) { return t.defined() ? row_view(t, i) : Tensor(); };
-    return Item{-1, Element{row(b.x), row(b.y), row(b.sample_weight)}};
-  }
-  json save_state() const override { return {{"input", before_}, {"row", row_}}; }
-  void restore_state(const json& state) override {
-    before_ = state.at("input");
-    input_->restore_state(before_);
-    batch_.reset();
-    const int64_t row = state.at("row").get<int64_t>();
-    if (row > 0) {
-      LS_CHECK(pull() && row <= rows_, ValueError, "restore_state: unbatch was at row ", row,
-               " of a batch its input no longer yields; restore into an iterator of the same pipeline");
-      row_ = row;
-    }
-  }
-
- private:
-  bool pull() {
-    std::optional<Item> item = input_->next();
-    if (!item) return false;
-    batch_ = materialize(*item, *node_.inputs()[0]);
-    const Element& b = *batch_;
-    LS_CHECK(b.x.rank() >= 1, InvalidArgumentError,
-             "unbatch: an element is a scalar, but unbatch splits along axis 0; batch the dataset first");
-    rows_ = b.x.dim(0);
-    for (const Tensor* t : {&b.y, &b.sample_weight})
-      LS_CHECK(!t->defined() || (t->rank() >= 1 && t->dim(0) == rows_), InvalidArgumentError,
-               "unbatch: the components of an element have different lengths along axis 0 (", b.x.shape().str(),
-               " and ", t->shape().str(), "); give them the same batch size");
-    row_ = 0;
-    return true;
-  }
-  const UnbatchNode& node_;
-  std::unique_ptr<ItemIterator> input_;
-  json before_;
-  std::optional<Element> batch_;
-  int64_t row_ = 0, rows_ = 0;
-};
-std::unique_ptr<ItemIterator> UnbatchNode::make_iterator(uint64_t salt) const {
-  return std::make_unique<UnbatchIterator>(*this, salt);
-}
-
 // ---- strings ----
 // lockstep has no string dtype; the Python package carries a tf.string as uint8 [..., 8 + width]: each string's
 // length (8 bytes, little-endian), then its bytes, zero-padded to the widest string of the tensor. This turns a
@@ -217,346 +66,21 @@ Tensor with_length_header(const Tensor& bytes) {
   return out;
 }
 
-// How padded_batch treats one slot: kStack needs equal shapes (batch()); kLastAxis pads the last axis to the
-// batch's widest, the others must match (strings, whose length headers make the zeros harmless); kEveryAxis pads
-// each axis to `shape` (-1: the batch's largest) with `value` (TF's padded_batch).
-struct SlotPadding {
-  enum Mode { kStack, kLastAxis, kEveryAxis } mode = kStack;
-  std::vector<int64_t> shape;
-  double value = 0;
-};
-
-class PaddedBatchNode final : public DatasetNode {
- public:
-  PaddedBatchNode(NodePtr input, int64_t batch_size, bool drop_remainder, std::vector<SlotPadding> slots)
-      : DatasetNode("padded_batch", {{"batch_size", batch_size}, {"drop_remainder", drop_remainder}},
-                    {std::move(input)}),
-        batch_size_(batch_size),
-        drop_remainder_(drop_remainder),
-        slots_(std::move(slots)) {
-    LS_CHECK(batch_size >= 1, InvalidArgumentError, "batch: batch_size must be at least 1, got ", batch_size,
-             "; pass the number of elements per batch, e.g. batch(64)");
-    slots_.resize(3);
-  }
-  int64_t cardinality() const override {  // TF's rule
-    int64_t n = inputs()[0]->cardinality();
-    if (n < 0) return n;
-    return n / batch_size_ + (n % batch_size_ == 0 || drop_remainder_ ? 0 : 1);
-  }
-  NodePtr with_inputs(std::vector<NodePtr> inputs) const override {
-    LS_CHECK(inputs.size() == 1, ValueError, "padded_batch takes one input dataset, got ", inputs.size());
-    return std::make_shared<PaddedBatchNode>(std::move(inputs[0]), batch_size_, drop_remainder_, slots_);
-  }
-  std::unique_ptr<ItemIterator> make_iterator(uint64_t salt) const override;
-
-  int64_t batch_size_;
-  bool drop_remainder_;
-  std::vector<SlotPadding> slots_;
-};
-
-// The shape each element of the batch is padded to, checking what must match.
-std::vector<int64_t> padded_dims(const std::vector<Element>& elements, Tensor Element::*slot, const SlotPadding& p) {
-  const Tensor& first = elements[0].*slot;
-  for (size_t i = 0; i < elements.size(); ++i) {
-    const Tensor& t = elements[i].*slot;
-    LS_CHECK(t.defined() && t.dtype() == first.dtype() && t.rank() == first.rank(), InvalidArgumentError,
-             "batch: element ", i, " of a batch has a component of ",
-             t.defined() ? make_message(dtype_name(t.dtype()), " ", t.shape().str()) : std::string("None"),
-             " but element 0 has ", dtype_name(first.dtype()), " ", first.shape().str(),
-             "; elements of one batch must have one dtype and rank: map them to one first");
-  }
-  std::vector<int64_t> dims(static_cast<size_t>(first.rank()));
-  for (int64_t a = 0; a < first.rank(); ++a) {
-    int64_t widest = 0;
-    bool equal = true;
-    for (const Element& e : elements) {
-      widest = std::max(widest, (e.*slot).dim(a));
-      equal = equal && (e.*slot).dim(a) == first.dim(a);
-    }
-    const bool padded =
-        p.mode == SlotPadding::kEveryAxis || (p.mode == SlotPadding::kLastAxis && a + 1 == first.rank());
-    LS_CHECK(padded || equal, InvalidArgumentError, "batch: the elements of a batch have components of shapes ",
-             first.shape().str(), " and others differing along axis ", a,
-             "; elements of one batch must match: map them to one shape first, or use padded_batch");
-    const int64_t fixed =
-        p.mode == SlotPadding::kEveryAxis && static_cast<size_t>(a) < p.shape.size() ? p.shape[a] : -1;
-    LS_CHECK(fixed < 0 || widest <= fixed, InvalidArgumentError, "padded_batch: a component has ", widest,
-             " entries along axis ", a, " but padded_shapes gives ", fixed, "; pass a larger padded shape (or None)");
-    dims[static_cast<size_t>(a)] = fixed >= 0 ? fixed : widest;
-  }
-  return dims;
-}
-
-// One slot of a batch: the elements, each padded to padded_dims, stacked along a new axis 0.
-Tensor pad_stack(const std::vector<Element>& elements, Tensor Element::*slot, const SlotPadding& p) {
-  const Tensor& first = elements[0].*slot;
-  if (!first.defined()) return {};
-  std::vector<int64_t> dims = padded_dims(elements, slot, p);
-  std::vector<int64_t> out_dims = dims;
-  out_dims.insert(out_dims.begin(), static_cast<int64_t>(elements.size()));
-  Tensor out = Tensor::empty(Shape(out_dims), first.dtype());
-  visit_dtype(first.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    auto* data = static_cast<T*>(out.raw_data());
-    T fill;
-    if constexpr (std::is_same_v<T, bfloat16>)
-      fill = T(static_cast<float>(p.value));
-    else
-      fill = static_cast<T>(p.value);
-    std::fill(data, data + out.numel(), fill);
-  });
-  const size_t item = dtype_size(first.dtype());
-  const int64_t rank = first.rank(), per_element = Shape(dims).numel();
-  auto* base = static_cast<char*>(out.raw_data());
-  for (size_t i = 0; i < elements.size(); ++i) {
-    Tensor t = (elements[i].*slot).contiguous();
-    const auto* src = static_cast<const char*>(t.raw_data());
-    char* dst = base + static_cast<size_t>(static_cast<int64_t>(i) * per_element) * item;
-    if (rank == 0) {
-      std::memcpy(dst, src, item);
-      continue;
-    }
-    // Row by row along the last axis; idx counts over the other axes of t.
-    const int64_t row = t.dim(rank - 1), rows = row == 0 ? 0 : t.numel() / row;
-    std::vector<int64_t> idx(static_cast<size_t>(rank - 1), 0);
-    for (int64_t r = 0; r < rows; ++r) {
-      int64_t at = 0;
-      for (int64_t a = 0; a + 1 < rank; ++a) at = at * dims[static_cast<size_t>(a)] + idx[static_cast<size_t>(a)];
-      std::memcpy(dst + static_cast<size_t>(at * dims.back()) * item, src + static_cast<size_t>(r * row) * item,
-                  static_cast<size_t>(row) * item);
-      for (int64_t a = rank - 2; a >= 0; --a) {
-        if (++idx[static_cast<size_t>(a)] < t.dim(a)) break;
-        idx[static_cast<size_t>(a)] = 0;
-      }
-    }
-  }
-  return out;
-}
-
-class PaddedBatchIterator final : public ItemIterator {
- public:
-  PaddedBatchIterator(const PaddedBatchNode& node, uint64_t salt)
-      : node_(node), input_(node.inputs()[0]->make_iterator(salt)) {}
-  std::optional<Item> next() override {
-    std::vector<Element> elements;
-    while (static_cast<int64_t>(elements.size()) < node_.batch_size_) {
-      std::optional<Item> item = input_->next();
-      if (!item) break;
-      elements.push_back(materialize(*item, *node_.inputs()[0]));
-    }
-    if (elements.empty() || (node_.drop_remainder_ && static_cast<int64_t>(elements.size()) < node_.batch_size_))
-      return std::nullopt;
-    ++count_;
-    const auto& p = node_.slots_;
-    return Item{-1, Element{pad_stack(elements, &Element::x, p[0]), pad_stack(elements, &Element::y, p[1]),
-                            pad_stack(elements, &Element::sample_weight, p[2])}};
-  }
-  json save_state() const override { return {{"count", count_}, {"input", input_->save_state()}}; }
-  void restore_state(const json& state) override {
-    count_ = state.at("count").get<int64_t>();
-    input_->restore_state(state.at("input"));
-  }
-
- private:
-  const PaddedBatchNode& node_;
-  std::unique_ptr<ItemIterator> input_;
-  int64_t count_ = 0;
-};
-std::unique_ptr<ItemIterator> PaddedBatchNode::make_iterator(uint64_t salt) const {
-  return std::make_unique<PaddedBatchIterator>(*this, salt);
-}
-
-// ---- interleave (and flat_map): the elements of a dataset made from each input element, taken in turns ----
-using DatasetFn = std::function<Dataset(const Element&)>;
-
-class InterleaveNode final : public DatasetNode {
- public:
-  InterleaveNode(NodePtr input, DatasetFn fn, int64_t cycle_length, int64_t block_length)
-      : DatasetNode("interleave", {{"cycle_length", cycle_length}, {"block_length", block_length}}, {std::move(input)}),
-        fn_(std::move(fn)),
-        cycle_length_(cycle_length),
-        block_length_(block_length) {
-    LS_CHECK(cycle_length >= 1 && block_length >= 1, InvalidArgumentError,
-             "interleave: cycle_length and block_length must be at least 1, got ", cycle_length, " and ", block_length,
-             "; pass e.g. cycle_length=4, block_length=1");
-  }
-  int64_t cardinality() const override { return data::kUnknownCardinality; }
-  NodePtr with_inputs(std::vector<NodePtr> inputs) const override {
-    LS_CHECK(inputs.size() == 1, ValueError, "interleave takes one input dataset, got ", inputs.size());
-    return std::make_shared<InterleaveNode>(std::move(inputs[0]), fn_, cycle_length_, block_length_);
-  }
-  std::unique_ptr<ItemIterator> make_iterator(uint64_t salt) const override;
-
-  DatasetFn fn_;
-  int64_t cycle_length_, block_length_;
-};
-
-// TF's order (the sequential InterleaveDataset): a cycle of open datasets, block_length elements from each in turn; an
-// ended one is replaced, at its place in the cycle, by the dataset of the next input element. The state is the
-// number of elements given, replayed on restore (the datasets that are open are not saved).
-class InterleaveIterator final : public ItemIterator {
- public:
-  InterleaveIterator(const InterleaveNode& node, uint64_t salt)
-      : node_(node),
-        salt_(salt),
-        input_(node.inputs()[0]->make_iterator(salt)),
-        cycle_(static_cast<size_t>(node.cycle_length_)) {}
-  std::optional<Item> next() override {
-    while (!end_of_input_ || open_ > 0) {
-      std::optional<data::Iterator>& current = cycle_[index_];
-      if (current) {
-        if (std::optional<Element> e = current->next()) {
-          if (++block_ == node_.block_length_) advance();
-          ++count_;
-          return Item{-1, std::move(*e)};
-        }
-        current.reset();
-        --open_;
-        advance();
-      } else if (!end_of_input_) {
-        std::optional<Item> item = input_->next();
-        if (!item) {
-          end_of_input_ = true;
-          continue;
-        }
-        current = node_.fn_(materialize(*item, *node_.inputs()[0])).make_iterator(salt_);
-        ++open_;
-      } else {
-        advance();
-      }
-    }
-    return std::nullopt;
-  }
-  json save_state() const override { return {{"count", count_}}; }
-  void restore_state(const json& state) override {
-    const int64_t count = state.at("count").get<int64_t>();
-    input_ = node_.inputs()[0]->make_iterator(salt_);
-    for (auto& it : cycle_) it.reset();
-    index_ = 0, block_ = 0, open_ = 0, count_ = 0, end_of_input_ = false;
-    for (int64_t i = 0; i < count; ++i)
-      LS_CHECK(next().has_value(), ValueError, "restore_state: interleave ended after ", i, " of the ", count,
-               " elements it had given; its function and input must be deterministic");
-  }
-
- private:
-  void advance() {
-    block_ = 0;
-    index_ = (index_ + 1) % cycle_.size();
-  }
-  const InterleaveNode& node_;
-  uint64_t salt_;
-  std::unique_ptr<ItemIterator> input_;
-  std::vector<std::optional<data::Iterator>> cycle_;
-  size_t index_ = 0;
-  int64_t block_ = 0, open_ = 0, count_ = 0;
-  bool end_of_input_ = false;
-};
-std::unique_ptr<ItemIterator> InterleaveNode::make_iterator(uint64_t salt) const {
-  return std::make_unique<InterleaveIterator>(*this, salt);
-}
-
-// ---- concatenate: every element of the first input, then of the second ----
-class ConcatenateNode final : public DatasetNode {
- public:
-  ConcatenateNode(NodePtr first, NodePtr second)
-      : DatasetNode("concatenate", json::object(), {std::move(first), std::move(second)}) {}
-  int64_t cardinality() const override {  // TF's rule
-    const int64_t a = inputs()[0]->cardinality(), b = inputs()[1]->cardinality();
-    if (a == data::kInfiniteCardinality || b == data::kInfiniteCardinality) return data::kInfiniteCardinality;
-    if (a == data::kUnknownCardinality || b == data::kUnknownCardinality) return data::kUnknownCardinality;
-    return a + b;
-  }
-  NodePtr with_inputs(std::vector<NodePtr> inputs) const override {
-    LS_CHECK(inputs.size() == 2, ValueError, "concatenate has 2 input datasets, got ", inputs.size());
-    return std::make_shared<ConcatenateNode>(std::move(inputs[0]), std::move(inputs[1]));
-  }
-  std::unique_ptr<ItemIterator> make_iterator(uint64_t salt) const override;
-};
-
-// State: which input is being read and its state; the second input's iterator is made when the first ends.
-class ConcatenateIterator final : public ItemIterator {
- public:
-  ConcatenateIterator(const ConcatenateNode& node, uint64_t salt)
-      : node_(node), salt_(salt), input_(node.inputs()[0]->make_iterator(salt)) {}
-  std::optional<Item> next() override {
-    while (true) {
-      std::optional<Item> item = input_->next();
-      if (item) return Item{-1, materialize(*item, *node_.inputs()[which_])};
-      if (which_ == 1) return std::nullopt;
-      which_ = 1;
-      input_ = node_.inputs()[1]->make_iterator(salt_);
-    }
-  }
-  json save_state() const override { return {{"which", which_}, {"input", input_->save_state()}}; }
-  void restore_state(const json& state) override {
-    const int64_t which = state.at("which").get<int64_t>();
-    LS_CHECK(which == 0 || which == 1, ValueError, "restore_state: concatenate's saved input is ", which,
-             ", not 0 or 1; pass the state save_state() returned");
-    which_ = which;
-    input_ = node_.inputs()[static_cast<size_t>(which_)]->make_iterator(salt_);
-    input_->restore_state(state.at("input"));
-  }
-
- private:
-  const ConcatenateNode& node_;
-  uint64_t salt_;
-  int64_t which_ = 0;
-  std::unique_ptr<ItemIterator> input_;
-};
-std::unique_ptr<ItemIterator> ConcatenateNode::make_iterator(uint64_t salt) const {
-  return std::make_unique<ConcatenateIterator>(*this, salt);
-}
-
-// ---- from_generator: a Python iterator as a source ----
-// `make` returns a new Python iterator whose __next__ gives an element's slots. The state is the number of elements
-// taken: restoring makes a new iterator and replays that many, so the generator must be deterministic.
-class GeneratorNode final : public DatasetNode {
- public:
-  explicit GeneratorNode(PyRef make) : DatasetNode("from_generator", json::object(), {}), make_(std::move(make)) {}
-  int64_t cardinality() const override { return data::kUnknownCardinality; }
-  NodePtr with_inputs(std::vector<NodePtr> inputs) const override {
-    LS_CHECK(inputs.empty(), ValueError, "from_generator takes no input dataset, got ", inputs.size());
-    return std::make_shared<GeneratorNode>(make_);
-  }
-  std::unique_ptr<ItemIterator> make_iterator(uint64_t salt) const override;
-  PyRef make_;
-};
-
-class GeneratorIterator final : public ItemIterator {
- public:
-  explicit GeneratorIterator(const GeneratorNode& node) : node_(node) {}
-  std::optional<Item> next() override {
+// from_generator's Python side: `make` returns a new Python iterator whose __next__ gives an element's slots; each
+// C++ generator holds one and takes the GIL to step it.
+data::Generator python_generator(const PyRef& make) {
+  nb::gil_scoped_acquire gil;
+  PyRef it(make.get()());
+  return [it]() -> std::optional<Element> {
     nb::gil_scoped_acquire gil;
-    if (!it_) it_ = PyRef(node_.make_.get()());
-    PyObject* slots = PyIter_Next(it_.get().ptr());
+    PyObject* slots = PyIter_Next(it.get().ptr());
     if (!slots) {
       if (PyErr_Occurred()) throw nb::python_error();
       return std::nullopt;
     }
     nb::object owned = nb::steal(slots);
-    ++count_;
-    return Item{-1, element_from_python(owned)};
-  }
-  json save_state() const override { return {{"count", count_}}; }
-  void restore_state(const json& state) override {
-    const int64_t count = state.at("count").get<int64_t>();
-    {
-      nb::gil_scoped_acquire gil;
-      it_ = PyRef(node_.make_.get()());
-    }
-    count_ = 0;
-    for (int64_t i = 0; i < count; ++i)
-      LS_CHECK(next().has_value(), ValueError, "restore_state: from_generator ended after ", i, " of the ", count,
-               " elements it had given; the generator must yield the same elements on every call");
-  }
-
- private:
-  const GeneratorNode& node_;
-  PyRef it_;
-  int64_t count_ = 0;
-};
-std::unique_ptr<ItemIterator> GeneratorNode::make_iterator(uint64_t) const {
-  return std::make_unique<GeneratorIterator>(*this);
+    return element_from_python(owned);
+  };
 }
 
 // The pipeline without its shuffle and prefetch stages: what learning an element's structure pulls one element
@@ -713,7 +237,9 @@ void bind_dataset(nb::module_& m) {
           },
           nb::arg("file_pattern"), nb::arg("batch_size"), nb::arg("options"))
       .def_static("from_generator",
-                  [](nb::handle make) { return Dataset(std::make_shared<GeneratorNode>(PyRef(make))); })
+                  [](nb::handle make) {
+                    return Dataset::from_generator([make = PyRef(make)] { return python_generator(make); });
+                  })
       .def_static("range", &Dataset::range, nb::arg("start"), nb::arg("stop"), nb::arg("step") = 1)
       .def_static(
           "TFRecordDataset",
@@ -727,10 +253,7 @@ void bind_dataset(nb::module_& m) {
       .def_static(
           "zip",
           [](const std::vector<Dataset>& datasets, nb::handle combine) {
-            LS_CHECK(!datasets.empty(), InvalidArgumentError, "zip: pass at least one dataset");
-            std::vector<NodePtr> inputs;
-            for (const Dataset& d : datasets) inputs.push_back(d.node_ptr());
-            Combine fn = concatenate_slots;
+            data::ZipFn fn;
             if (!combine.is_none())
               fn = [f = PyRef(combine)](const std::vector<Element>& parts) {
                 nb::gil_scoped_acquire gil;
@@ -738,9 +261,11 @@ void bind_dataset(nb::module_& m) {
                 for (const Element& e : parts) py.append(slots_of(e));
                 return element_from_python(f.get()(py));
               };
-            return Dataset(std::make_shared<ZipNode>(std::move(inputs), std::move(fn)), datasets[0].options());
+            return Dataset::zip(datasets, std::move(fn));
           },
           nb::arg("datasets"), nb::arg("combine").none())
+      .def_static("sample_from_datasets", &Dataset::sample_from_datasets, nb::arg("datasets"), nb::arg("weights"),
+                  nb::arg("seed").none(), nb::arg("stop_on_empty_dataset"))
       .def("shuffle", &Dataset::shuffle, nb::arg("buffer_size"), nb::arg("seed").none(),
            nb::arg("reshuffle_each_iteration"))
       .def("repeat", &Dataset::repeat, nb::arg("count") = -1)
@@ -750,19 +275,16 @@ void bind_dataset(nb::module_& m) {
       .def(
           "padded_batch",
           [](const Dataset& d, int64_t batch_size, bool drop_remainder, const std::vector<nb::handle>& slots) {
-            std::vector<SlotPadding> padding;
-            for (nb::handle s : slots) {
-              if (s.is_none())
-                padding.push_back({});
-              else if (nb::isinstance<nb::str>(s))
-                padding.push_back({SlotPadding::kLastAxis, {}, 0});
-              else
-                padding.push_back(
-                    {SlotPadding::kEveryAxis, nb::cast<std::vector<int64_t>>(s[0]), nb::cast<double>(s[1])});
+            using Axes = data::Padding::Axes;
+            std::vector<data::Padding> padding(3, {Axes::kNone});  // components not named are not padded
+            for (size_t i = 0; i < slots.size() && i < 3; ++i) {
+              nb::handle s = slots[i];
+              if (nb::isinstance<nb::str>(s))
+                padding[i] = {Axes::kLast};
+              else if (!s.is_none())
+                padding[i] = {Axes::kAll, nb::cast<std::vector<int64_t>>(s[0]), nb::cast<double>(s[1])};
             }
-            return Dataset(
-                std::make_shared<PaddedBatchNode>(d.node_ptr(), batch_size, drop_remainder, std::move(padding)),
-                d.options());
+            return d.padded_batch(batch_size, std::move(padding), drop_remainder);
           },
           nb::arg("batch_size"), nb::arg("drop_remainder"), nb::arg("slots"))
       .def("shard", &Dataset::shard, nb::arg("num_shards"), nb::arg("index"))
@@ -770,8 +292,7 @@ void bind_dataset(nb::module_& m) {
       .def("skip", &Dataset::skip, nb::arg("count"))
       .def("cache", &Dataset::cache)
       .def("prefetch", &Dataset::prefetch, nb::arg("buffer_size"))
-      .def("unbatch",
-           [](const Dataset& d) { return Dataset(std::make_shared<UnbatchNode>(d.node_ptr()), d.options()); })
+      .def("unbatch", &Dataset::unbatch)
       // fn(slots) -> slots, called by whichever thread runs the pipeline.
       .def("map",
            [](const Dataset& d, nb::handle fn) {
@@ -787,19 +308,27 @@ void bind_dataset(nb::module_& m) {
                return nb::cast<bool>(f.get()(slots_of(e)));
              });
            })
-      .def("concatenate",
-           [](const Dataset& d, const Dataset& other) {
-             return Dataset(std::make_shared<ConcatenateNode>(d.node_ptr(), other.node_ptr()), d.options());
-           })
+      .def("concatenate", &Dataset::concatenate)
       // fn(slots) -> the C++ Dataset to take elements from.
       .def("interleave",
            [](const Dataset& d, nb::handle fn, int64_t cycle_length, int64_t block_length) {
-             DatasetFn made = [f = PyRef(fn)](const Element& e) {
+             return d.interleave(
+                 [f = PyRef(fn)](const Element& e) {
+                   nb::gil_scoped_acquire gil;
+                   return nb::cast<Dataset>(f.get()(slots_of(e)));
+                 },
+                 cycle_length, block_length);
+           })
+      // fn(state slots, slots) -> (state slots, slots).
+      .def("scan",
+           [](const Dataset& d, const std::vector<nb::handle>& initial_state, nb::handle fn) {
+             std::vector<Tensor> state;
+             for (nb::handle s : initial_state) state.push_back(to_tensor(s));
+             return d.scan(element_of(state), [f = PyRef(fn)](const Element& state, const Element& e) {
                nb::gil_scoped_acquire gil;
-               return nb::cast<Dataset>(f.get()(slots_of(e)));
-             };
-             return Dataset(std::make_shared<InterleaveNode>(d.node_ptr(), std::move(made), cycle_length, block_length),
-                            d.options());
+               nb::object out = f.get()(slots_of(state), slots_of(e));
+               return std::pair{element_from_python(out[0]), element_from_python(out[1])};
+             });
            })
       .def("with_options",
            [](const Dataset& d, const std::string& auto_shard_policy) {

@@ -28,6 +28,9 @@ PIPELINES = {
     "dict_stays_dict": lambda m: m.data.Dataset.from_tensor_slices({"image": X, "label": Y}).batch(5),
     "nested": lambda m: m.data.Dataset.from_tensor_slices(((X, Y), W)).batch(2),
     "range_skip_take_repeat": lambda m: m.data.Dataset.range(10).skip(2).take(5).repeat(2).batch(3),
+    "scan": lambda m: m.data.Dataset.range(6).scan(np.int64(0), lambda s, x: (s + x, (s + x, x * 2))),
+    "scan_tuple_state": lambda m: m.data.Dataset.from_tensor_slices(X).scan(
+        (np.float32(0), np.int64(1)), lambda s, x: ((s[0] + x[0], s[1] * 2), (x, s[0], s[1]))).batch(4),
     "range_args": lambda m: m.data.Dataset.range(3, 20, 4),
     "range_int32": lambda m: m.data.Dataset.range(1, 8, 2, output_type=m.int32),
     "zip_shard": lambda m: m.data.Dataset.zip((m.data.Dataset.range(10), m.data.Dataset.range(10, 30))).shard(3, 1),
@@ -216,6 +219,30 @@ def test_iterator_state_restores_new_stages():
     assert [[int(t) for t in s] for s in again] == rest and len(rest) > 5
 
 
+def test_sample_from_datasets_and_scan():
+    a, b = tf.data.Dataset.range(0, 50), tf.data.Dataset.range(100, 150)
+    ds = tf.data.Dataset.sample_from_datasets([a, b], weights=[0.3, 0.7], seed=4)
+    assert ds.element_spec == tf.TensorSpec([], tf.int64)
+    got = [int(x) for x in ds]
+    assert [v for v in got if v < 100] == list(range(50)) and [v for v in got if v >= 100] == list(range(100, 150))
+    assert got == [int(x) for x in ds]  # the same draws for every iterator
+    stopped = [int(x) for x in tf.data.experimental.sample_from_datasets([a, b], [0.3, 0.7], 4, True)]
+    assert len(stopped) < 100 and stopped == got[:len(stopped)]
+    with pytest.raises(TypeError, match="sample_from_datasets: incompatible"):
+        tf.data.Dataset.sample_from_datasets([a, a.map(lambda x: (x, x))])
+
+    # Both stages resume from a saved iterator state, the scan's state held in it.
+    ds = ds.scan(np.int64(0), lambda s, x: (s + x, s))
+    it = ds._cpp.make_iterator(0)
+    for _ in range(37):
+        next(it)
+    state = it.save_state()
+    rest = [[int(t) for t in s] for s in it]
+    again = ds._cpp.make_iterator(3)
+    again.restore_state(state)
+    assert [[int(t) for t in s] for s in again] == rest and len(rest) == 63
+
+
 def test_keras_reads_x_y_sample_weight_slots():
     ds = tf.data.Dataset.from_tensor_slices((X, Y, W)).batch(5)
     assert ds._keras_cpp() is ds._cpp
@@ -323,8 +350,8 @@ def test_bad_input_raises_one_line_python_exceptions(tmp_path):
     assert "padded_shapes" in one_line(e)
     with pytest.raises(NotImplementedError, match="window is not implemented by lockstep"):
         tf.data.Dataset.range(3).window(2)
-    with pytest.raises(NotImplementedError, match="tf.data.experimental.sample_from_datasets"):
-        tf.data.experimental.sample_from_datasets
+    with pytest.raises(NotImplementedError, match="tf.data.experimental.choose_from_datasets"):
+        tf.data.experimental.choose_from_datasets
 
 
 class Boom(Exception):

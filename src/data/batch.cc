@@ -33,15 +33,16 @@ class BatchNode final : public UnaryNode {
 };
 
 // One component of a batch of values: checks that every element agrees on it, then stacks it.
-Tensor stack_component(const std::vector<Element>& elements, Tensor Element::*component, const char* name) {
+Tensor stack_component(const std::vector<Element>& elements, Tensor Element::*component, const char* name,
+                       const char* op) {
   const Tensor& first = elements[0].*component;
   for (size_t i = 1; i < elements.size(); ++i) {
     const Tensor& t = elements[i].*component;
-    LS_CHECK(t.defined() == first.defined(), InvalidArgumentError, "batch: element ", i, " of a batch ",
+    LS_CHECK(t.defined() == first.defined(), InvalidArgumentError, op, ": element ", i, " of a batch ",
              t.defined() ? "has" : "lacks", " component ", name, " but element 0 ", first.defined() ? "has" : "lacks",
              " it; make map() return the same components for every element");
     if (!first.defined()) continue;
-    LS_CHECK(t.shape() == first.shape() && t.dtype() == first.dtype(), InvalidArgumentError, "batch: element ", i,
+    LS_CHECK(t.shape() == first.shape() && t.dtype() == first.dtype(), InvalidArgumentError, op, ": element ", i,
              " of a batch has ", name, " of ", dtype_name(t.dtype()), " ", t.shape().str(), " but element 0 has ",
              dtype_name(first.dtype()), " ", first.shape().str(),
              "; elements of one batch must match: map them to one shape and dtype first");
@@ -88,8 +89,7 @@ class BatchIterator final : public UnaryIterator {
     }
     if (!full_enough(elements.size())) return std::nullopt;
     ++count_;
-    return Item{-1, Element{stack_component(elements, &Element::x, "x"), stack_component(elements, &Element::y, "y"),
-                            stack_component(elements, &Element::sample_weight, "sample_weight")}};
+    return Item{-1, stack_elements(elements, "batch")};
   }
 
  private:
@@ -103,6 +103,11 @@ std::unique_ptr<ItemIterator> BatchNode::make_iterator(uint64_t salt) const {
 }
 
 }  // namespace
+
+Element stack_elements(const std::vector<Element>& elements, const char* op) {
+  return Element{stack_component(elements, &Element::x, "x", op), stack_component(elements, &Element::y, "y", op),
+                 stack_component(elements, &Element::sample_weight, "sample_weight", op)};
+}
 
 NodePtr make_batch_node(NodePtr input, int64_t batch_size, bool drop_remainder) {
   return std::make_shared<BatchNode>(std::move(input), batch_size, drop_remainder);

@@ -84,6 +84,33 @@ Dataset Dataset::range(int64_t start, int64_t stop, int64_t step) {
   return Dataset(detail::make_range_node(start, stop, step));
 }
 
+Dataset Dataset::from_generator(std::function<Generator()> make) {
+  LS_CHECK(make != nullptr, InvalidArgumentError,
+           "from_generator: make is empty; pass a function that returns a new generator of the elements");
+  return Dataset(detail::make_generator_node(std::move(make)));
+}
+
+namespace {
+// The nodes of `datasets`, which `op` needs at least one of.
+std::vector<NodePtr> nodes_of(const std::vector<Dataset>& datasets, const char* op) {
+  LS_CHECK(!datasets.empty(), InvalidArgumentError, op, ": pass at least one dataset");
+  std::vector<NodePtr> out;
+  for (const Dataset& d : datasets) out.push_back(d.node_ptr());
+  return out;
+}
+}  // namespace
+
+Dataset Dataset::zip(std::vector<Dataset> datasets, ZipFn combine) {
+  return Dataset(detail::make_zip_node(nodes_of(datasets, "zip"), std::move(combine)), datasets[0].options());
+}
+
+Dataset Dataset::sample_from_datasets(std::vector<Dataset> datasets, std::vector<double> weights,
+                                      std::optional<uint64_t> seed, bool stop_on_empty_dataset) {
+  return Dataset(detail::make_sample_node(nodes_of(datasets, "sample_from_datasets"), std::move(weights),
+                                          seed.value_or(kDefaultShuffleSeed), stop_on_empty_dataset),
+                 datasets[0].options());
+}
+
 Dataset Dataset::shuffle(int64_t buffer_size, std::optional<uint64_t> seed, bool reshuffle_each_iteration) const {
   LS_CHECK(buffer_size >= 1, InvalidArgumentError, "shuffle: buffer_size must be at least 1, got ", buffer_size,
            "; pass the number of elements (e.g. 60000) for a uniform shuffle");
@@ -96,6 +123,49 @@ Dataset Dataset::batch(int64_t batch_size, bool drop_remainder) const {
   LS_CHECK(batch_size >= 1, InvalidArgumentError, "batch: batch_size must be at least 1, got ", batch_size,
            "; pass the number of elements per batch, e.g. batch(64)");
   return then(detail::make_batch_node(node_, batch_size, drop_remainder));
+}
+
+Dataset Dataset::padded_batch(int64_t batch_size, std::vector<Padding> padding, bool drop_remainder) const {
+  LS_CHECK(batch_size >= 1, InvalidArgumentError, "batch: batch_size must be at least 1, got ", batch_size,
+           "; pass the number of elements per batch, e.g. batch(64)");
+  LS_CHECK(padding.size() <= 3, InvalidArgumentError, "padded_batch: got ", padding.size(),
+           " paddings, but an element has at most 3 components (x, y, sample_weight); pass one per component");
+  return then(detail::make_padded_batch_node(node_, batch_size, drop_remainder, std::move(padding)));
+}
+
+Dataset Dataset::unbatch() const {
+  return then(detail::make_unbatch_node(node_));
+}
+
+Dataset Dataset::window(int64_t size, std::optional<int64_t> shift, int64_t stride, bool drop_remainder) const {
+  const int64_t by = shift.value_or(size);
+  LS_CHECK(size >= 1 && by >= 1 && stride >= 1, InvalidArgumentError,
+           "window: size, shift and stride must be at least 1, got ", size, ", ", by, " and ", stride,
+           "; pass e.g. window(4) for windows of 4 consecutive elements");
+  return then(detail::make_window_node(node_, size, by, stride, drop_remainder));
+}
+
+Dataset Dataset::concatenate(const Dataset& other) const {
+  return then(detail::make_concatenate_node(node_, other.node_));
+}
+
+Dataset Dataset::interleave(std::function<Dataset(const Element&)> fn, int64_t cycle_length,
+                            int64_t block_length) const {
+  LS_CHECK(fn != nullptr, InvalidArgumentError, "interleave: fn is empty; pass a function Dataset(const Element&)");
+  LS_CHECK(cycle_length >= 1 && block_length >= 1, InvalidArgumentError,
+           "interleave: cycle_length and block_length must be at least 1, got ", cycle_length, " and ", block_length,
+           "; pass e.g. cycle_length=4, block_length=1");
+  return then(detail::make_interleave_node(node_, std::move(fn), cycle_length, block_length));
+}
+
+Dataset Dataset::flat_map(std::function<Dataset(const Element&)> fn) const {
+  return interleave(std::move(fn), 1, 1);
+}
+
+Dataset Dataset::scan(Element initial_state, ScanFn fn) const {
+  LS_CHECK(fn != nullptr, InvalidArgumentError,
+           "scan: fn is empty; pass a function std::pair<Element, Element>(const Element& state, const Element&)");
+  return then(detail::make_scan_node(node_, std::move(initial_state), std::move(fn)));
 }
 
 Dataset Dataset::shard(int64_t num_shards, int64_t index) const {

@@ -19,6 +19,17 @@ NodePtr make_take_node(NodePtr input, int64_t count);
 NodePtr make_skip_node(NodePtr input, int64_t count);
 NodePtr make_cache_node(NodePtr input);
 NodePtr make_prefetch_node(NodePtr input, int64_t buffer_size);
+NodePtr make_generator_node(std::function<Generator()> make);
+NodePtr make_zip_node(std::vector<NodePtr> inputs, ZipFn combine);
+NodePtr make_concatenate_node(NodePtr first, NodePtr second);
+NodePtr make_sample_node(std::vector<NodePtr> inputs, std::vector<double> weights, uint64_t seed,
+                         bool stop_on_empty_dataset);
+NodePtr make_interleave_node(NodePtr input, std::function<Dataset(const Element&)> fn, int64_t cycle_length,
+                             int64_t block_length);
+NodePtr make_padded_batch_node(NodePtr input, int64_t batch_size, bool drop_remainder, std::vector<Padding> padding);
+NodePtr make_unbatch_node(NodePtr input);
+NodePtr make_window_node(NodePtr input, int64_t size, int64_t shift, int64_t stride, bool drop_remainder);
+NodePtr make_scan_node(NodePtr input, Element initial_state, ScanFn fn);
 
 // Base of the stages with one input. By default a stage keeps its input's cardinality and passes lazy
 // items through (so its output still indexes the input's RowSource).
@@ -56,6 +67,10 @@ NodePtr single_input(const std::vector<NodePtr>& inputs, const std::string& op);
 inline Element materialize(const Item& item, const RowSource* source) {
   return item.index >= 0 ? source->row(item.index) : item.value;
 }
+
+// Elements of one shape stacked along a new axis 0, each component checked to agree (batch() over values);
+// `op` names the stage in errors.
+Element stack_elements(const std::vector<Element>& elements, const char* op);
 
 // A distinct salt for sub-iteration k of an iteration salted `salt` (SplitMix64 finaliser).
 uint64_t mix_salt(uint64_t salt, uint64_t k);

@@ -1,9 +1,11 @@
-// Helpers shared by the data tests: reading datasets of int64 scalars back as numbers, and comparing
-// elements bitwise.
+// Helpers shared by the data tests: reading datasets of int64 scalars back as numbers, comparing elements
+// bitwise, and checking that a restored iterator resumes.
 #pragma once
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "lockstep/data/dataset.h"
@@ -55,6 +57,23 @@ inline std::vector<Element> drain(Iterator& it, size_t n) {
     out.push_back(std::move(*e));
   }
   return out;
+}
+
+// Runs make()'s pipeline for `before` elements, saves, runs `after` more; then restores the state (sent
+// through its text form) into a fresh iterator of a newly built pipeline and expects the same `after`.
+inline void expect_resumes(const std::function<Dataset()>& make, size_t before, size_t after = 40) {
+  SCOPED_TRACE(::testing::Message() << "saved after " << before << " elements");
+  Iterator original = make().make_iterator();
+  ASSERT_EQ(drain(original, before).size(), before);
+  std::string saved = original.save_state().dump();
+  std::vector<Element> expected = drain(original, after);
+
+  Iterator restored = make().make_iterator(12345);  // another iteration number: the state must override it
+  restored.restore_state(nlohmann::json::parse(saved));
+  std::vector<Element> actual = drain(restored, after);
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) EXPECT_TRUE(same_element(actual[i], expected[i])) << "element " << i;
+  EXPECT_EQ(restored.save_state(), original.save_state());
 }
 
 // A [n, 3] float tensor whose row i is (i, i + 0.25, i + 0.5), and labels i % 10 as int64.

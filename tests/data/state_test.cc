@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <functional>
 
 #include "data_test_util.h"
 #include "lockstep/data/dataset.h"
@@ -14,6 +13,7 @@ namespace {
 
 using nlohmann::json;
 using testing::drain;
+using testing::expect_resumes;
 using testing::same_element;
 
 Element plus_one(const Element& e) {
@@ -21,23 +21,6 @@ Element plus_one(const Element& e) {
   float* p = x.data<float>();
   for (int64_t i = 0; i < x.numel(); ++i) p[i] += 1;
   return {x, e.y, {}};
-}
-
-// Runs make()'s pipeline for `before` elements, saves, runs `after` more; then restores the state (sent
-// through its text form) into a fresh iterator of a newly built pipeline and expects the same `after`.
-void expect_resumes(const std::function<Dataset()>& make, size_t before, size_t after = 40) {
-  SCOPED_TRACE(::testing::Message() << "saved after " << before << " elements");
-  Iterator original = make().make_iterator();
-  ASSERT_EQ(drain(original, before).size(), before);
-  std::string saved = original.save_state().dump();
-  std::vector<Element> expected = drain(original, after);
-
-  Iterator restored = make().make_iterator(12345);  // another iteration number: the state must override it
-  restored.restore_state(json::parse(saved));
-  std::vector<Element> actual = drain(restored, after);
-  ASSERT_EQ(actual.size(), expected.size());
-  for (size_t i = 0; i < expected.size(); ++i) EXPECT_TRUE(same_element(actual[i], expected[i])) << "element " << i;
-  EXPECT_EQ(restored.save_state(), original.save_state());
 }
 
 Dataset slices(int64_t n) { return Dataset::from_tensor_slices(testing::rows_tensor(n), testing::labels_tensor(n)); }

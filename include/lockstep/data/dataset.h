@@ -9,6 +9,8 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "lockstep/tensor/tensor.h"
 
@@ -33,6 +35,22 @@ struct Element {
 // What batch() produces: each defined component gains a leading batch axis.
 using Batch = Element;
 
+// What zip() makes of one element of each input.
+using ZipFn = std::function<Element(const std::vector<Element>&)>;
+// A source for from_generator: each call gives the next element, std::nullopt at the end.
+using Generator = std::function<std::optional<Element>()>;
+// What scan() makes of (state, element): {the new state, the output element}.
+using ScanFn = std::function<std::pair<Element, Element>(const Element& state, const Element& element)>;
+
+// How padded_batch() pads one component. kAll pads axis a to padded_shape[a] (-1, or an axis past its end: the
+// batch's largest) with padding_value, as TF's padded_batch; kNone pads nothing (shapes must match, as in batch());
+// kLast pads only the last axis to the batch's largest (the others must match).
+struct Padding {
+  enum class Axes { kAll, kNone, kLast } axes = Axes::kAll;
+  std::vector<int64_t> padded_shape = {};
+  double padding_value = 0;
+};
+
 struct Options {
   // How the distribution layer splits the data among workers (tf.data.experimental.AutoShardPolicy).
   enum class AutoShardPolicy { AUTO, FILE, DATA, OFF } auto_shard_policy = AutoShardPolicy::AUTO;
@@ -51,6 +69,17 @@ class Dataset {
   static Dataset from_tensor_slices(const Tensor& x, const Tensor& y = {}, const Tensor& sample_weight = {});
   // start, start + step, ... up to stop (exclusive); x is an int64 scalar.
   static Dataset range(int64_t start, int64_t stop, int64_t step = 1);
+  // The elements of a generator that `make` returns, a new one per iterator. Restoring makes a new generator and
+  // skips the elements the saved iterator had taken, so each must yield the same elements.
+  static Dataset from_generator(std::function<Generator()> make);
+  // One element of each dataset, combined by `combine` (by default their defined components in order, at most
+  // three in all); ends with the shortest input. Keeps the first dataset's options.
+  static Dataset zip(std::vector<Dataset> datasets, ZipFn combine = {});
+  // Each element from a dataset drawn at random, dataset i with probability weights[i] / sum(weights) (uniform when
+  // weights is empty), from Philox(seed): the same draws for every iterator. When the drawn dataset is exhausted,
+  // the result ends if stop_on_empty_dataset, else the rest are drawn from. Keeps the first dataset's options.
+  static Dataset sample_from_datasets(std::vector<Dataset> datasets, std::vector<double> weights = {},
+                                      std::optional<uint64_t> seed = {}, bool stop_on_empty_dataset = false);
 
   // Fills a buffer of buffer_size elements and yields a uniformly chosen one, refilling its slot. The
   // stream comes from (seed, iteration): with reshuffle_each_iteration every new iterator and every
@@ -63,6 +92,28 @@ class Dataset {
   Dataset batch(int64_t batch_size, bool drop_remainder = false) const;
   // Elements index, index + num_shards, index + 2 * num_shards, ...
   Dataset shard(int64_t num_shards, int64_t index) const;
+  // Pads each component to the batch's largest shape (or the fixed sizes of `padding`, one entry per component
+  // x, y, sample_weight; missing entries are Padding{}), then stacks batch_size of them as batch() does.
+  Dataset padded_batch(int64_t batch_size, std::vector<Padding> padding = {}, bool drop_remainder = false) const;
+  // The rows of each element along axis 0; every component must have the same length there.
+  Dataset unbatch() const;
+  // Window k holds input elements k * shift + j * stride for j < size (shift: size when not given), stacked like
+  // a batch: each component gains a leading axis of the window's length. TF yields each window as a dataset; this
+  // is TF's window(...).flat_map(lambda w: w.batch(size)). The last windows are shorter unless
+  // drop_remainder.
+  Dataset window(int64_t size, std::optional<int64_t> shift = {}, int64_t stride = 1,
+                 bool drop_remainder = false) const;
+  // Every element of this dataset, then every element of `other`.
+  Dataset concatenate(const Dataset& other) const;
+  // block_length elements in turn from each of cycle_length datasets made by fn from this dataset's elements
+  // (TF's sequential order: an exhausted one is replaced at its place by the next element's). fn must be
+  // deterministic: restore_state replays it.
+  Dataset interleave(std::function<Dataset(const Element&)> fn, int64_t cycle_length, int64_t block_length = 1) const;
+  // interleave(fn, 1, 1): the datasets' elements one dataset after the other.
+  Dataset flat_map(std::function<Dataset(const Element&)> fn) const;
+  // Threads a state through the elements: (state, element) -> (new state, output), starting from initial_state.
+  // The state is saved with the iterator (its tensors' bytes), so restoring does not replay.
+  Dataset scan(Element initial_state, ScanFn fn) const;
   // fn must be a pure function of its argument: restore_state replays it.
   Dataset map(std::function<Element(const Element&)> fn) const;
   Dataset filter(std::function<bool(const Element&)> predicate) const;

@@ -49,7 +49,9 @@ class DatasetNode {
   virtual ~DatasetNode() = default;
 
   // The Dataset method that made this node: "from_tensor_slices", "range", "shuffle", "repeat", "batch",
-  // "shard", "map", "filter", "take", "skip", "cache", "prefetch"; the file readers "TFRecordDataset", "CsvDataset".
+  // "shard", "map", "filter", "take", "skip", "cache", "prefetch", "padded_batch", "unbatch", "window", "scan",
+  // "interleave", "zip", "concatenate", "sample_from_datasets", "from_generator"; the file readers "TFRecordDataset",
+  // "CsvDataset".
   const std::string& op() const { return op_; }
   // Its arguments by name ({"batch_size": 64, "drop_remainder": false}); functions are not shown and
   // from_tensor_slices shows each component's dtype and shape.

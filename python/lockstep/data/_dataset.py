@@ -382,18 +382,52 @@ class Dataset:
     def concatenate(self, dataset, name=None):
         if not isinstance(dataset, Dataset):
             raise TypeError(f"concatenate: pass a tf.data.Dataset, got {type(dataset).__name__}")
-        mine, theirs = self._structure, dataset._structure
-        if not _structure.same_nest(mine.tree, theirs.tree) or [s.dtype for s in mine.specs] != [
-                s.dtype for s in theirs.specs]:
-            raise TypeError(f"concatenate: incompatible dataset elements: {mine.tree} and {theirs.tree}; give both "
-                            "datasets the same structure and dtypes")
-        if mine.layout != theirs.layout:
-            raise ValueError("concatenate: the datasets' elements have more than 3 components of different ranks; "
-                             "give both datasets' components the same ranks")
-        specs = [s._with_shape(None if s.shape.rank != t.shape.rank else
-                               [a if a == b else None for a, b in zip(s.shape, t.shape)])
-                 for s, t in zip(mine.specs, theirs.specs)]
-        return Dataset(self._cpp.concatenate(dataset._cpp), mine.with_specs(specs), self._opts)
+        return Dataset(self._cpp.concatenate(dataset._cpp), _common_structure(self, dataset, "concatenate"),
+                       self._opts)
+
+    @staticmethod
+    def sample_from_datasets(datasets, weights=None, seed=None, stop_on_empty_dataset=False,
+                             rerandomize_each_iteration=None):
+        """Each element from one of `datasets` drawn at random by `weights` (a list; uniform by default). The
+        draws repeat for every iterator, as TF's default; rerandomize_each_iteration is not supported."""
+        datasets = list(datasets)
+        if not datasets or not all(isinstance(d, Dataset) for d in datasets):
+            raise TypeError("sample_from_datasets: pass a non-empty list of tf.data.Dataset")
+        if rerandomize_each_iteration:
+            raise NotImplementedError("sample_from_datasets: rerandomize_each_iteration is not implemented by lockstep")
+        if isinstance(weights, Dataset):
+            raise NotImplementedError("sample_from_datasets: weights as a Dataset is not implemented by lockstep; "
+                                      "pass a list of floats")
+        w = [] if weights is None else [float(v) for v in _np.asarray(
+            weights.numpy() if hasattr(weights, "numpy") else weights, dtype=float).reshape(-1)]
+        structure = datasets[0]._structure
+        for d in datasets[1:]:
+            structure = _common_structure(Dataset(None, structure), d, "sample_from_datasets")
+        seed = None if seed is None else _int(seed, "sample_from_datasets' seed") & 0xFFFFFFFFFFFFFFFF
+        return Dataset(_C.Dataset.sample_from_datasets([d._cpp for d in datasets], w, seed,
+                                                       bool(stop_on_empty_dataset)), structure, datasets[0]._opts)
+
+    def scan(self, initial_state, scan_func, name=None):
+        """scan_func(state, element) -> (new_state, output), from initial_state; the C++ stage holds the state
+        and saves it with the iterator."""
+        if not callable(scan_func):
+            raise TypeError(f"scan: scan_func must be callable, got {type(scan_func).__name__}")
+        state = Structure.of_value(initial_state)
+        cell = _Lazy()
+
+        def call(state_slots, slots):
+            result = scan_func(state.decode(state_slots), self._structure.decode(slots))
+            if not isinstance(result, (tuple, list)) or len(result) != 2:
+                raise TypeError("scan: the function must return a (new_state, output_element) pair")
+            new_state, out = result
+            out = tuple(out) if isinstance(out, list) else out
+            if cell.value is None:
+                cell.value = Structure.of_value(out)
+            return state.encode(new_state, "scan()'s new state"), cell.value.encode(out, "scan()")
+
+        out = Dataset(self._cpp.scan(state.encode(initial_state, "scan's initial_state"), call), cell, self._opts)
+        cell.compute = _tracer(out, cell)
+        return out
 
     @staticmethod
     def list_files(file_pattern, shuffle=None, seed=None, name=None):
@@ -478,6 +512,23 @@ class Dataset:
         return f"<{type(self).__name__} element_spec={self.element_spec}>"
 
 
+def _common_structure(first, second, op):
+    """The structure of a dataset of `first`'s and `second`'s elements (concatenate, sample_from_datasets): the
+    same nest and dtypes, shapes relaxed where they differ."""
+    mine, theirs = first._structure, second._structure
+    if not _structure.same_nest(mine.tree, theirs.tree) or [s.dtype for s in mine.specs] != [
+            s.dtype for s in theirs.specs]:
+        raise TypeError(f"{op}: incompatible dataset elements: {mine.tree} and {theirs.tree}; give both "
+                        "datasets the same structure and dtypes")
+    if mine.layout != theirs.layout:
+        raise ValueError(f"{op}: the datasets' elements have more than 3 components of different ranks; "
+                         "give both datasets' components the same ranks")
+    specs = [s._with_shape(None if s.shape.rank != t.shape.rank else
+                           [a if a == b else None for a, b in zip(s.shape, t.shape)])
+             for s, t in zip(mine.specs, theirs.specs)]
+    return mine.with_specs(specs)
+
+
 def _tracer(dataset, cell):
     """What learns the structure of a map or zip output: computing its first element (TF traces the function).
 
@@ -536,9 +587,9 @@ class _NumpyIterator(_Iterator):
 
 
 # TensorFlow's Dataset methods that lockstep lacks say so when called.
-_MISSING = ("window", "scan", "group_by_window", "bucket_by_sequence_length",
+_MISSING = ("window", "group_by_window", "bucket_by_sequence_length",
             "rejection_resample", "unique", "snapshot", "save", "load", "ragged_batch", "sparse_batch",
-            "fingerprint", "random", "choose_from_datasets", "sample_from_datasets",
+            "fingerprint", "random", "choose_from_datasets",
             "ignore_errors", "take_while", "distributed_save", "shuffle_and_repeat", "batch_with_padding")
 
 

@@ -156,6 +156,16 @@ def unbatch():
     return lambda dataset: dataset.unbatch()
 
 
+def scan(initial_state, scan_func):
+    return lambda dataset: dataset.scan(initial_state, scan_func)
+
+
+def sample_from_datasets(datasets, weights=None, seed=None, stop_on_empty_dataset=False):
+    from ._dataset import Dataset
+
+    return Dataset.sample_from_datasets(datasets, weights, seed, stop_on_empty_dataset)
+
+
 def enumerate_dataset(start=0):
     return lambda dataset: dataset.enumerate(start)
 
