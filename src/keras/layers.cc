@@ -777,7 +777,7 @@ const Registry<LayerPtr>& registry() {
       "layer", {entry<InputLayer>(), entry<Reshape>(), entry<Flatten>(), entry<Conv2D>(), entry<MaxPooling2D>(),
                 entry<AveragePooling2D>(), entry<GlobalAveragePooling2D>(), entry<GlobalMaxPooling2D>(), entry<Dense>(),
                 entry<Dropout>(), entry<BatchNormalization>(), entry<LayerNormalization>(), entry<Activation>(),
-                entry<Embedding>(), entry<Normalization>(), entry<LeakyReLU>(), entry<Rescaling>(), entry<Add>(), entry<Concatenate>(), entry<UpSampling2D>()});
+                entry<Embedding>(), entry<Normalization>(), entry<LeakyReLU>(), entry<Rescaling>(), entry<Add>(), entry<Concatenate>(), entry<UpSampling2D>(), entry<Conv1D>()});
   return r;
 }
 

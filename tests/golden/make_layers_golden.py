@@ -1,7 +1,7 @@
 """Makes tests/golden/layers_golden.json: forward values of the layers lockstep added for Keras models
 (GlobalAveragePooling2D, GlobalMaxPooling2D, Embedding, LayerNormalization, Rescaling, Add, Concatenate,
-AveragePooling2D, Activation, UpSampling2D), computed by Keras on small inputs with set weights, with each layer's
-Keras config.
+AveragePooling2D, Activation, UpSampling2D, Conv1D), computed by Keras on small inputs with set weights, with each
+layer's Keras config; Conv1D's rows also hold TF's gradients of sum(y * upstream).
 The test (layers_golden_test.cc) builds each layer from that config, loads the weights and compares.
 
 Generated with TensorFlow 2.21.0 / Keras 3.15.1. Rerun from the source root:
@@ -14,6 +14,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 import numpy as np  # noqa: E402
 import keras  # noqa: E402
+import tensorflow as tf  # noqa: E402
 from keras import layers  # noqa: E402
 
 rng = np.random.RandomState(11)
@@ -55,6 +56,37 @@ CASES += [
     ("up_sampling2d_bilinear", layers.UpSampling2D((2, 3), interpolation="bilinear"), [later_floats(1, 3, 4, 2)]),
 ]
 
+# Conv1D's inputs, from a generator of their own too; its rows also hold gradients (below).
+rng_conv1d = np.random.RandomState(13)
+
+
+def conv1d_floats(*shape):
+    return rng_conv1d.uniform(-1, 1, size=shape).astype(np.float32)
+
+
+CASES += [
+    ("conv1d", layers.Conv1D(4, 3, strides=2, activation="relu"), [conv1d_floats(2, 9, 3)]),
+    ("conv1d_same", layers.Conv1D(3, 4, strides=2, padding="same"), [conv1d_floats(2, 7, 2)]),
+    ("conv1d_causal", layers.Conv1D(2, 3, padding="causal", use_bias=False, activation="tanh"),
+     [conv1d_floats(1, 6, 3)]),
+]
+
+# Rows that also hold the gradients of sum(y * upstream) with respect to the input and each weight (TF's
+# GradientTape), the upstream gradient drawn from a generator of its own.
+WITH_GRADIENTS = {"conv1d", "conv1d_same", "conv1d_causal"}
+rng_upstream = np.random.RandomState(14)
+
+
+def gradients_json(layer, x, y_shape):
+    upstream = rng_upstream.uniform(-1, 1, size=y_shape).astype(np.float32)
+    x = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        loss = tf.reduce_sum(layer(x) * upstream)
+    grads = tape.gradient(loss, [x] + list(layer.trainable_weights))
+    return {"upstream": tensor_json(upstream), "input_gradients": [tensor_json(grads[0].numpy())],
+            "weight_gradients": [tensor_json(g.numpy()) for g in grads[1:]]}
+
 
 def main():
     out = []
@@ -67,8 +99,11 @@ def main():
             w.assign(value)
             weights.append({"name": w.path, **tensor_json(value)})
         y = np.asarray(layer(x))
-        out.append({"name": name, "class_name": type(layer).__name__, "config": layer.get_config(),
-                    "inputs": [tensor_json(i) for i in inputs], "weights": weights, "output": tensor_json(y)})
+        row = {"name": name, "class_name": type(layer).__name__, "config": layer.get_config(),
+               "inputs": [tensor_json(i) for i in inputs], "weights": weights, "output": tensor_json(y)}
+        if name in WITH_GRADIENTS:
+            row.update(gradients_json(layer, inputs[0], y.shape))
+        out.append(row)
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "layers_golden.json")
     with open(path, "w") as f:
         json.dump({"keras_version": keras.__version__, "layers": out}, f, indent=1)

@@ -57,6 +57,7 @@ const std::map<std::string, Sample>& samples() {
       {"Add", {json::object(), {6}, Sample::kTwoBranches}},
       {"Concatenate", {json::object(), {6}, Sample::kTwoBranches}},
       {"UpSampling2D", {json::object(), {3, 3, 2}}},
+      {"Conv1D", {{{"filters", 2}, {"kernel_size", 3}, {"padding", "causal"}, {"activation", "relu"}}, {6, 3}}},
   };
   return table;
 }

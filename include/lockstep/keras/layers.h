@@ -639,3 +639,6 @@ inline layers::InputLayer Input(Shape shape, DType dtype = DType::float32) { ret
 void clear_session();
 
 }  // namespace lockstep::keras
+
+// Layers declared in headers of their own (one class per file pair, include/lockstep/keras/layers/).
+#include "lockstep/keras/layers/conv1d.h"
