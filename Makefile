@@ -20,9 +20,11 @@ build: deps $(BUILD)/CMakeCache.txt
 	@scripts/python-venv $(BUILD)/venv
 	cmake --build $(BUILD) -j $(JOBS)
 
-# docs/keras-classes.md, from the registries (a test fails when it is not what they generate).
+# The generated docs: docs/keras-classes.md from the registries, docs/python.md's list of supported symbols from
+# the package (a test fails when either is not what its generator writes).
 docs: build
 	$(BUILD)/bin/lockstep classes > docs/keras-classes.md
+	$(BUILD)/venv/bin/python3 python/tools/make_docs.py
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
