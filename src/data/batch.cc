@@ -17,10 +17,8 @@ class BatchNode final : public UnaryNode {
         batch_size_(batch_size),
         drop_remainder_(drop_remainder) {}
 
-  int64_t cardinality() const override {  // TF's rule
-    int64_t n = input().cardinality();
-    if (n < 0) return n;
-    return n / batch_size_ + (n % batch_size_ == 0 || drop_remainder_ ? 0 : 1);
+  int64_t cardinality() const override {
+    return batched_cardinality(input().cardinality(), batch_size_, drop_remainder_);
   }
   const RowSource* row_source() const override { return nullptr; }
   NodePtr with_inputs(std::vector<NodePtr> inputs) const override {

@@ -60,6 +60,13 @@ class UnaryIterator : public ItemIterator {
   int64_t count_ = 0;
 };
 
+// batch()'s and padded_batch()'s cardinality from the input's n (TF's rule: a smaller last batch counts unless
+// drop_remainder; unknown and infinite stay so).
+inline int64_t batched_cardinality(int64_t n, int64_t batch_size, bool drop_remainder) {
+  if (n < 0) return n;
+  return n / batch_size + (n % batch_size == 0 || drop_remainder ? 0 : 1);
+}
+
 // The only input of a with_inputs() call on a one-input stage.
 NodePtr single_input(const std::vector<NodePtr>& inputs, const std::string& op);
 

@@ -49,6 +49,31 @@ inline std::vector<Param> operator+(std::vector<Param> a, const std::vector<Para
   return a;
 }
 
+// The arguments of Keras' convolutions of `rank` spatial axes (Conv1D, Conv2D), in Keras' order: Keras' defaults
+// are a number for rank 1 and a tuple for more; `kernel_doc` and `padding_doc` say what lockstep's windows and
+// paddings are.
+std::vector<Param> conv_params(int rank, const std::string& kernel_doc, const std::string& padding_doc);
+// A convolution's get_config beyond the Layer's (`c`): Keras 3's keys, sizes as tuples of `rank`.
+template <typename Options>
+nlohmann::json conv_config(nlohmann::json c, int rank, int64_t filters, int64_t kernel_size, const Options& o) {
+  const auto tuple = [rank](int64_t v) { return std::vector<int64_t>(static_cast<size_t>(rank), v); };
+  c["filters"] = filters;
+  c["kernel_size"] = tuple(kernel_size);
+  c["strides"] = tuple(o.strides);
+  c["padding"] = o.padding;
+  c["data_format"] = "channels_last";
+  c["dilation_rate"] = tuple(1);
+  c["groups"] = 1;
+  c["activation"] = o.activation.empty() ? "linear" : o.activation;
+  c["use_bias"] = o.use_bias;
+  c["kernel_initializer"] = o.kernel_initializer.ptr->get_config();
+  c["bias_initializer"] = o.bias_initializer.ptr->get_config();
+  c["kernel_regularizer"] = o.kernel_regularizer ? o.kernel_regularizer->get_config() : nlohmann::json();
+  for (const char* none : {"bias_regularizer", "activity_regularizer", "kernel_constraint", "bias_constraint"})
+    c[none] = nullptr;
+  return c;
+}
+
 class ConfigReader {
  public:
   ConfigReader(std::string class_name, const nlohmann::json& config);

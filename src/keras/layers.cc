@@ -121,6 +121,25 @@ regularizers::RegularizerPtr ConfigReader::regularizer(const char* key) const {
     throw ValueError(make_message("layer '", name_, "' (", cls_, "): ", key, ": ", e.what()));
   }
 }
+
+std::vector<Param> conv_params(int rank, const std::string& kernel_doc, const std::string& padding_doc) {
+  // Keras writes a rank-1 size as a number, a larger one as a tuple; lockstep takes either spelling.
+  const nlohmann::json one = rank == 1 ? nlohmann::json(1) : nlohmann::json(std::vector<int>(static_cast<size_t>(rank), 1));
+  const nlohmann::json other = rank == 1 ? nlohmann::json::array({1}) : nlohmann::json(1);
+  return std::vector<Param>{{"filters", kRequired, "the number of output channels"},
+                            {"kernel_size", kRequired, kernel_doc},
+                            {"strides", one, "the step between windows (a number, or one per axis)"},
+                            {"padding", "valid", padding_doc},
+                            channels_last(),
+                            Param::fixed("dilation_rate", one, "not implemented by lockstep", {other}),
+                            Param::fixed("groups", 1, "not implemented by lockstep"),
+                            {"activation", nullptr, "applied to the output; None is linear"},
+                            {"use_bias", true, "whether to add a bias vector"},
+                            {"kernel_initializer", "glorot_uniform", "the kernel's initial values"},
+                            {"bias_initializer", "zeros", "the bias's initial values"},
+                            {"kernel_regularizer", nullptr, "a penalty on the kernel, added to the loss"}} +
+         plain_kernel({"bias_regularizer", "activity_regularizer", "kernel_constraint", "bias_constraint"});
+}
 }  // namespace detail
 
 void clear_session() {
@@ -357,22 +376,7 @@ Tensor Conv2D::call(const Tensor& x, bool) {
 }
 
 nlohmann::json Conv2D::get_config() const {
-  nlohmann::json c = Layer::get_config();
-  c["filters"] = filters_;
-  c["kernel_size"] = {kernel_size_, kernel_size_};
-  c["strides"] = {opt_.strides, opt_.strides};
-  c["padding"] = opt_.padding;
-  c["data_format"] = "channels_last";
-  c["dilation_rate"] = {1, 1};
-  c["groups"] = 1;
-  c["activation"] = opt_.activation.empty() ? "linear" : opt_.activation;
-  c["use_bias"] = opt_.use_bias;
-  c["kernel_initializer"] = opt_.kernel_initializer.ptr->get_config();
-  c["bias_initializer"] = opt_.bias_initializer.ptr->get_config();
-  c["kernel_regularizer"] = opt_.kernel_regularizer ? opt_.kernel_regularizer->get_config() : nlohmann::json();
-  for (const char* none : {"bias_regularizer", "activity_regularizer", "kernel_constraint", "bias_constraint"})
-    c[none] = nullptr;
-  return c;
+  return detail::conv_config(Layer::get_config(), 2, filters_, kernel_size_, opt_);
 }
 
 // ---- pooling ----
@@ -600,21 +604,10 @@ std::shared_ptr<Flatten> Flatten::from_config(const nlohmann::json& c) {
   return std::make_shared<Flatten>(c.value("name", ""));
 }
 
+
 std::vector<Param> Conv2D::params() {
-  return std::vector<Param>{
-             {"filters", kRequired, "the number of output channels"},
-             {"kernel_size", kRequired, "the window's side (n or [n, n]: lockstep's windows are square)"},
-             {"strides", {1, 1}, "the step between windows (n or [n, n])"},
-             {"padding", "valid", "\"valid\" (no padding) or \"same\" (the output keeps the input's size)"},
-             channels_last(),
-             Param::fixed("dilation_rate", {1, 1}, "not implemented by lockstep", {1}),
-             Param::fixed("groups", 1, "not implemented by lockstep"),
-             {"activation", nullptr, "applied to the output; None is linear"},
-             {"use_bias", true, "whether to add a bias vector"},
-             {"kernel_initializer", "glorot_uniform", "the kernel's initial values"},
-             {"bias_initializer", "zeros", "the bias's initial values"},
-             {"kernel_regularizer", nullptr, "a penalty on the kernel, added to the loss"}} +
-         plain_kernel({"bias_regularizer", "activity_regularizer", "kernel_constraint", "bias_constraint"});
+  return detail::conv_params(2, "the window's side (n or [n, n]: lockstep's windows are square)",
+                             "\"valid\" (no padding) or \"same\" (the output keeps the input's size)");
 }
 
 std::shared_ptr<Conv2D> Conv2D::from_config(const nlohmann::json& c) {

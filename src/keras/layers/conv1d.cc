@@ -59,42 +59,13 @@ Tensor Conv1D::call(const Tensor& x, bool) {
 }
 
 nlohmann::json Conv1D::get_config() const {
-  nlohmann::json c = Layer::get_config();
-  c["filters"] = filters_;
-  c["kernel_size"] = {kernel_size_};
-  c["strides"] = {opt_.strides};
-  c["padding"] = opt_.padding;
-  c["data_format"] = "channels_last";
-  c["dilation_rate"] = {1};
-  c["groups"] = 1;
-  c["activation"] = opt_.activation.empty() ? "linear" : opt_.activation;
-  c["use_bias"] = opt_.use_bias;
-  c["kernel_initializer"] = opt_.kernel_initializer.ptr->get_config();
-  c["bias_initializer"] = opt_.bias_initializer.ptr->get_config();
-  c["kernel_regularizer"] = opt_.kernel_regularizer ? opt_.kernel_regularizer->get_config() : nlohmann::json();
-  for (const char* none : {"bias_regularizer", "activity_regularizer", "kernel_constraint", "bias_constraint"})
-    c[none] = nullptr;
-  return c;
+  return detail::conv_config(Layer::get_config(), 1, filters_, kernel_size_, opt_);
 }
 
 std::vector<Param> Conv1D::params() {
-  using detail::operator+;
-  return std::vector<Param>{
-             {"filters", kRequired, "the number of output channels"},
-             {"kernel_size", kRequired, "the window's length (n or [n])"},
-             {"strides", 1, "the step between windows (n or [n])"},
-             {"padding", "valid",
-              "\"valid\" (no padding), \"same\" (ceil(steps / strides) outputs) or \"causal\" (zeros before the "
-              "sequence, so that no output sees a later step)"},
-             detail::channels_last(),
-             Param::fixed("dilation_rate", 1, "not implemented by lockstep", {nlohmann::json::array({1})}),
-             Param::fixed("groups", 1, "not implemented by lockstep"),
-             {"activation", nullptr, "applied to the output; None is linear"},
-             {"use_bias", true, "whether to add a bias vector"},
-             {"kernel_initializer", "glorot_uniform", "the kernel's initial values"},
-             {"bias_initializer", "zeros", "the bias's initial values"},
-             {"kernel_regularizer", nullptr, "a penalty on the kernel, added to the loss"}} +
-         detail::plain_kernel({"bias_regularizer", "activity_regularizer", "kernel_constraint", "bias_constraint"});
+  return detail::conv_params(1, "the window's length (n or [n])",
+                             "\"valid\" (no padding), \"same\" (ceil(steps / strides) outputs) or \"causal\" "
+                             "(zeros before the sequence, so that no output sees a later step)");
 }
 
 std::shared_ptr<Conv1D> Conv1D::from_config(const nlohmann::json& c) {
