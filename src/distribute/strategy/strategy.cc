@@ -8,23 +8,15 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
-#include <numeric>
 #include <random>
-#include <string_view>
 #include <thread>
 
 #include "lockstep/core/logging.h"
 #include "lockstep/core/version.h"
 #include "lockstep/core/threads.h"
-#include "lockstep/distribute/collective/gloo.h"
-#include "lockstep/distribute/collective/hierarchical.h"
+#include "lockstep/distribute/collective/backends.h"
 #include "lockstep/distribute/collective/local.h"
-#include "lockstep/distribute/collective/mpi.h"
-#include "lockstep/distribute/collective/nccl.h"
-#include "lockstep/distribute/collective/network.h"
-#include "lockstep/distribute/collective/shared_memory.h"
 #include "lockstep/distribute/coordination/coordination.h"
-#include "lockstep/kernels/cuda/runtime.h"
 #include "lockstep/tensor/ops.h"
 #include "strategy-impl.h"
 
@@ -55,33 +47,6 @@ std::chrono::milliseconds timeout_from_env(const char* name, std::chrono::millis
   LS_CHECK(ec == std::errc() && ptr == end && seconds >= 0.001 && seconds <= kMaxSeconds, ValueError, name, "='",
            shown, "' is not a number of seconds from 0.001 to ", kMaxSeconds, ": set it to e.g. 120, or unset it");
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-}
-
-// Whether LOCKSTEP_COLLECTIVE=gloo asks for gloo in place of the network backend (RING's engine).
-bool gloo_asked() {
-  const char* v = std::getenv("LOCKSTEP_COLLECTIVE");
-  return v && std::string_view(v) == "gloo";
-}
-
-// The cross-worker backend: RING is the network backend (gloo if LOCKSTEP_COLLECTIVE=gloo), MPI is MPI (only in a
-// job an MPI launcher started); AUTO is what LOCKSTEP_COLLECTIVE says, else MPI under an MPI launcher, and
-// otherwise stays AUTO: shared memory when every worker is on one host, the network when not (connect_workers
-// decides).
-CommunicationImplementation choose_collective(CommunicationImplementation requested) {
-  using enum CommunicationImplementation;
-  if (const char* v = std::getenv("LOCKSTEP_COLLECTIVE")) {
-    const std::string value = v;
-    LS_CHECK(value == "auto" || value == "ring" || value == "gloo" || value == "mpi", ValueError,
-             "LOCKSTEP_COLLECTIVE='", shorten(value),
-             "' is not a collective backend: set it to auto, ring (the network), gloo or mpi, or unset it");
-    if (requested == AUTO) requested = value == "mpi" ? MPI : value == "auto" ? AUTO : RING;
-  }
-  if (requested == AUTO && launched_by_mpi()) return MPI;
-  if (requested == MPI)
-    LS_CHECK(launched_by_mpi(), ValueError, "the MPI collective backend needs a job started by mpirun or srun "
-             "--mpi=pmix (none of OMPI_COMM_WORLD_SIZE, PMIX_RANK, PMI_RANK is set, or LOCKSTEP_USE_MPI=0): start "
-             "it with mpirun -np N, or use AUTO or RING");
-  return requested;
 }
 
 // LOCKSTEP_GRADIENT_COMPRESSION=none|bfloat16 applies when the program left the option at NONE.
@@ -231,38 +196,6 @@ void Strategy::abort(const std::string& message) {
   impl_->last_error = message;
 }
 
-// The host of every worker as shared memory sees it (shared_memory_domain()), asked through the coordination
-// service's store: hosts numbered 0, 1, ... in the order of their first worker.
-static std::vector<int> hosts_of_workers(KeyValueStore& store, int rank, int size, std::chrono::milliseconds timeout) {
-  store.set(make_message("domain/", rank), shared_memory_domain());
-  std::vector<std::string> domains;
-  std::vector<int> host_of;
-  for (int r = 0; r < size; ++r) {
-    const std::string domain = r == rank ? shared_memory_domain() : store.get(make_message("domain/", r), timeout);
-    const auto known = std::find(domains.begin(), domains.end(), domain);
-    host_of.push_back(static_cast<int>(known - domains.begin()));
-    if (known == domains.end()) domains.push_back(domain);
-  }
-  return host_of;
-}
-
-// Whether every worker has a GPU of its own (NCCL refuses two ranks on one GPU): each publishes its GPU's UUID.
-static bool one_gpu_per_worker(KeyValueStore& store, Device device, int rank, int size, std::chrono::milliseconds timeout) {
-#if LOCKSTEP_WITH_CUDA
-  const std::string mine = kernels::cuda::device_uuid(device.index);
-#else
-  const std::string mine = device.str();
-#endif
-  store.set(make_message("gpu/", rank), mine);
-  std::vector<std::string> seen;
-  for (int r = 0; r < size; ++r) {
-    const std::string gpu = r == rank ? mine : store.get(make_message("gpu/", r), timeout);
-    if (std::find(seen.begin(), seen.end(), gpu) != seen.end()) return false;
-    seen.push_back(gpu);
-  }
-  return true;
-}
-
 void Strategy::connect_workers() {
   const CommunicationImplementation backend = choose_collective(options_.implementation);
   if (num_workers() <= 1) return;
@@ -285,104 +218,14 @@ void Strategy::connect_workers() {
   c.security = load_cluster_security(tf_config ? tf_config->security_files() : ClusterSecurityFiles{});
   impl_->coordination = std::make_unique<CoordinationClient>(c);
 
-  if (backend == CommunicationImplementation::MPI) {
-    MPIOptions m;
-    for (const Task& t : tasks) m.peer_names.push_back(t.name() + " at " + t.address);
-    m.connect_timeout = c.startup_timeout;
-    impl_->cross = make_mpi_communicator(m);
-    // MPI numbers the ranks itself: they must be the cluster's, or gradients would meet the wrong peers.
-    LS_CHECK(impl_->cross->rank() == worker_rank() && impl_->cross->size() == num_workers(), ValueError,
-             "MPI made this process rank ", impl_->cross->rank(), " of ", impl_->cross->size(), " but the cluster (",
-             resolver_->task().name(), ") makes it rank ", worker_rank(), " of ", num_workers(),
-             ": under mpirun leave TF_CONFIG unset (the MPI resolver uses MPI's ranks), or set LOCKSTEP_COLLECTIVE=ring");
-    log(LogLevel::info, "collective backend: MPI");
-  } else {
-    // Communicators over some of the workers (`ranks`, in job order), named as the cluster names them.
-    auto names = [&](const std::vector<int>& ranks, RendezvousOptions& options) {
-      for (int r : ranks) {
-        options.peer_names.push_back(tasks[static_cast<size_t>(r)].name() + " at " + tasks[static_cast<size_t>(r)].address);
-        options.peer_tasks.push_back(tasks[static_cast<size_t>(r)].name());
-      }
-      options.connect_timeout = c.startup_timeout;
-    };
-    const std::string& own = tasks[static_cast<size_t>(worker_rank())].address;
-    const std::string own_host = own.front() == '[' ? own.substr(1, own.find(']') - 1) : own.substr(0, own.rfind(':'));
-    // The engine between hosts, and of RING: the network backend, or gloo when LOCKSTEP_COLLECTIVE=gloo asks.
-    const char* const network_name = gloo_asked() ? "gloo (TCP)" : "UCX over TCP";
-    auto network = [&](const std::vector<int>& ranks, int rank, const std::string& prefix) -> std::unique_ptr<Communicator> {
-      if (gloo_asked()) {
-        GlooOptions g;
-        g.hostname = own_host;
-        g.prefix = "gloo-" + prefix;
-        names(ranks, g);
-        return make_gloo_communicator(*impl_->coordination, rank, static_cast<int>(ranks.size()), g);
-      }
-      NetworkOptions n;
-      n.hostname = own_host;
-      n.prefix = prefix;
-      names(ranks, n);
-      return make_network_communicator(*impl_->coordination, rank, static_cast<int>(ranks.size()), n);
-    };
-    auto shared_memory = [&](const std::vector<int>& ranks, int rank, const std::string& prefix) {
-      SharedMemoryOptions m;
-      m.prefix = prefix;
-      names(ranks, m);
-      return make_shared_memory_communicator(*impl_->coordination, rank, static_cast<int>(ranks.size()), m);
-    };
-    std::vector<int> everyone(static_cast<size_t>(num_workers()));
-    std::iota(everyone.begin(), everyone.end(), 0);
-    // GPU workers: NCCL when each has a GPU of its own (TF's AUTO picks NCCL for GPUs), else the host backends on
-    // host copies of the gradients.
-    if (device_.is_gpu() && backend != CommunicationImplementation::RING) {
-      const bool own_gpus = one_gpu_per_worker(*impl_->coordination, device_, worker_rank(), num_workers(),
-                                               c.startup_timeout);
-      LS_CHECK(own_gpus || backend != CommunicationImplementation::NCCL, ValueError,
-               "CommunicationImplementation::NCCL needs a GPU per worker, but some workers share one: give each "
-               "worker its own GPU (CUDA_VISIBLE_DEVICES), or use RING");
-      if (own_gpus) {
-        NcclOptions n;
-        n.device = device_.index;
-        names(everyone, n);
-        impl_->cross = make_nccl_communicator(*impl_->coordination, worker_rank(), num_workers(), n);
-        impl_->cross_takes_device_memory = true;
-        log(LogLevel::info, "collective backend: NCCL, one GPU per worker");
-      } else {
-        log(LogLevel::info, "workers share a GPU, which NCCL cannot use: gradients are reduced as host copies");
-      }
-    }
-    if (!impl_->cross) {  // the host backends
-      const std::vector<int> host_of = backend == CommunicationImplementation::AUTO
-                                           ? hosts_of_workers(*impl_->coordination, worker_rank(), num_workers(),
-                                                              c.startup_timeout)
-                                           : std::vector<int>(everyone.size(), 0);
-      const int hosts = *std::max_element(host_of.begin(), host_of.end()) + 1;
-      if (backend == CommunicationImplementation::RING || hosts == num_workers()) {
-        impl_->cross = network(everyone, worker_rank(), "net");
-        log(LogLevel::info, "collective backend: ", network_name, ", ",
-            gloo_asked() ? "as LOCKSTEP_COLLECTIVE=gloo asks"
-            : backend == CommunicationImplementation::RING ? "as CommunicationImplementation::RING asks"
-                                                         : "every worker on a host of its own");
-      } else if (hosts == 1) {
-        impl_->cross = shared_memory(everyone, worker_rank(), "shm");
-        log(LogLevel::info, "collective backend: shared memory (UCX), all ", num_workers(), " workers on one host");
-      } else {
-        // Shared memory inside each host, the network between the hosts' first workers.
-        const int host = host_of[static_cast<size_t>(worker_rank())];
-        std::vector<int> mine, leaders;
-        for (int r = 0; r < num_workers(); ++r) {
-          if (host_of[static_cast<size_t>(r)] == host) mine.push_back(r);
-          if (std::find(host_of.begin(), host_of.begin() + r, host_of[static_cast<size_t>(r)]) == host_of.begin() + r)
-            leaders.push_back(r);
-        }
-        const int local_rank = static_cast<int>(std::find(mine.begin(), mine.end(), worker_rank()) - mine.begin());
-        auto local = shared_memory(mine, local_rank, make_message("shm/", host));
-        auto between = local_rank == 0 ? network(leaders, host, "net-leaders") : nullptr;
-        impl_->cross = make_hierarchical_communicator(worker_rank(), host_of, std::move(local), std::move(between));
-        log(LogLevel::info, "collective backend: shared memory (UCX) inside each of ", hosts, " hosts, ", network_name,
-            " between them");
-      }
-    }
+  BackendCluster cluster{impl_->coordination.get(), worker_rank(), {}, {}, device_, c.startup_timeout};
+  for (const Task& t : tasks) {
+    cluster.tasks.push_back(t.name());
+    cluster.addresses.push_back(t.address);
   }
+  CrossWorker cross = connect_cross_worker(cluster, backend);
+  impl_->cross = std::move(cross.communicator);
+  impl_->cross_takes_device_memory = cross.takes_device_memory;
   log(LogLevel::info, "joined the cluster as ", resolver_->task().name(), " (rank ", worker_rank(), " of ",
       num_workers(), ")");
 }

@@ -1,7 +1,7 @@
 // The network collective backend, for workers on different hosts (and RING): UCX's point-to-point messages over its
 // TCP transport, the ring all-reduce of the MPI backend, and the rendezvous (each worker's UCX address) through
 // the coordination service's KeyValueStore. It is the shared-memory backend's engine with the network in place of
-// shared memory (one implementation, ucx.cc).
+// shared memory (one engine, ucx_engine.cc).
 //
 // Stray connections: each worker listens on one TCP port, UCX's, which speaks first with a handshake (a magic
 // number, then the peer's address): a connection that sends anything else, nothing, or closes is dropped by UCX,

@@ -16,6 +16,7 @@
 #include "lockstep/autograd/variable.h"
 #include "lockstep/data/dataset.h"
 #include "lockstep/distribute/cluster/cluster_resolver.h"
+#include "lockstep/distribute/collective/backends.h"
 #include "lockstep/distribute/collective/communicator.h"
 
 namespace lockstep::distribute {
@@ -42,8 +43,8 @@ struct InputContext {
 // dataset that reads no files, or fewer files than pipelines, is a ValueError (as in TF).
 data::Dataset auto_shard_dataset(const data::Dataset& dataset, const InputContext& ctx);
 
-// MPI (a lockstep extension): OpenMPI's collectives, for jobs started by mpirun or srun --mpi=pmix.
-enum class CommunicationImplementation { AUTO, RING, NCCL, MPI };
+// CommunicationImplementation is the backend registry's (collective/backends.h), which picks the backend.
+
 // BFLOAT16 (a lockstep extension, like Horovod's Compression.bf16 or DDP's bf16_compress_hook): gradients
 // travel as bfloat16 (rounded to nearest even, summed through float32 at every hop), halving the bytes of
 // every gradient all-reduce at the cost of about 3 significant digits; NONE keeps float32.
