@@ -612,12 +612,6 @@ void bind_optimizers(nb::module_& k) {
 
 // ---- models ----
 
-nb::tuple history_of(const kc::History& h) {
-  nb::dict history;
-  for (const auto& [k, v] : h.history) history[k.c_str()] = nb::cast(v);
-  return nb::make_tuple(nb::cast(h.epoch), history);
-}
-
 // The dataset object the data binding registered (lockstep.data's `._cpp`), or null.
 const data::Dataset* as_dataset(nb::handle v) {
   return nb::isinstance<data::Dataset>(v) ? &nb::cast<const data::Dataset&>(v) : nullptr;
@@ -627,19 +621,128 @@ const distribute::DistributedDataset* as_distributed(nb::handle v) {
                                                            : nullptr;
 }
 
-// (x, y, sample_weight) arrays batched, or a Dataset as it is: fit's validation data.
-data::Dataset dataset_of(nb::handle x, nb::handle y, nb::handle sample_weight, int64_t batch_size) {
-  if (const data::Dataset* ds = as_dataset(x)) return *ds;
-  LS_CHECK(!as_distributed(x), ValueError,
-           "validation_data: pass the dataset itself, not experimental_distribute_dataset's result");
-  LS_CHECK(batch_size >= 1, ValueError, "validation_batch_size must be >= 1, got ", batch_size);
-  return data::Dataset::from_tensor_slices(to_tensor(x), optional_tensor(y), optional_tensor(sample_weight))
-      .batch(batch_size);
+// Keras' class_weight ({class: weight}); None for none.
+std::map<int64_t, double> class_weights(nb::handle v) {
+  std::map<int64_t, double> out;
+  if (!v.is_none())
+    for (auto [c, w] : nb::cast<nb::dict>(v)) out[nb::cast<int64_t>(nb::int_(c))] = nb::cast<double>(nb::float_(w));
+  return out;
 }
 
-struct KerasRunArgs {
-  nb::object x, y, sample_weight;
-  int64_t batch_size;
+// Keras' keyword arguments of fit/evaluate/predict onto their options struct: a value given and not None is
+// converted as Python's int(), float() or bool() would, None keeps the struct's default (the one default there is),
+// and a name left over is a TypeError.
+class KerasRunKwargs {
+ public:
+  KerasRunKwargs(const char* what, const nb::kwargs& kwargs) : what_(what), kwargs_(nb::dict(kwargs)) {}
+  // The value of `name`, taken out; None when not given.
+  nb::object take(const char* name) { return kwargs_.attr("pop")(name, nb::none()); }
+  void get(const char* name, int64_t& field) {
+    if (nb::object v = take(name); !v.is_none()) field = nb::cast<int64_t>(nb::int_(v));
+  }
+  void get(const char* name, int& field) {
+    if (nb::object v = take(name); !v.is_none()) field = nb::cast<int>(nb::int_(v));
+  }
+  void get(const char* name, double& field) {
+    if (nb::object v = take(name); !v.is_none()) field = nb::cast<double>(nb::float_(v));
+  }
+  void get(const char* name, bool& field) {
+    if (nb::object v = take(name); !v.is_none()) field = PyObject_IsTrue(v.ptr()) == 1;
+  }
+  void get(const char* name, Tensor& field) {
+    if (nb::object v = take(name); !v.is_none()) field = to_tensor(v);
+  }
+  void get(const char* name, std::vector<keras::CallbackPtr>& field) {
+    if (nb::object v = take(name); !v.is_none()) field = nb::cast<std::vector<keras::CallbackPtr>>(v);
+  }
+  void get(const char* name, std::map<int64_t, double>& field) { field = class_weights(take(name)); }
+  // validation_data: a dataset, or a tuple (x, y[, sample_weight]) of arrays.
+  void get(const char* name, std::optional<keras::ValidationData>& field) {
+    nb::object v = take(name);
+    if (v.is_none()) return;
+    LS_CHECK(!as_distributed(v), ValueError,
+             "validation_data: pass the dataset itself, not experimental_distribute_dataset's result");
+    if (const data::Dataset* ds = as_dataset(v)) {
+      field = keras::ValidationData(*ds);
+      return;
+    }
+    nb::tuple parts = nb::tuple(v);
+    LS_CHECK(parts.size() == 2 || parts.size() == 3, ValueError,
+             "validation_data must be (x_val, y_val), (x_val, y_val, val_sample_weight) or a dataset");
+    field = keras::ValidationData(to_tensor(parts[0]), to_tensor(parts[1]),
+                                  parts.size() == 3 ? optional_tensor(parts[2]) : Tensor());
+  }
+  // Every argument was one the run takes.
+  void done() const {
+    if (kwargs_.size() == 0) return;
+    nb::object names = nb::str(", ").attr("join")(kwargs_);
+    throw nb::type_error(
+        make_message(what_, "() got unexpected keyword arguments: ", nb::cast<std::string>(names)).c_str());
+  }
+
+ private:
+  const char* what_;
+  nb::dict kwargs_;
+};
+
+keras::FitOptions fit_options(const nb::kwargs& kwargs) {
+  KerasRunKwargs kw("fit", kwargs);
+  keras::FitOptions o;
+  kw.get("epochs", o.epochs);
+  kw.get("steps_per_epoch", o.steps_per_epoch);
+  kw.get("batch_size", o.batch_size);
+  kw.get("shuffle", o.shuffle);
+  kw.get("sample_weight", o.sample_weight);
+  kw.get("class_weight", o.class_weight);
+  kw.get("validation_split", o.validation_split);
+  kw.get("validation_data", o.validation_data);
+  kw.get("validation_steps", o.validation_steps);
+  kw.get("validation_batch_size", o.validation_batch_size);
+  kw.get("validation_freq", o.validation_freq);
+  kw.get("callbacks", o.callbacks);
+  kw.get("initial_epoch", o.initial_epoch);
+  kw.get("verbose", o.verbose);
+  kw.done();
+  return o;
+}
+
+keras::EvaluateOptions evaluate_options(const nb::kwargs& kwargs) {
+  KerasRunKwargs kw("evaluate", kwargs);
+  keras::EvaluateOptions o;
+  kw.get("steps", o.steps);
+  kw.get("batch_size", o.batch_size);
+  kw.get("sample_weight", o.sample_weight);
+  kw.get("callbacks", o.callbacks);
+  kw.get("verbose", o.verbose);
+  kw.done();
+  return o;
+}
+
+keras::PredictOptions predict_options(const nb::kwargs& kwargs) {
+  KerasRunKwargs kw("predict", kwargs);
+  keras::PredictOptions o;
+  kw.get("steps", o.steps);
+  kw.get("batch_size", o.batch_size);
+  kw.get("callbacks", o.callbacks);
+  kw.get("verbose", o.verbose);
+  kw.done();
+  return o;
+}
+
+// Keras' callback.params of a run, as a dict.
+nb::dict params_dict(const keras::RunParams& p) {
+  nb::dict params;
+  params["verbose"] = p.verbose;
+  params["epochs"] = p.epochs;
+  params["steps"] = p.steps < 0 ? nb::object(nb::none()) : nb::object(nb::int_(p.steps));
+  return params;
+}
+
+// Keeps the params fit gave its callbacks, for the History that Python fills afterwards.
+class KerasParamsRecorder : public keras::Callback {
+ public:
+  void on_train_begin(const keras::Logs&) override { recorded = params_; }
+  keras::RunParams recorded;
 };
 
 void bind_model(nb::module_& k) {
@@ -707,82 +810,55 @@ void bind_model(nb::module_& k) {
             m.compile(std::move(o));
           },
           nb::arg("optimizer"), nb::arg("loss").none(), nb::arg("metrics"))
+      // fit(x, y, **options) with Keras' keyword arguments (fit_options); x is arrays or a dataset (y None).
+      // Returns (epochs, history, params).
       .def(
           "fit",
-          [](keras::Model& m, const KerasRunArgs& train, int64_t epochs, int64_t steps_per_epoch, bool shuffle,
-             const KerasRunArgs* validation, int64_t validation_steps, std::vector<keras::CallbackPtr> callbacks,
-             int64_t initial_epoch, int verbose) {
-            keras::FitOptions o{.epochs = epochs,
-                                .steps_per_epoch = steps_per_epoch,
-                                .batch_size = train.batch_size,
-                                .shuffle = shuffle,
-                                .validation_steps = validation_steps,
-                                .callbacks = callbacks,
-                                .initial_epoch = initial_epoch,
-                                .verbose = verbose};
-            if (validation)
-              o.validation_data =
-                  dataset_of(validation->x, validation->y, validation->sample_weight, validation->batch_size);
-            const data::Dataset* ds = as_dataset(train.x);
-            const distribute::DistributedDataset* dist = as_distributed(train.x);
-            std::optional<data::Dataset> weighted;
-            Tensor x, y;
-            if (!ds && !dist) {
-              x = to_tensor(train.x);
-              y = to_tensor(train.y);
-              if (!train.sample_weight.is_none()) {
-                // fit(x, y)'s pipeline with a third component.
-                LS_CHECK(train.batch_size >= 1, ValueError, "fit(): batch_size must be >= 1, got ", train.batch_size);
-                data::Dataset d = data::Dataset::from_tensor_slices(x, y, to_tensor(train.sample_weight));
-                if (shuffle) d = d.shuffle(x.dim(0), keras::utils::next_generator().next_u32());
-                weighted = d.batch(train.batch_size);
-                ds = &*weighted;
-              }
-            }
-            keras::callbacks::History history = run_released([&] {
-              return ds ? m.fit(*ds, std::move(o)) : dist ? m.fit(*dist, std::move(o)) : m.fit(x, y, std::move(o));
+          [](keras::Model& m, nb::handle x, nb::handle y, const nb::kwargs& kwargs) {
+            keras::FitOptions o = fit_options(kwargs);
+            auto recorder = std::make_shared<KerasParamsRecorder>();
+            o.callbacks.push_back(recorder);
+            const data::Dataset* ds = as_dataset(x);
+            const distribute::DistributedDataset* dist = as_distributed(x);
+            Tensor tx = ds || dist ? Tensor() : to_tensor(x), ty = ds || dist ? Tensor() : to_tensor(y);
+            kc::History history = run_released([&] {
+              return ds ? m.fit(*ds, std::move(o)) : dist ? m.fit(*dist, std::move(o)) : m.fit(tx, ty, std::move(o));
             });
-            return history_of(history);
+            return nb::make_tuple(nb::cast(history.epoch), nb::cast(history.history), params_dict(recorder->recorded));
           },
-          nb::arg("train"), nb::arg("epochs"), nb::arg("steps_per_epoch"), nb::arg("shuffle"),
-          nb::arg("validation").none(), nb::arg("validation_steps"), nb::arg("callbacks"), nb::arg("initial_epoch"),
-          nb::arg("verbose"))
-      .def("evaluate",
-           [](keras::Model& m, const KerasRunArgs& data, int64_t steps, std::vector<keras::CallbackPtr> callbacks,
-              int verbose) {
-             keras::EvaluateOptions o{
-                 .steps = steps, .batch_size = data.batch_size, .callbacks = callbacks, .verbose = verbose};
-             const distribute::DistributedDataset* dist = as_distributed(data.x);
-             LS_CHECK(!dist || dist->source(), ValueError,
-                      "evaluate() takes experimental_distribute_dataset's result or the dataset itself");
-             const data::Dataset* ds = dist ? &*dist->source() : as_dataset(data.x);
-             std::optional<data::Dataset> arrays;
-             if (!ds) {
-               LS_CHECK(data.batch_size >= 1, ValueError, "evaluate(): batch_size must be >= 1, got ", data.batch_size);
-               arrays = dataset_of(data.x, data.y, data.sample_weight, data.batch_size);
-               ds = &*arrays;
-             }
-             return run_released([&] { return m.evaluate(*ds, std::move(o)); });
-           })
-      .def("predict",
-           [](keras::Model& m, nb::handle x, int64_t batch_size, int64_t steps,
-              std::vector<keras::CallbackPtr> callbacks, int verbose) {
-             keras::PredictOptions o{
-                 .steps = steps, .batch_size = batch_size, .callbacks = callbacks, .verbose = verbose};
-             const distribute::DistributedDataset* dist = as_distributed(x);
-             const data::Dataset* ds = dist && dist->source() ? &*dist->source() : as_dataset(x);
-             Tensor t = ds ? Tensor() : to_tensor(x);
-             Tensor out = run_released([&] { return ds ? m.predict(*ds, std::move(o)) : m.predict(t, std::move(o)); });
-             return to_numpy(out);
-           })
+          nb::arg("x"), nb::arg("y").none(), nb::arg("kwargs"))
+      .def(
+          "evaluate",
+          [](keras::Model& m, nb::handle x, nb::handle y, const nb::kwargs& kwargs) {
+            keras::EvaluateOptions o = evaluate_options(kwargs);
+            const distribute::DistributedDataset* dist = as_distributed(x);
+            LS_CHECK(!dist || dist->source(), ValueError,
+                     "evaluate() takes experimental_distribute_dataset's result or the dataset itself");
+            const data::Dataset* ds = dist ? &*dist->source() : as_dataset(x);
+            Tensor tx = ds ? Tensor() : to_tensor(x), ty = ds ? Tensor() : to_tensor(y);
+            return run_released([&] { return ds ? m.evaluate(*ds, std::move(o)) : m.evaluate(tx, ty, std::move(o)); });
+          },
+          nb::arg("x"), nb::arg("y").none(), nb::arg("kwargs"))
+      .def(
+          "predict",
+          [](keras::Model& m, nb::handle x, const nb::kwargs& kwargs) {
+            keras::PredictOptions o = predict_options(kwargs);
+            const distribute::DistributedDataset* dist = as_distributed(x);
+            const data::Dataset* ds = dist && dist->source() ? &*dist->source() : as_dataset(x);
+            Tensor t = ds ? Tensor() : to_tensor(x);
+            Tensor out = run_released([&] { return ds ? m.predict(*ds, std::move(o)) : m.predict(t, std::move(o)); });
+            return to_numpy(out);
+          },
+          nb::arg("x"), nb::arg("kwargs"))
       .def(
           "train_on_batch",
-          [](keras::Model& m, nb::handle x, nb::handle y, nb::handle sample_weight) {
+          [](keras::Model& m, nb::handle x, nb::handle y, nb::handle sample_weight, nb::handle class_weight) {
             Tensor tx = to_tensor(x), ty = to_tensor(y), w = optional_tensor(sample_weight);
+            const std::map<int64_t, double> classes = class_weights(class_weight);
             nb::gil_scoped_release unlocked;
-            return m.train_on_batch(tx, ty, w);
+            return m.train_on_batch(tx, ty, w, classes);
           },
-          nb::arg("x"), nb::arg("y"), nb::arg("sample_weight").none())
+          nb::arg("x"), nb::arg("y"), nb::arg("sample_weight").none(), nb::arg("class_weight").none())
       .def(
           "test_on_batch",
           [](keras::Model& m, nb::handle x, nb::handle y, nb::handle sample_weight) {
@@ -810,10 +886,6 @@ void bind_model(nb::module_& k) {
       .def_prop_ro("metrics", &keras::Model::metrics)
       .def("_lockstep_trackable", [](const keras::Model& m) { return keras::make_trackable(m); })
       .def("_random_streams", &keras::Model::random_streams);
-
-  nb::class_<KerasRunArgs>(k, "_RunArgs")
-      .def(nb::init<nb::object, nb::object, nb::object, int64_t>(), nb::arg("x").none(), nb::arg("y").none(),
-           nb::arg("sample_weight").none(), nb::arg("batch_size"));
 
   nb::class_<keras::Sequential, keras::Model>(k, "Sequential")
       .def("__init__",

@@ -10,6 +10,7 @@
 #include "lockstep/keras/layers.h"
 #include "lockstep/keras/losses.h"
 #include "lockstep/keras/metrics.h"
+#include "lockstep/keras/model.h"
 #include "lockstep/keras/optimizers.h"
 #include "lockstep/keras/regularizers.h"
 
@@ -41,6 +42,10 @@ void bind_registries(nb::module_& m) {
         {"initializer", table(k::initializers::registry())},
         {"regularizer", table(k::regularizers::registry())},
         {"callback", table(k::callbacks::registry())},
+        {"model method",
+         {{"fit", k::params_json(k::fit_params())},
+          {"evaluate", k::params_json(k::evaluate_params())},
+          {"predict", k::params_json(k::predict_params())}}},
     };
     return out.dump();
   });

@@ -76,6 +76,12 @@ def test_every_class_has_keras_signature(tf, kind):
             assert python_text([p for p in params if p.kind is p.KEYWORD_ONLY]) == keras_text(base), name
 
 
+@pytest.mark.parametrize("method", ["fit", "evaluate", "predict"])
+def test_model_methods_have_keras_signature(tf, method):
+    params = list(inspect.signature(getattr(tf.keras.Model, method)).parameters.values())[1:]  # self
+    assert python_text(params) == keras_text(GOLDEN["model method"][method])
+
+
 def test_arguments_lockstep_lacks_are_refused_by_the_registry_naming_them(tf):
     with pytest.raises(ValueError, match=r"clipnorm=1.0 is not supported by lockstep"):
         tf.keras.optimizers.SGD(clipnorm=1.0)

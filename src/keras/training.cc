@@ -2,6 +2,9 @@
 // replica's batch (under a strategy: on all replicas of all workers, gradients all-reduced in the
 // optimizer), then updates the loss tracker and metrics on the caller's thread; logs are summed over workers
 // and printed by the chief only.
+#include <algorithm>
+#include <array>
+#include <charconv>
 #include <cmath>
 
 #include "lockstep/core/logging.h"
@@ -46,16 +49,17 @@ int64_t steps_for(const data::Dataset& dataset, int64_t steps, const char* what)
   return n >= 0 ? n : -1;
 }
 
-// Keras' checks of array data, before any step: each array holds samples along axis 0, as many as x.
+// Keras' checks of array data, before any step: each array holds samples along axis 0, as many as the first.
 void check_arrays(const char* what, std::initializer_list<std::pair<const char*, const Tensor*>> arrays) {
-  const Tensor& x = *arrays.begin()->second;
+  const auto& [x_name, x_ptr] = *arrays.begin();
+  const Tensor& x = *x_ptr;
   for (const auto& [name, t] : arrays) {
     if (!t->defined()) continue;
     LS_CHECK(t->rank() >= 1, ValueError, what, ": ", name, " is a scalar; pass an array of samples along axis 0");
     LS_CHECK(t->dim(0) >= 1, ValueError, what, " got no data: ", name, " is empty (shape ", t->shape().str(),
              "); pass at least one sample");
-    LS_CHECK(!x.defined() || t->dim(0) == x.dim(0), ValueError, what, ": x has ", x.dim(0), " samples but ", name,
-             " has ", t->dim(0), " (shapes ", x.shape().str(), " and ", t->shape().str(),
+    LS_CHECK(!x.defined() || t->dim(0) == x.dim(0), ValueError, what, ": ", x_name, " has ", x.dim(0), " samples but ",
+             name, " has ", t->dim(0), " (shapes ", x.shape().str(), " and ", t->shape().str(),
              "); pass the same number of samples in each");
   }
 }
@@ -72,6 +76,72 @@ void check_not_empty(const data::Dataset& dataset, const char* what) {
 void check_compiled(const Model::State& s, const char* what) {
   LS_CHECK(s.optimizer && s.loss, RuntimeError, "you must call compile() with an optimizer and a loss before ", what,
            "()");
+}
+
+// A double as Python's repr() writes it (0.5, 1.0, 1e-05), for messages that quote Keras'.
+std::string python_float(double v) {
+  std::array<char, 32> buf{};
+  const auto end = std::to_chars(buf.data(), buf.data() + buf.size(), v).ptr;
+  std::string s(buf.data(), end);
+  if (std::isfinite(v) && s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+// Rows [begin, begin + count) of `t` (count -1: to the end), or `t` itself when undefined.
+Tensor rows(const Tensor& t, int64_t begin, int64_t count) {
+  if (!t.defined()) return t;
+  std::vector<int64_t> b(static_cast<size_t>(t.rank()), 0), size(static_cast<size_t>(t.rank()), -1);
+  b[0] = begin;
+  size[0] = count;
+  return raw_ops::slice(t, b, size);
+}
+
+// Keras' class_weight as sample weights, times `sample_weight` when given: a sample's class is its label rounded, or
+// the argmax of a label of several values (one-hot or probabilities); a class not in the table weighs 1.
+Tensor class_sample_weights(const Tensor& y, const Tensor& sample_weight,
+                            const std::map<int64_t, double>& class_weight) {
+  const int64_t n = y.dim(0), width = n > 0 ? y.numel() / n : 1;
+  LS_CHECK(!sample_weight.defined() || sample_weight.numel() == n, ValueError,
+           "class_weight multiplies one sample_weight per sample, but sample_weight has shape ",
+           sample_weight.shape().str(), " for ", n, " samples; pass sample_weight of shape (", n, ",)");
+  const std::vector<double> labels = y.to_vector<double>();
+  std::vector<double> w = sample_weight.defined() ? sample_weight.to_vector<double>() : std::vector<double>(n, 1.0);
+  for (int64_t i = 0; i < n; ++i) {
+    const auto row = labels.begin() + i * width;
+    const int64_t c = width > 1 ? std::max_element(row, row + width) - row : std::llrint(*row);
+    if (auto it = class_weight.find(c); it != class_weight.end()) w[static_cast<size_t>(i)] *= it->second;
+  }
+  const bool wide = sample_weight.defined() && sample_weight.dtype() == DType::float64;
+  const Shape shape = sample_weight.defined() ? sample_weight.shape() : Shape({n});
+  return raw_ops::cast(from_vector<double>(w, shape), wide ? DType::float64 : DType::float32);
+}
+
+// The options fit(x, y) alone takes, refused for a dataset (which yields its own weights).
+void check_dataset_options(const FitOptions& opt) {
+  LS_CHECK(!opt.sample_weight.defined(), ValueError,
+           "`sample_weight` argument is not supported when using a dataset as input: the dataset yields (x, y, "
+           "sample_weight) itself");
+  LS_CHECK(opt.class_weight.empty(), ValueError,
+           "`class_weight` argument is not supported by lockstep when using a dataset as input: weight the samples in "
+           "the dataset instead (a third component, sample_weight)");
+  LS_CHECK(opt.validation_split == 0, ValueError,
+           "`validation_split` is only supported for Tensors or NumPy arrays: hold out part of the dataset (take() "
+           "and skip()) and pass it as validation_data");
+}
+
+// fit()'s validation batches: validation_data's dataset as it is, or its arrays batched by validation_batch_size
+// (batch_size when 0).
+std::optional<data::Dataset> validation_batches(const FitOptions& opt) {
+  if (!opt.validation_data) return std::nullopt;
+  const ValidationData& v = *opt.validation_data;
+  if (v.dataset) return v.dataset;
+  LS_CHECK(opt.validation_batch_size >= 0, ValueError, "fit(): validation_batch_size must be >= 1, got ",
+           opt.validation_batch_size);
+  check_arrays("fit()", {{"validation_data's x", &v.x},
+                         {"validation_data's y", &v.y},
+                         {"validation_data's sample_weight", &v.sample_weight}});
+  const int64_t batch_size = opt.validation_batch_size > 0 ? opt.validation_batch_size : opt.batch_size;
+  return data::Dataset::from_tensor_slices(v.x, v.y, v.sample_weight).batch(batch_size);
 }
 
 }  // namespace
@@ -210,10 +280,12 @@ std::vector<Model::ReplicaOutputRef> Model::run_step(const std::vector<data::Bat
   return outputs;
 }
 
-std::map<std::string, double> Model::train_on_batch(const Tensor& x, const Tensor& y, const Tensor& sample_weight) {
+std::map<std::string, double> Model::train_on_batch(const Tensor& x, const Tensor& y, const Tensor& sample_weight,
+                                                    const std::map<int64_t, double>& class_weight) {
   check_compiled(*s_, "fit");
+  const Tensor weights = class_weight.empty() ? sample_weight : class_sample_weights(y, sample_weight, class_weight);
   reset_metrics();  // Keras resets metrics each call: the result is this batch's
-  auto outputs = run_step({data::Batch{x, y, sample_weight}}, true);
+  auto outputs = run_step({data::Batch{x, y, weights}}, true);
   std::map<std::string, double> out = to_map(metric_logs());
   out["loss"] = outputs[0].loss;
   return out;
@@ -230,8 +302,11 @@ callbacks::History Model::fit(const data::Dataset& dataset, FitOptions opt) {
   check_compiled(*s_, "fit");
   LS_CHECK(opt.epochs >= 1 && opt.initial_epoch >= 0, ValueError, "fit() needs epochs >= 1 and initial_epoch >= 0, got ",
            opt.epochs, " and ", opt.initial_epoch);
+  LS_CHECK(opt.validation_freq >= 1, ValueError, "fit(): validation_freq must be >= 1, got ", opt.validation_freq);
+  check_dataset_options(opt);
+  const std::optional<data::Dataset> validation = validation_batches(opt);
   check_not_empty(dataset, "the dataset passed to fit()");
-  if (opt.validation_data) check_not_empty(*opt.validation_data, "fit()'s validation_data");
+  if (validation) check_not_empty(*validation, "fit()'s validation_data");
   const bool fixed_steps = opt.steps_per_epoch > 0;
   const bool chief = !s_->distributed() || s_->strategy->is_chief();
   RunParams params{opt.epochs, steps_for(dataset, opt.steps_per_epoch, "fit()"), chief ? opt.verbose : 0};
@@ -306,8 +381,8 @@ callbacks::History Model::fit(const data::Dataset& dataset, FitOptions opt) {
       if (s_->stop_training) break;
     }
     Logs epoch_logs = metric_logs();
-    if (opt.validation_data) {
-      Logs val = run_evaluation(*opt.validation_data, opt.validation_steps, cbs.all);
+    if (validation && (epoch + 1) % opt.validation_freq == 0) {
+      Logs val = run_evaluation(*validation, opt.validation_steps, cbs.all);
       for (const auto& [k, v] : val.items()) epoch_logs.set("val_" + k, v);
     }
     nlohmann::json logs_json = nlohmann::json::object();
@@ -322,9 +397,29 @@ callbacks::History Model::fit(const data::Dataset& dataset, FitOptions opt) {
 
 callbacks::History Model::fit(const Tensor& x, const Tensor& y, FitOptions opt) {
   LS_CHECK(opt.batch_size >= 1, ValueError, "fit(): batch_size must be >= 1, got ", opt.batch_size);
-  check_arrays("fit()", {{"x", &x}, {"y", &y}});
-  data::Dataset ds = data::Dataset::from_tensor_slices(x, y);
-  if (opt.shuffle) ds = ds.shuffle(x.dim(0), utils::next_generator().next_u32());
+  check_arrays("fit()", {{"x", &x}, {"y", &y}, {"sample_weight", &opt.sample_weight}});
+  Tensor weights =
+      opt.class_weight.empty() ? opt.sample_weight : class_sample_weights(y, opt.sample_weight, opt.class_weight);
+  int64_t train = x.dim(0);
+  if (opt.validation_split != 0) {
+    LS_CHECK(!opt.validation_data, ValueError, "pass validation_data or validation_split, not both");
+    LS_CHECK(opt.validation_split > 0 && opt.validation_split <= 1, ValueError,
+             "fit(): validation_split must be a fraction between 0 and 1, got ", opt.validation_split);
+    // Keras holds out the last samples, before any shuffling.
+    const int64_t n = x.dim(0);
+    train = static_cast<int64_t>(std::floor(static_cast<double>(n) * (1.0 - opt.validation_split)));
+    LS_CHECK(train != 0 && train != n, ValueError, "Training data contains ", n,
+             " samples, which is not sufficient to split it into a validation and training set as specified by "
+             "`validation_split=",
+             python_float(opt.validation_split),
+             "`. Either provide more data, or a different value for the `validation_split` argument.");
+    opt.validation_data = ValidationData(rows(x, train, -1), rows(y, train, -1), rows(weights, train, -1));
+  }
+  data::Dataset ds = data::Dataset::from_tensor_slices(rows(x, 0, train), rows(y, 0, train), rows(weights, 0, train));
+  if (opt.shuffle) ds = ds.shuffle(train, utils::next_generator().next_u32());
+  opt.sample_weight = Tensor();  // in the dataset now
+  opt.class_weight.clear();
+  opt.validation_split = 0;
   return fit(ds.batch(opt.batch_size), std::move(opt));
 }
 
@@ -364,6 +459,9 @@ Logs Model::run_evaluation(const data::Dataset& dataset, int64_t steps, const st
 
 std::map<std::string, double> Model::evaluate(const data::Dataset& dataset, EvaluateOptions opt) {
   check_compiled(*s_, "evaluate");
+  LS_CHECK(!opt.sample_weight.defined(), ValueError,
+           "`sample_weight` argument is not supported when using a dataset as input: the dataset yields (x, y, "
+           "sample_weight) itself");
   check_not_empty(dataset, "the dataset passed to evaluate()");
   const bool chief = !s_->distributed() || s_->strategy->is_chief();
   RunParams params{1, steps_for(dataset, opt.steps, "evaluate()"), chief ? opt.verbose : 0};
@@ -373,8 +471,10 @@ std::map<std::string, double> Model::evaluate(const data::Dataset& dataset, Eval
 
 std::map<std::string, double> Model::evaluate(const Tensor& x, const Tensor& y, EvaluateOptions opt) {
   LS_CHECK(opt.batch_size >= 1, ValueError, "evaluate(): batch_size must be >= 1, got ", opt.batch_size);
-  check_arrays("evaluate()", {{"x", &x}, {"y", &y}});
-  return evaluate(data::Dataset::from_tensor_slices(x, y).batch(opt.batch_size), std::move(opt));
+  check_arrays("evaluate()", {{"x", &x}, {"y", &y}, {"sample_weight", &opt.sample_weight}});
+  const data::Dataset ds = data::Dataset::from_tensor_slices(x, y, opt.sample_weight).batch(opt.batch_size);
+  opt.sample_weight = Tensor();  // in the dataset now
+  return evaluate(ds, std::move(opt));
 }
 
 Tensor Model::predict(const data::Dataset& dataset, PredictOptions opt) {
@@ -403,6 +503,45 @@ Tensor Model::predict(const Tensor& x, PredictOptions opt) {
   LS_CHECK(opt.batch_size >= 1, ValueError, "predict(): batch_size must be >= 1, got ", opt.batch_size);
   check_arrays("predict()", {{"x", &x}});
   return predict(data::Dataset::from_tensor_slices(x).batch(opt.batch_size), std::move(opt));
+}
+
+std::vector<Param> fit_params() {
+  const FitOptions o;
+  return {{"x", nullptr, "the inputs: an array of samples along axis 0, or a dataset of (x, y[, sample_weight])"},
+          {"y", nullptr, "the targets, as many as x's samples (None with a dataset)"},
+          {"batch_size", nullptr, "samples per step with arrays (None: 32)"},
+          {"epochs", o.epochs, "the epoch to train up to"},
+          {"verbose", "auto", "0 silent, 1 a progress bar, 2 one line per epoch; \"auto\" is 1"},
+          {"callbacks", nullptr, "the callbacks of this run"},
+          {"validation_split", o.validation_split, "the fraction of the arrays (the last samples) held out to validate"},
+          {"validation_data", nullptr, "(x, y[, sample_weight]) arrays or a dataset to validate on after each epoch"},
+          {"shuffle", o.shuffle, "whether arrays are shuffled each epoch"},
+          {"class_weight", nullptr, "{class: weight} multiplying each sample's weight"},
+          {"sample_weight", nullptr, "each sample's weight in the loss and metrics, with arrays"},
+          {"initial_epoch", o.initial_epoch, "the epoch to start at (to resume)"},
+          {"steps_per_epoch", nullptr, "steps in an epoch (None: until the data runs out)"},
+          {"validation_steps", nullptr, "validation steps (None: until the validation data runs out)"},
+          {"validation_batch_size", nullptr, "samples per validation step with arrays (None: batch_size)"},
+          {"validation_freq", o.validation_freq, "validate after every validation_freq-th epoch"}};
+}
+
+std::vector<Param> evaluate_params() {
+  return {{"x", nullptr, "the inputs: an array of samples along axis 0, or a dataset"},
+          {"y", nullptr, "the targets (None with a dataset)"},
+          {"batch_size", nullptr, "samples per step with arrays (None: 32)"},
+          {"verbose", "auto", "0 silent, 1 a progress bar; \"auto\" is 1"},
+          {"sample_weight", nullptr, "each sample's weight in the loss and metrics, with arrays"},
+          {"steps", nullptr, "steps to run (None: until the data runs out)"},
+          {"callbacks", nullptr, "the callbacks of this run"},
+          {"return_dict", false, "Python: the results as a dict of names instead of a list"}};
+}
+
+std::vector<Param> predict_params() {
+  return {{"x", kRequired, "the inputs: an array of samples along axis 0, or a dataset"},
+          {"batch_size", nullptr, "samples per step with arrays (None: 32)"},
+          {"verbose", "auto", "0 silent, 1 a progress bar; \"auto\" is 1"},
+          {"steps", nullptr, "steps to run (None: until the data runs out)"},
+          {"callbacks", nullptr, "the callbacks of this run"}};
 }
 
 }  // namespace lockstep::keras

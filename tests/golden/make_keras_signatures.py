@@ -1,6 +1,6 @@
 """Makes tests/golden/keras_signatures.json: the parameters (name and default, in order) of every class of Keras'
 layers, losses, metrics, optimizers, learning-rate schedules, initializers, regularizers and callbacks, and of the
-base classes whose keyword arguments every subclass takes (Layer). The test (tests/keras/signatures_test.cc)
+base classes whose keyword arguments every subclass takes (Layer), and of Model's fit, evaluate and predict. The test (tests/keras/signatures_test.cc)
 compares each lockstep registry entry's parameter table with its class here, so a table that drifts from Keras
 fails; classes lockstep lacks are recorded too, for the classes issue 37 adds.
 
@@ -37,9 +37,9 @@ def plain(value):
     return {"repr": repr(value)}
 
 
-def parameters(klass):
+def parameters(function):
     out = []
-    for p in inspect.signature(klass.__init__).parameters.values():
+    for p in inspect.signature(function).parameters.values():
         if p.name == "self" or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             continue
         entry = {"name": p.name}
@@ -61,8 +61,9 @@ def main():
             klass = getattr(module, name)
             # Each class once, under its own name (not an alias such as MaxPool2D).
             if inspect.isclass(klass) and klass.__name__ == name:
-                classes[name] = parameters(klass)
+                classes[name] = parameters(klass.__init__)
         golden[kind] = classes
+    golden["model method"] = {name: parameters(getattr(keras.Model, name)) for name in ("fit", "evaluate", "predict")}
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "keras_signatures.json")
     with open(path, "w") as f:
         json.dump(golden, f, indent=1, sort_keys=True)

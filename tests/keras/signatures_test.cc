@@ -14,6 +14,7 @@
 #include "lockstep/keras/layers.h"
 #include "lockstep/keras/losses.h"
 #include "lockstep/keras/metrics.h"
+#include "lockstep/keras/model.h"
 #include "lockstep/keras/optimizers.h"
 #include "lockstep/keras/regularizers.h"
 
@@ -82,6 +83,11 @@ TEST(Signatures, EveryCallbackTakesKerasArgumentsWithKerasDefaults) {
 }
 TEST(Signatures, EveryRegularizerTakesKerasArgumentsWithKerasDefaults) {
   expect_keras_signatures(regularizers::registry());
+}
+TEST(Signatures, FitEvaluateAndPredictTakeKerasArgumentsWithKerasDefaults) {
+  EXPECT_EQ(text(fit_params()), text(golden()["model method"]["fit"]));
+  EXPECT_EQ(text(evaluate_params()), text(golden()["model method"]["evaluate"]));
+  EXPECT_EQ(text(predict_params()), text(golden()["model method"]["predict"]));
 }
 
 // The table's defaults are what a class is made with: a config giving only the required arguments makes the

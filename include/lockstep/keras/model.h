@@ -16,6 +16,7 @@
 #include "lockstep/keras/losses.h"
 #include "lockstep/keras/metrics.h"
 #include "lockstep/keras/optimizers.h"
+#include "lockstep/keras/registry.h"
 #include "lockstep/train/trackable.h"
 
 namespace lockstep::distribute {
@@ -52,13 +53,37 @@ struct CompileOptions {
   std::vector<MetricRef> metrics = {};
 };
 
+// Keras' batch size when fit, evaluate or predict is given arrays and no batch_size.
+constexpr int64_t kDefaultBatchSize = 32;
+
+// fit()'s validation_data: a dataset of batches as it is, or arrays (samples along axis 0, as many in each;
+// sample_weight undefined for weights of 1) that fit batches by validation_batch_size.
+struct ValidationData {
+  std::optional<data::Dataset> dataset;
+  Tensor x, y, sample_weight;
+  ValidationData(data::Dataset batches) : dataset(std::move(batches)) {}
+  ValidationData(Tensor x, Tensor y, Tensor sample_weight = {})
+      : x(std::move(x)), y(std::move(y)), sample_weight(std::move(sample_weight)) {}
+};
+
+// Keras' fit() arguments; those marked "fit(x, y) only" are a ValueError with a dataset.
 struct FitOptions {
   int64_t epochs = 1;
-  int64_t steps_per_epoch = -1;  // -1: until the data runs out
-  int64_t batch_size = 32;       // for fit(x, y) only
-  bool shuffle = true;           // for fit(x, y) only
-  std::optional<data::Dataset> validation_data = std::nullopt;
+  int64_t steps_per_epoch = -1;            // -1: until the data runs out
+  int64_t batch_size = kDefaultBatchSize;  // for fit(x, y) only
+  bool shuffle = true;                     // for fit(x, y) only
+  // fit(x, y) only: each sample's weight in the loss and metrics, shape (samples,); undefined: all 1.
+  Tensor sample_weight = {};
+  // fit(x, y) only: a weight per class, multiplying sample_weight; a sample's class is its label rounded (sparse
+  // labels) or its label's argmax (one-hot); classes not listed weigh 1.
+  std::map<int64_t, double> class_weight = {};
+  // fit(x, y) only: the fraction in [0, 1) of the samples held out as validation_data, the last ones (taken
+  // before shuffling, as Keras).
+  double validation_split = 0;
+  std::optional<ValidationData> validation_data = std::nullopt;
   int64_t validation_steps = -1;
+  int64_t validation_batch_size = 0;  // for validation_data's arrays; 0: batch_size
+  int64_t validation_freq = 1;        // validate after every validation_freq-th epoch
   std::vector<CallbackPtr> callbacks = {};
   int64_t initial_epoch = 0;
   int verbose = 1;  // 0 silent, 1 progress bar, 2 one line per epoch
@@ -66,17 +91,25 @@ struct FitOptions {
 
 struct EvaluateOptions {
   int64_t steps = -1;
-  int64_t batch_size = 32;  // for evaluate(x, y) only
+  int64_t batch_size = kDefaultBatchSize;  // for evaluate(x, y) only
+  Tensor sample_weight = {};               // for evaluate(x, y) only: as FitOptions' sample_weight
   std::vector<CallbackPtr> callbacks = {};
   int verbose = 1;
 };
 
 struct PredictOptions {
   int64_t steps = -1;
-  int64_t batch_size = 32;
+  int64_t batch_size = kDefaultBatchSize;  // for predict(x) only
   std::vector<CallbackPtr> callbacks = {};
   int verbose = 0;
 };
+
+// Keras' arguments of Model.fit, evaluate and predict, in Keras' order and with Keras' defaults (read from the
+// options structs above where Keras has a value; None where the struct's default stands for "not given"). Python's
+// Model methods take their signatures from them.
+std::vector<Param> fit_params();
+std::vector<Param> evaluate_params();
+std::vector<Param> predict_params();
 
 // Keras' model.save(include_optimizer=...).
 struct SaveOptions {
@@ -182,6 +215,9 @@ class Model {
 
   void compile(CompileOptions options);
   callbacks::History fit(const data::Dataset& dataset, FitOptions options = {});
+  // Arrays of samples along axis 0, as many in each (x, y and options.sample_weight): class_weight and
+  // validation_split applied as Keras does, then batched (and shuffled) as a dataset. ValueError, naming the array,
+  // for an empty or mismatched one, and Keras' own message when validation_split leaves no sample on one side.
   callbacks::History fit(const Tensor& x, const Tensor& y, FitOptions options = {});
   // On experimental_distribute_dataset's result, as TF accepts it: trains on the dataset it split, as
   // fit(dataset) would. ValueError when it comes from another strategy than the model's.
@@ -192,7 +228,9 @@ class Model {
   Tensor predict(const data::Dataset& dataset, PredictOptions options = {});
   Tensor predict(const Tensor& x, PredictOptions options = {});
   // One gradient step on one batch; returns that batch's loss (and metrics, which accumulate until reset).
-  std::map<std::string, double> train_on_batch(const Tensor& x, const Tensor& y, const Tensor& sample_weight = {});
+  // class_weight as FitOptions'.
+  std::map<std::string, double> train_on_batch(const Tensor& x, const Tensor& y, const Tensor& sample_weight = {},
+                                               const std::map<int64_t, double>& class_weight = {});
   std::map<std::string, double> test_on_batch(const Tensor& x, const Tensor& y, const Tensor& sample_weight = {});
 
   // Set by callbacks (EarlyStopping, TerminateOnNaN) to end fit() after the current batch.

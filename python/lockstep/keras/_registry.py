@@ -44,6 +44,13 @@ def signature(kind, class_name):
     return inspect.Signature(params)
 
 
+def method_signature(name):
+    """Keras' signature of Model.`name` (fit, evaluate, predict), self first, from its C++ table (keras/model.h)."""
+    self = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return inspect.Signature([self] + [_parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                                       for p in tables()["model method"][name]])
+
+
 def define(namespace, kind, base, methods=None, skip=()):
     """A subclass of `base` for each class of registry `kind` (but those in `skip`), put in `namespace` with its
     `_class_name` and generated `_signature`; `methods` adds what one class has beyond the shared ones."""

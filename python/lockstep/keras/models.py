@@ -9,6 +9,7 @@ import numpy as _np
 from .. import _lockstep, _unimplemented
 from . import callbacks as _callbacks, layers as _layers, losses as _losses, metrics as _metrics
 from . import optimizers as _optimizers
+from ._registry import method_signature as _method_signature
 
 _k = _lockstep.keras
 
@@ -39,25 +40,6 @@ def _array(x, what="fit", name="x"):
     return x
 
 
-def _check_samples(what, arrays):
-    """Keras' checks of array data before any step, on (name, array) pairs (None skipped): every array holds samples
-    along axis 0, and as many as the first."""
-    first = None
-    for name, a in arrays:
-        if a is None:
-            continue
-        shape = tuple(a.shape) if hasattr(a, "shape") else _np.shape(a)
-        if not shape:
-            raise ValueError(f"{what}(): {name} is a scalar; pass an array of samples along axis 0")
-        if shape[0] == 0:
-            raise ValueError(f"{what}() got no data: {name} is empty (shape {shape}); pass at least one sample")
-        if first is None:
-            first = name, shape
-        elif shape[0] != first[1][0]:
-            raise ValueError(f"{what}(): {first[0]} has {first[1][0]} samples but {name} has {shape[0]} (shapes "
-                             f"{first[1]} and {shape}); pass the same number of samples in each")
-
-
 def _scope_strategy():
     """The strategy whose scope is entered now (tf.distribute's), or None: a model keeps the one it was made in."""
     from .. import distribute
@@ -81,15 +63,6 @@ class _RunScope:
 
     def __exit__(self, *exc):
         return self._scope.__exit__(*exc) if self._scope is not None else False
-
-
-def _class_weights(y, class_weight):
-    labels = _np.asarray(y).reshape(len(y), -1)
-    labels = labels.argmax(axis=1) if labels.shape[1] > 1 else labels[:, 0]
-    table = _np.ones(int(max(max(class_weight), labels.max())) + 1, dtype=_np.float32)
-    for c, w in class_weight.items():
-        table[int(c)] = w
-    return table[labels.astype(_np.int64)]
 
 
 def _either(cpp, python):
@@ -388,73 +361,41 @@ class Model(_layers.Layer):
                 out.append(cb._cpp_callback())
         return out, histories
 
-    def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None, validation_split=0.0,
-            validation_data=None, shuffle=True, class_weight=None, sample_weight=None, initial_epoch=0,
-            steps_per_epoch=None, validation_steps=None, validation_batch_size=None, validation_freq=1, **kwargs):
+    def fit(self, x=None, y=None, batch_size=None, epochs=None, verbose="auto", callbacks=None, validation_split=None,
+            validation_data=None, shuffle=None, class_weight=None, sample_weight=None, initial_epoch=None,
+            steps_per_epoch=None, validation_steps=None, validation_batch_size=None, validation_freq=None, **kwargs):
+        """Keras' fit. Its signature (Keras', shown by inspect and help) comes from the C++ table keras::fit_params;
+        an argument left None here takes keras::FitOptions' default, the one default there is."""
         if kwargs:
             raise _layers._serial.UnrecognizedArgumentsError(f"Unrecognized keyword arguments passed to fit: "
                                                               f"{kwargs}")
-        if validation_freq != 1:
-            raise NotImplementedError("fit(validation_freq=...) other than 1 is not implemented by lockstep")
-        verbose = _verbose(verbose)
-        batch_size = 32 if batch_size is None else int(batch_size)
         if _is_dataset(x):
-            if y is not None or sample_weight is not None or class_weight is not None:
+            if y is not None:
                 raise ValueError("`y` argument is not supported when using a dataset as input: the dataset yields "
                                  "(x, y) itself")
-            if validation_split:
-                raise ValueError("`validation_split` is only supported for Tensors or NumPy arrays")
-            train = _k._RunArgs(x._cpp, None, None, batch_size)
+            x = x._cpp
         else:
             x, y = self._adjust_rank(_array(x)), _array(y, name="y")
             if y is None:
                 raise ValueError("fit() needs targets: pass y (or a dataset of (x, y))")
-            _check_samples("fit", [("x", x), ("y", y), ("sample_weight", sample_weight)])
-            if class_weight is not None:
-                weights = _class_weights(y, class_weight)
-                sample_weight = weights if sample_weight is None else _np.asarray(sample_weight) * weights
-            if validation_split:
-                if validation_data is not None:
-                    raise ValueError("pass validation_data or validation_split, not both")
-                # Keras keeps the last fraction of the arrays, before any shuffling.
-                n = len(x)
-                split = int(n * (1.0 - validation_split))
-                if split == 0 or split == n:
-                    raise ValueError(f"Training data contains {n} samples, which is not sufficient to split it into a "
-                                     f"validation and training set as specified by `validation_split="
-                                     f"{validation_split}`. Either provide more data, or a different value for the "
-                                     "`validation_split` argument.")
-                validation_data = (x[split:], y[split:]) + (() if sample_weight is None else
-                                                             (_np.asarray(sample_weight)[split:],))
-                x, y = x[:split], y[:split]
-                sample_weight = None if sample_weight is None else _np.asarray(sample_weight)[:split]
-            train = _k._RunArgs(x, y, sample_weight, batch_size)
-        validation = None
-        if validation_data is not None:
-            vbatch = int(validation_batch_size or batch_size)
-            if _is_dataset(validation_data):
-                validation = _k._RunArgs(validation_data._cpp, None, None, vbatch)
-            else:
-                parts = tuple(validation_data)
-                if len(parts) not in (2, 3):
-                    raise ValueError("validation_data must be (x_val, y_val), (x_val, y_val, val_sample_weight) or "
-                                     "a dataset")
+        if _is_dataset(validation_data):
+            validation_data = validation_data._cpp
+        elif validation_data is not None:
+            parts = tuple(validation_data)
+            if len(parts) in (2, 3):  # any other length is refused by the C++ fit, with what it takes
                 parts = (self._adjust_rank(_array(parts[0], name="validation_data's x")),
                          _array(parts[1], name="validation_data's y")) + parts[2:]
-                _check_samples("fit", zip(("validation_data's x", "validation_data's y",
-                                           "validation_data's sample_weight"), parts))
-                validation = _k._RunArgs(parts[0], parts[1], parts[2] if len(parts) == 3 else None, vbatch)
+            validation_data = parts
+        verbose = _verbose(verbose)
         cpp_callbacks, histories = self._prepare_callbacks(callbacks, verbose)
         with _RunScope(self):
-            epochs_done, history = self._engine.fit(
-                train, int(epochs), -1 if steps_per_epoch is None else int(steps_per_epoch), bool(shuffle),
-                validation, -1 if validation_steps is None else int(validation_steps), cpp_callbacks,
-                int(initial_epoch), verbose)
+            epochs_done, history, params = self._engine.fit(
+                x, y, batch_size=batch_size, epochs=epochs, verbose=verbose, callbacks=cpp_callbacks,
+                validation_split=validation_split, validation_data=validation_data, shuffle=shuffle,
+                class_weight=class_weight, sample_weight=sample_weight, initial_epoch=initial_epoch,
+                steps_per_epoch=steps_per_epoch, validation_steps=validation_steps,
+                validation_batch_size=validation_batch_size, validation_freq=validation_freq)
         result = _callbacks.History()
-        steps = steps_per_epoch
-        if steps is None and not _is_dataset(x):
-            steps = -(-len(x) // batch_size)
-        params = {"verbose": verbose, "epochs": int(epochs), "steps": steps}
         for h in histories + [result]:
             h._fill(epochs_done, history, self, params)
         self.history = result
@@ -471,39 +412,31 @@ class Model(_layers.Layer):
         if kwargs:
             raise _layers._serial.UnrecognizedArgumentsError(f"Unrecognized keyword arguments passed to evaluate: "
                                                               f"{kwargs}")
-        verbose = _verbose(verbose)
-        batch_size = 32 if batch_size is None else int(batch_size)
         if _is_dataset(x):
-            data = _k._RunArgs(x._cpp, None, None, batch_size)
+            x, y = x._cpp, None
         else:
             x, y = self._adjust_rank(_array(x, "evaluate")), _array(y, "evaluate", "y")
-            _check_samples("evaluate", [("x", x), ("y", y), ("sample_weight", sample_weight)])
-            data = _k._RunArgs(x, y, sample_weight, batch_size)
-        cpp_callbacks, _ = self._prepare_callbacks(callbacks, verbose)
-        with _RunScope(self):
-            logs = self._engine.evaluate(data, -1 if steps is None else int(steps), cpp_callbacks, verbose)
-        return self._results(logs, return_dict)
-
-    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None, **kwargs):
         verbose = _verbose(verbose)
         cpp_callbacks, _ = self._prepare_callbacks(callbacks, verbose)
-        if _is_dataset(x):
-            data = x._cpp
-        else:
-            data = self._adjust_rank(_array(x, "predict"))
-            _check_samples("predict", [("x", data)])
         with _RunScope(self):
-            return self._engine.predict(data, 32 if batch_size is None else int(batch_size),
-                                        -1 if steps is None else int(steps), cpp_callbacks, verbose)
+            logs = self._engine.evaluate(x, y, batch_size=batch_size, verbose=verbose, sample_weight=sample_weight,
+                                         steps=steps, callbacks=cpp_callbacks)
+        return self._results(logs, return_dict)
+
+    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
+        verbose = _verbose(verbose)
+        cpp_callbacks, _ = self._prepare_callbacks(callbacks, verbose)
+        x = x._cpp if _is_dataset(x) else self._adjust_rank(_array(x, "predict"))
+        with _RunScope(self):
+            return self._engine.predict(x, batch_size=batch_size, verbose=verbose, steps=steps,
+                                        callbacks=cpp_callbacks)
 
     def predict_on_batch(self, x):
         return _np.asarray(self(x, training=False))
 
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None, return_dict=False):
-        if class_weight is not None:
-            weights = _class_weights(y, class_weight)
-            sample_weight = weights if sample_weight is None else _np.asarray(sample_weight) * weights
-        return self._results(self._engine.train_on_batch(self._adjust_rank(x), y, sample_weight), return_dict)
+        return self._results(self._engine.train_on_batch(self._adjust_rank(x), y, sample_weight, class_weight),
+                             return_dict)
 
     def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
         return self._results(self._engine.test_on_batch(self._adjust_rank(x), y, sample_weight), return_dict)
@@ -540,6 +473,11 @@ class Model(_layers.Layer):
 
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name}, built={self.built}>"
+
+
+# Keras' signatures, from the C++ tables (keras::fit_params and its kin): the defaults shown are Keras'.
+for _name in ("fit", "evaluate", "predict"):
+    getattr(Model, _name).__signature__ = _method_signature(_name)
 
 
 class Sequential(Model):
