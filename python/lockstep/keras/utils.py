@@ -5,6 +5,7 @@ import random as _random
 import numpy as _np
 
 from .. import _lockstep, _unimplemented, dtypes as _dtypes, random as _tf_random
+from ._get_file import get_file  # noqa: F401
 from .backend import clear_session  # noqa: F401
 
 
