@@ -36,6 +36,7 @@ from ._variable import Variable  # noqa: E402
 from ._autodiff import GradientTape, UnconnectedGradients, function  # noqa: E402
 from . import math, nn, random  # noqa: E402
 from ._core import *  # noqa: E402,F401,F403
+from ._module import Module  # noqa: E402
 from .dtypes import (DType, as_dtype, bfloat16, bool, double, float32, float64, int32, int64,  # noqa: E402,A004
                      string, uint8)
 from . import _nest as nest  # noqa: E402

@@ -339,6 +339,6 @@ class device:
         return False
 
 
-name_scope = _NullContext
+from ._module import name_scope  # noqa: E402 (tf.name_scope, beside tf.Module)
 init_scope = _NullContext
 control_dependencies = _NullContext

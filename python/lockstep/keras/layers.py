@@ -8,6 +8,7 @@ import operator
 import numpy as _np
 
 from .. import _lockstep, _nest, _unimplemented, dtypes as _dtypes
+from .._module import Module as _Module
 from .._tensor import TensorShape
 from . import _registry, _serial, activations as _activations
 
@@ -85,8 +86,9 @@ KerasTensor.__getitem__ = _operator(operator.getitem)
 del _name, _function
 
 
-class Layer:
-    """tf.keras.layers.Layer. lockstep's own layers (Dense, Conv2D...) are C++ ones (_RegistryLayer); a subclass
+class Layer(_Module):
+    """tf.keras.layers.Layer, a tf.Module (as in Keras 2). lockstep's own layers (Dense, Conv2D...) are C++ ones
+    (_RegistryLayer); a subclass
     written in Python defines build(input_shape) with add_weight and call(inputs[, training]), made of lockstep's ops
     and layers, and runs eagerly (in models called directly and in custom training loops)."""
 
@@ -176,6 +178,13 @@ class Layer:
 
     def compute_output_shape(self, input_shape):
         raise NotImplementedError(f"Layer {type(self).__name__} does not define compute_output_shape")
+
+    def _module_attributes(self, attribute_name=None):
+        """What tf.Module's walk sees of this layer: a C++ layer's or model's weights (its attributes do not hold
+        them), else its attributes, as any Module's."""
+        if attribute_name is None and self.__dict__.get("_cpp") is not None:
+            return [("weights", list(self.weights))]
+        return _Module._module_attributes(self, attribute_name)
 
     def _lockstep_random_streams(self):
         """The random streams of lockstep's layers in this one, in tracking order: what a checkpoint saves per
