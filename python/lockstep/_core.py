@@ -45,7 +45,7 @@ def constant(value, dtype=None, shape=None, name=None):
         value = _np.asarray(value, dtype=_dtypes.as_dtype(dtype).as_numpy_dtype or _np.float32)
     t = _ops.convert_to_tensor(value, _dtype_or_none(dtype), None)
     if shape is not None:
-        shape = list(shape)
+        shape = list(TensorShape(shape))
         t = _ops.reshape(t, shape) if t._shape_tuple != [] else _ops.fill(shape, t, t.dtype._lockstep_dtype)
     return t
 
@@ -150,7 +150,7 @@ def ones_like(input, dtype=None, name=None, layout=None):  # noqa: A002
 
 
 def fill(dims, value, name=None, layout=None):
-    return _ops.fill(list(dims), value, None)
+    return _ops.fill(list(TensorShape(dims)), value, None)
 
 
 def _range_dtype(value):
@@ -245,7 +245,7 @@ def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):
 
 
 def broadcast_to(input, shape, name=None):  # noqa: A002
-    return _ops.broadcast_to(input, list(shape))
+    return _ops.broadcast_to(input, list(TensorShape(shape)))
 
 
 def tile(input, multiples, name=None):  # noqa: A002

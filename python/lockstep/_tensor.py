@@ -14,6 +14,8 @@ class TensorShape:
     def __init__(self, dims):
         if isinstance(dims, TensorShape):
             dims = dims._dims
+        elif dims is not None and (getattr(dims, "ndim", None) == 0 or not hasattr(dims, "__iter__")):
+            dims = (dims,)  # one number is a shape of one dimension, as TensorFlow takes tf.zeros(2)
         self._dims = None if dims is None else tuple(None if d is None or d == -1 else int(d) for d in dims)
 
     @property

@@ -1,5 +1,6 @@
 """tf.random: draws from lockstep's Philox generator; set_seed makes the draws that follow repeatable."""
 from . import _lockstep, dtypes as _dtypes
+from ._tensor import TensorShape
 
 _ops = _lockstep.ops
 
@@ -9,7 +10,7 @@ def set_seed(seed):
 
 
 def _draw(kind, shape, a, b, dtype, seed):
-    return _ops.random(kind, list(shape), float(a), float(b), _dtypes.as_dtype(dtype)._lockstep_dtype,
+    return _ops.random(kind, list(TensorShape(shape)), float(a), float(b), _dtypes.as_dtype(dtype)._lockstep_dtype,
                        None if seed is None else int(seed))
 
 

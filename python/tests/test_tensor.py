@@ -200,3 +200,15 @@ def test_agrees_with_tensorflow_on_a_small_network_and_its_gradient():
     (ours, ours_grad), (theirs, theirs_grad) = run(tf), run(real)
     np.testing.assert_allclose(ours, theirs, rtol=1e-6)
     np.testing.assert_allclose(ours_grad, theirs_grad, rtol=1e-5, atol=1e-7)
+
+
+def test_a_shape_given_as_one_number_is_one_dimension(tf):
+    # TensorFlow takes tf.zeros(2) as tf.zeros([2]); a scalar tensor or NumPy number too.
+    import numpy as np
+
+    for make in (tf.zeros, tf.ones, tf.random.normal, tf.random.uniform, tf.random.truncated_normal):
+        assert make(3).shape == (3,), make
+    assert tf.fill(2, 1.5).numpy().tolist() == [1.5, 1.5]
+    assert tf.zeros(np.int64(4)).shape == (4,) and tf.zeros(tf.constant(5)).shape == (5,)
+    assert tf.constant(1.0, shape=3).shape == (3,) and tf.broadcast_to(2.0, 4).shape == (4,)
+    assert tf.TensorShape(7) == tf.TensorShape([7]) and tf.zeros([]).shape == ()
