@@ -15,7 +15,7 @@
 #include "lockstep/core/files.h"
 #include "lockstep/core/logging.h"
 #include "lockstep/keras/model.h"
-#include "saving-impl.h"
+#include "saving/saving-impl.h"
 
 namespace lockstep::keras {
 

@@ -10,7 +10,7 @@
 #include "lockstep/keras/model.h"
 #include "lockstep/keras/optimizers.h"
 #include "lockstep/train/summary.h"
-#include "saving-impl.h"
+#include "saving/saving-impl.h"
 
 namespace lockstep::keras::callbacks {
 

@@ -1,0 +1,20 @@
+// keras.layers.GlobalMaxPooling2D: the maximum over the height and width of NHWC images.
+#pragma once
+#include "lockstep/keras/layers/layer.h"
+#include "lockstep/keras/layers/pooling/base_global_pooling.h"
+
+namespace lockstep::keras::layers {
+
+class GlobalMaxPooling2D : public GlobalPooling2D {
+ public:
+  static constexpr const char* kClassName = "GlobalMaxPooling2D";
+  static std::shared_ptr<GlobalMaxPooling2D> from_config(const nlohmann::json& config);
+  static std::vector<Param> params();  // Keras' arguments (registry.h)
+  explicit GlobalMaxPooling2D(GlobalPooling2DOptions options = {}) : GlobalPooling2D(kClassName, std::move(options)) {}
+  LayerPtr clone() const override { return std::make_shared<GlobalMaxPooling2D>(*this); }
+
+ protected:
+  Tensor call(const Tensor& x, bool training) override;
+};
+
+}  // namespace lockstep::keras::layers

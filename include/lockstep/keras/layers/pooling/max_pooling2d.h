@@ -1,0 +1,21 @@
+// keras.layers.MaxPooling2D: the maximum of each window of NHWC images.
+#pragma once
+#include "lockstep/keras/layers/layer.h"
+#include "lockstep/keras/layers/pooling/base_pooling.h"
+
+namespace lockstep::keras::layers {
+
+class MaxPooling2D : public Pooling2D {
+ public:
+  static constexpr const char* kClassName = "MaxPooling2D";
+  static std::shared_ptr<MaxPooling2D> from_config(const nlohmann::json& config);
+  static std::vector<Param> params();  // Keras' arguments (registry.h)
+  LayerPtr clone() const override { return std::make_shared<MaxPooling2D>(*this); }
+  explicit MaxPooling2D(int64_t pool_size = 2, Pooling2DOptions options = {})
+      : Pooling2D(kClassName, pool_size, std::move(options)) {}
+
+ protected:
+  Tensor call(const Tensor& x, bool training) override;
+};
+
+}  // namespace lockstep::keras::layers
