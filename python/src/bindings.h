@@ -53,5 +53,7 @@ void bind_distribute(nb::module_& m);
 void bind_keras(nb::module_& m);
 void bind_train(nb::module_& m);
 void bind_registries(nb::module_& m);
+void bind_example_messages(nb::module_& m);  // io.cc: tf.train.Example's messages in _lockstep.io
+void bind_cluster_spec(nb::module_& m);      // cluster_spec.cc: tf.train.ClusterSpec in _lockstep.distribute
 
 }  // namespace lockstep::python

@@ -68,4 +68,6 @@ NB_MODULE(_lockstep, m) {
   bind_keras(m);
   bind_train(m);
   bind_registries(m);
+  bind_example_messages(m);
+  bind_cluster_spec(m);
 }

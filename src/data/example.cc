@@ -5,8 +5,10 @@
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/text_format.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 
 #include "data/example.pb.h"
@@ -337,27 +339,144 @@ std::function<Element(const Element&)> parse_example_fn(FeatureSpec features, st
 }
 
 std::string serialize_example(const std::map<std::string, FeatureValues>& features) {
-  proto::Example example;
-  auto& map = *example.mutable_features()->mutable_feature();
-  for (const auto& [key, values] : features) {
-    proto::Feature& f = map[key];
-    if (const auto* i = std::get_if<std::vector<int64_t>>(&values))
-      f.mutable_int64_list()->mutable_value()->Add(i->begin(), i->end());
-    else if (const auto* x = std::get_if<std::vector<float>>(&values))
-      f.mutable_float_list()->mutable_value()->Add(x->begin(), x->end());
-    else
-      for (const std::string& s : std::get<std::vector<std::string>>(values)) f.mutable_bytes_list()->add_value(s);
+  return serialize_example_message(ExampleFeatures(features.begin(), features.end()));
+}
+
+// ---- The messages of tf.train.Example, for the Python classes of tf.train ----
+
+namespace {
+
+proto::Feature feature_proto(const ExampleFeature& feature) {
+  proto::Feature f;
+  if (!feature) return f;
+  if (const auto* i = std::get_if<std::vector<int64_t>>(&*feature))
+    f.mutable_int64_list()->mutable_value()->Add(i->begin(), i->end());
+  else if (const auto* x = std::get_if<std::vector<float>>(&*feature))
+    f.mutable_float_list()->mutable_value()->Add(x->begin(), x->end());
+  else {
+    const auto& b = std::get<std::vector<std::string>>(*feature);
+    f.mutable_bytes_list()->mutable_value()->Add(b.begin(), b.end());  // an empty list still sets the kind
   }
-  // Deterministic: map entries in key order, so the same features always give the same bytes.
+  return f;
+}
+
+ExampleFeature values_of(const proto::Feature& f) {
+  switch (f.kind_case()) {
+    case proto::Feature::kInt64List:
+      return std::vector<int64_t>(f.int64_list().value().begin(), f.int64_list().value().end());
+    case proto::Feature::kFloatList:
+      return std::vector<float>(f.float_list().value().begin(), f.float_list().value().end());
+    case proto::Feature::kBytesList:
+      return std::vector<std::string>(f.bytes_list().value().begin(), f.bytes_list().value().end());
+    default:
+      return std::nullopt;
+  }
+}
+
+proto::Features features_proto(const ExampleFeatures& features) {
+  proto::Features out;
+  auto& map = *out.mutable_feature();
+  for (const auto& [key, feature] : features) map[key] = feature_proto(feature);
+  return out;
+}
+
+ExampleFeatures values_of(const proto::Features& features) {
+  ExampleFeatures out;
+  for (const auto& [key, feature] : features.feature()) out.emplace(key, values_of(feature));
+  return out;
+}
+
+// Deterministic: map entries in key order, so the same features always give the same bytes.
+std::string deterministic_bytes(const google::protobuf::MessageLite& message) {
   std::string out;
   {
     google::protobuf::io::StringOutputStream stream(&out);
     google::protobuf::io::CodedOutputStream coded(&stream);
     coded.SetSerializationDeterministic(true);
-    LS_CHECK(example.SerializeToCodedStream(&coded), ValueError,
-             "serialize_example: the Example could not be serialized");
+    LS_CHECK(message.SerializeToCodedStream(&coded), ValueError, "tf.train.", message.GetTypeName(),
+             ": the message could not be serialized");
   }
   return out;
+}
+
+template <class Message>
+Message parse_message(std::string_view serialized, const char* name) {
+  Message m;
+  LS_CHECK(serialized.size() <= static_cast<size_t>(INT_MAX) &&
+               m.ParseFromArray(serialized.data(), static_cast<int>(serialized.size())),
+           DataLossError, "tf.train.", name, ": the ", serialized.size(), " bytes are not a serialized tf.train.", name,
+           " (protobuf cannot parse them); pass bytes that SerializeToString wrote");
+  return m;
+}
+
+template <class List>
+std::vector<typename List::value_type> list_values(const List& list) {
+  return {list.begin(), list.end()};
+}
+
+std::string text_of(const google::protobuf::Message& message) {
+  google::protobuf::TextFormat::Printer printer;
+  printer.SetUseUtf8StringEscaping(true);  // keys print as UTF-8, bytes escaped, as TF's str()
+  std::string out;
+  printer.PrintToString(message, &out);
+  return out;
+}
+
+}  // namespace
+
+std::string serialize_feature_list(const FeatureValues& list) {
+  const proto::Feature f = feature_proto(list);
+  if (f.has_int64_list()) return deterministic_bytes(f.int64_list());
+  if (f.has_float_list()) return deterministic_bytes(f.float_list());
+  return deterministic_bytes(f.bytes_list());
+}
+
+std::string serialize_feature(const ExampleFeature& feature) {
+  return deterministic_bytes(feature_proto(feature));
+}
+
+std::string serialize_features(const ExampleFeatures& features) {
+  return deterministic_bytes(features_proto(features));
+}
+
+std::string serialize_example_message(const std::optional<ExampleFeatures>& example) {
+  proto::Example out;
+  if (example) *out.mutable_features() = features_proto(*example);
+  return deterministic_bytes(out);
+}
+
+FeatureValues parse_feature_list(std::string_view serialized, DType dtype) {
+  if (dtype == DType::int64) return list_values(parse_message<proto::Int64List>(serialized, "Int64List").value());
+  if (dtype == DType::float32) return list_values(parse_message<proto::FloatList>(serialized, "FloatList").value());
+  LS_CHECK(dtype == kString, InvalidArgumentError, "parse_feature_list: dtype ", dtype_name(dtype),
+           " is not a list of an Example; use int64 (Int64List), float32 (FloatList) or kString (BytesList)");
+  return list_values(parse_message<proto::BytesList>(serialized, "BytesList").value());
+}
+
+ExampleFeature parse_feature(std::string_view serialized) {
+  return values_of(parse_message<proto::Feature>(serialized, "Feature"));
+}
+
+ExampleFeatures parse_features(std::string_view serialized) {
+  return values_of(parse_message<proto::Features>(serialized, "Features"));
+}
+
+std::optional<ExampleFeatures> parse_example_message(std::string_view serialized) {
+  const proto::Example example = parse_message<proto::Example>(serialized, "Example");
+  if (!example.has_features()) return std::nullopt;
+  return values_of(example.features());
+}
+
+std::string example_message_text(const std::string& message, std::string_view serialized) {
+  if (message == "Example") return text_of(parse_message<proto::Example>(serialized, "Example"));
+  if (message == "Features") return text_of(parse_message<proto::Features>(serialized, "Features"));
+  if (message == "Feature") return text_of(parse_message<proto::Feature>(serialized, "Feature"));
+  if (message == "BytesList") return text_of(parse_message<proto::BytesList>(serialized, "BytesList"));
+  if (message == "FloatList") return text_of(parse_message<proto::FloatList>(serialized, "FloatList"));
+  LS_CHECK(message == "Int64List", InvalidArgumentError, "example_message_text: \"", message,
+           "\" is not a message of tf.train.Example; use Example, Features, Feature, BytesList, FloatList or "
+           "Int64List");
+  return text_of(parse_message<proto::Int64List>(serialized, "Int64List"));
 }
 
 }  // namespace lockstep::data

@@ -14,6 +14,7 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -85,5 +86,31 @@ using FeatureValues = std::variant<std::vector<int64_t>, std::vector<float>, std
 // The serialized tf.train.Example with these features, keys in sorted order so that equal features give equal
 // bytes: records for TFRecordWriter that TensorFlow's parsers read.
 std::string serialize_example(const std::map<std::string, FeatureValues>& features);
+
+// ---- The messages of tf.train.Example, for the Python classes of tf.train (python/lockstep/io/_example.py) ----
+// Each message's value: BytesList, FloatList and Int64List are FeatureValues (an empty list keeps its kind); a
+// Feature is an ExampleFeature (nullopt: its oneof `kind` is not set); Features is ExampleFeatures; an Example is an
+// optional ExampleFeatures (nullopt: no `features` field, which is not the same bytes as empty Features).
+using ExampleFeature = std::optional<FeatureValues>;
+using ExampleFeatures = std::map<std::string, ExampleFeature>;
+
+// Protobuf's wire format, deterministic (map entries in key order): the bytes TensorFlow's
+// SerializeToString(deterministic=True) writes.
+std::string serialize_feature_list(const FeatureValues& list);
+std::string serialize_feature(const ExampleFeature& feature);
+std::string serialize_features(const ExampleFeatures& features);
+std::string serialize_example_message(const std::optional<ExampleFeatures>& example);
+
+// Any encoding protobuf reads (packed or not, fields repeated: lists concatenate, the last kind and map entry
+// win). Bytes that are not such a message: DataLossError naming the message and the byte count (TF's DecodeError).
+// parse_feature_list reads the list of `dtype` (int64, float32 or kString).
+FeatureValues parse_feature_list(std::string_view serialized, DType dtype);
+ExampleFeature parse_feature(std::string_view serialized);
+ExampleFeatures parse_features(std::string_view serialized);
+std::optional<ExampleFeatures> parse_example_message(std::string_view serialized);
+
+// Protobuf's text format of the serialized message `message` ("Example", "Features", "Feature", "BytesList",
+// "FloatList" or "Int64List"): what str() of TensorFlow's message prints, map entries in key order.
+std::string example_message_text(const std::string& message, std::string_view serialized);
 
 }  // namespace lockstep::data

@@ -1,6 +1,6 @@
-"""tf.distribute.cluster_resolver and tf.train.ClusterSpec: who the tasks of a job are. TF_CONFIG is read and
-checked by the C++ side (lockstep/distribute/cluster/cluster_resolver.h), so a malformed one fails with the same
-one-line message as the CLI's."""
+"""tf.distribute.cluster_resolver and tf.train.ClusterSpec: who the tasks of a job are. ClusterSpec is the C++ class
+and TF_CONFIG is read and checked by the C++ side (lockstep/distribute/cluster/cluster_resolver.h), so a malformed
+one fails with the same one-line message as the CLI's."""
 import json as _json
 import os as _os
 
@@ -9,80 +9,9 @@ from .. import _lockstep, _unimplemented
 _cpp = _lockstep.distribute
 
 
-class ClusterSpec:
-    """tf.train.ClusterSpec: job name -> task addresses, given as a list (the index is the position) or as a dict
-    {task index: address}."""
-
-    def __init__(self, cluster):
-        if isinstance(cluster, ClusterSpec):
-            cluster = cluster.as_dict()
-        elif cluster is None:
-            cluster = {}
-        if not isinstance(cluster, dict):
-            raise TypeError("`cluster` must be a dictionary mapping one or more job names to (i) a list of network "
-                            "addresses, or (ii) a dictionary mapping integer task indices to network addresses; or a "
-                            "tf.train.ClusterSpec")
-        self._jobs = {}
-        for job, tasks in cluster.items():
-            if isinstance(tasks, (list, tuple)):
-                self._jobs[str(job)] = {i: str(a) for i, a in enumerate(tasks)}
-            elif isinstance(tasks, dict):
-                self._jobs[str(job)] = {int(i): str(a) for i, a in tasks.items()}
-            else:
-                raise TypeError(f"The tasks for job {job!r} must be a list or a dictionary from integers to strings.")
-
-    def __bool__(self):
-        return bool(self._jobs)
-
-    def __eq__(self, other):
-        return isinstance(other, ClusterSpec) and self._jobs == other._jobs
-
-    def __ne__(self, other):
-        return not self == other
-
-    def __repr__(self):
-        return f"ClusterSpec({self.as_dict()!r})"
-
-    __str__ = __repr__
-
-    def as_dict(self):
-        """Each job's tasks: a list when their indices are 0..n-1, else a dict from index to address."""
-        out = {}
-        for job, tasks in self._jobs.items():
-            indices = sorted(tasks)
-            out[job] = [tasks[i] for i in indices] if indices == list(range(len(indices))) else dict(tasks)
-        return out
-
-    @property
-    def jobs(self):
-        return list(self._jobs)
-
-    def num_tasks(self, job_name):
-        return len(self._job(job_name))
-
-    def task_indices(self, job_name):
-        return sorted(self._job(job_name))
-
-    def task_address(self, job_name, task_index):
-        tasks = self._job(job_name)
-        if task_index not in tasks:
-            raise ValueError(f"No task with index {task_index!r} in job {job_name!r}")
-        return tasks[task_index]
-
-    def job_tasks(self, job_name):
-        tasks = self._job(job_name)
-        if not tasks:
-            return []
-        return [tasks.get(i) for i in range(max(tasks) + 1)]
-
-    def _job(self, job_name):
-        if job_name not in self._jobs:
-            raise ValueError(f"No such job in cluster: {job_name!r}")
-        return self._jobs[job_name]
-
-    def _dense(self):
-        """The spec as the C++ side takes it: every job a list of addresses by index."""
-        return {job: self.job_tasks(job) for job in self._jobs}
+# tf.train.ClusterSpec: job name -> task addresses, given as a list (the index is the position) or as a dict
+# {task index: address}; the C++ class (python/src/cluster_spec.cc) with TF's Python API.
+ClusterSpec = _cpp.ClusterSpec
 
 
 class ClusterResolver:
@@ -111,7 +40,7 @@ class ClusterResolver:
 
     def _cluster(self):
         """(cluster as lists of addresses, task type, task id, TF_CONFIG text or None) for the C++ strategy."""
-        return self.cluster_spec()._dense(), self.task_type, self.task_id or 0, None
+        return self.cluster_spec()._jobs(), self.task_type, self.task_id or 0, None
 
 
 class TFConfigClusterResolver(ClusterResolver):

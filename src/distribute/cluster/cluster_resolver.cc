@@ -15,29 +15,87 @@ using cluster_impl::fail;
 using cluster_impl::quote;
 using cluster_impl::show;
 
-ClusterSpec::ClusterSpec(std::map<std::string, std::vector<std::string>> jobs) : jobs_(std::move(jobs)) {}
+namespace {
+
+// "1, 3": a job's task indices, for messages.
+std::string index_list(const std::map<int, std::string>& tasks) {
+  std::string indices;
+  for (const auto& [i, address] : tasks) indices += (indices.empty() ? "" : ", ") + std::to_string(i);
+  return indices.empty() ? "none" : indices;
+}
+
+// Why a job's tasks are not its list 0..n-1 (TF's sparse form), or nothing.
+std::optional<std::string> sparse_problem(const std::string& job, const std::map<int, std::string>& tasks) {
+  if (tasks.empty() || tasks.rbegin()->first + 1 == static_cast<int>(tasks.size())) return std::nullopt;
+  return make_message("job ", quote(job), " has tasks ", index_list(tasks), " but not every index 0..",
+                      tasks.rbegin()->first,
+                      ": training needs every task of a job; list the job's addresses in index order");
+}
+
+}  // namespace
+
+ClusterSpec::ClusterSpec(std::map<std::string, std::vector<std::string>> jobs) {
+  for (auto& [job, addresses] : jobs) {
+    std::map<int, std::string>& tasks = tasks_[job];
+    for (size_t i = 0; i < addresses.size(); ++i) tasks.emplace(static_cast<int>(i), std::move(addresses[i]));
+  }
+}
+
+ClusterSpec ClusterSpec::sparse(std::map<std::string, std::map<int, std::string>> tasks) {
+  for (const auto& [job, by_index] : tasks)
+    if (!by_index.empty() && by_index.begin()->first < 0)
+      fail("task index ", by_index.begin()->first, " of job ", quote(job), " is negative: number a job's tasks from 0");
+  ClusterSpec spec;
+  spec.tasks_ = std::move(tasks);
+  return spec;
+}
+
+const std::map<int, std::string>& ClusterSpec::tasks(const std::string& job) const {
+  auto it = tasks_.find(job);
+  if (it == tasks_.end()) fail("No such job in cluster: ", quote(job), "; use one of its jobs (", show(as_dict()), ")");
+  return it->second;
+}
+
+std::map<std::string, std::vector<std::string>> ClusterSpec::jobs() const {
+  std::map<std::string, std::vector<std::string>> out;
+  for (const auto& [job, tasks] : tasks_) out[job] = job_tasks(job);
+  return out;
+}
 
 std::vector<std::string> ClusterSpec::job_tasks(const std::string& job) const {
-  auto it = jobs_.find(job);
-  return it == jobs_.end() ? std::vector<std::string>{} : it->second;
+  auto it = tasks_.find(job);
+  if (it == tasks_.end()) return {};
+  if (auto problem = sparse_problem(job, it->second)) fail(*problem);
+  std::vector<std::string> addresses;
+  for (const auto& [i, address] : it->second) addresses.push_back(address);
+  return addresses;
 }
 
 int ClusterSpec::num_tasks(const std::string& job) const {
-  return static_cast<int>(job_tasks(job).size());
+  auto it = tasks_.find(job);
+  return it == tasks_.end() ? 0 : static_cast<int>(it->second.size());
 }
 
 std::string ClusterSpec::task_address(const std::string& job, int index) const {
-  auto it = jobs_.find(job);
-  if (it == jobs_.end()) fail("no job ", quote(job), " in the cluster: use one of its jobs (", show(as_dict()), ")");
-  if (index < 0 || index >= static_cast<int>(it->second.size()))
-    fail("no task ", index, " in job ", quote(job), " of ", it->second.size(), " tasks: use an index in 0..",
-         static_cast<int>(it->second.size()) - 1);
-  return it->second[static_cast<size_t>(index)];
+  const std::map<int, std::string>& by_index = tasks(job);
+  auto it = by_index.find(index);
+  if (it == by_index.end())
+    fail("No task with index ", index, " in job ", quote(job), " (its tasks: ", index_list(by_index),
+         "); use one of those");
+  return it->second;
 }
 
 nlohmann::json ClusterSpec::as_dict() const {
   nlohmann::json d = nlohmann::json::object();
-  for (const auto& [job, tasks] : jobs_) d[job] = tasks;
+  for (const auto& [job, by_index] : tasks_) {
+    if (sparse_problem(job, by_index)) {
+      nlohmann::json tasks = nlohmann::json::object();
+      for (const auto& [i, address] : by_index) tasks[std::to_string(i)] = address;
+      d[job] = tasks;
+    } else {
+      d[job] = job_tasks(job);
+    }
+  }
   return d;
 }
 
@@ -146,6 +204,8 @@ void validate_cluster(const ClusterSpec& spec, const std::string& task_type, int
            " in an empty cluster, expected worker:0 (one local process): list the cluster's tasks or use worker:0");
     return;
   }
+  for (const auto& [job, tasks] : spec.tasks())
+    if (auto problem = sparse_problem(job, tasks)) fail(p, *problem);
   std::map<std::string, std::string> owner;  // address -> the task that uses it
   for (const auto& [job, addresses] : spec.jobs()) {
     if (job != "chief" && job != "worker" && job != "evaluator")

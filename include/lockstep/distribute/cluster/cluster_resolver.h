@@ -13,22 +13,31 @@
 
 namespace lockstep::distribute {
 
-// tf.train.ClusterSpec: job name ("chief", "worker", "evaluator") -> task addresses ("host:port"), the
-// position in a job's list being the task index.
+// tf.train.ClusterSpec: job name ("chief", "worker", "evaluator") -> task addresses ("host:port") by task index.
+// A job's indices are 0..n-1 (its list) except in TF's sparse form ({"worker": {1: "h:3"}}), which the resolvers
+// reject (validate_cluster): training needs every task of a job.
 class ClusterSpec {
  public:
   ClusterSpec() = default;
-  explicit ClusterSpec(std::map<std::string, std::vector<std::string>> jobs);
-  const std::map<std::string, std::vector<std::string>>& jobs() const { return jobs_; }
-  std::vector<std::string> job_tasks(const std::string& job) const;  // empty if the job is absent
-  int num_tasks(const std::string& job) const;
+  explicit ClusterSpec(std::map<std::string, std::vector<std::string>> jobs);  // the position is the index
+  // TF's sparse form: each job's tasks by index. A negative index: ValueError.
+  static ClusterSpec sparse(std::map<std::string, std::map<int, std::string>> tasks);
+  const std::map<std::string, std::map<int, std::string>>& tasks() const { return tasks_; }
+  // The tasks of `job` by index; ValueError if the job is absent.
+  const std::map<int, std::string>& tasks(const std::string& job) const;
+  // Each job's addresses in index order; ValueError for a sparse job (one that lacks an index in 0..n-1).
+  std::map<std::string, std::vector<std::string>> jobs() const;
+  std::vector<std::string> job_tasks(const std::string& job) const;   // empty if the job is absent; as jobs()
+  int num_tasks(const std::string& job) const;                        // 0 if the job is absent
   std::string task_address(const std::string& job, int index) const;  // ValueError if absent
-  // {"worker": ["h:1", "h:2"]}, keys sorted: equal specs dump to equal strings (usable in fingerprints).
+  // {"worker": ["h:1", "h:2"]}, keys sorted: equal specs dump to equal strings (usable in fingerprints). A sparse
+  // job is an object from index to address ({"worker": {"1": "h:3"}}), as TF's as_dict gives a dict for it.
   nlohmann::json as_dict() const;
-  bool empty() const { return jobs_.empty(); }
+  bool empty() const { return tasks_.empty(); }
+  bool operator==(const ClusterSpec& other) const = default;
 
  private:
-  std::map<std::string, std::vector<std::string>> jobs_;
+  std::map<std::string, std::map<int, std::string>> tasks_;
 };
 
 struct Task {
