@@ -350,6 +350,19 @@ std::vector<Row> rows() {
                [=](const Inputs& x) { return from_vector(ref_transpose(x[0], {1, 0}).to_vector<double>(), Shape{2, 6}); }});
   r.push_back({"exp_of_transpose", {{{3, 4}}}, [](const Inputs& x) { return exp(transpose(x[0])); },
                [=](const Inputs& x) { return ref_unary(ref_transpose(x[0], {1, 0}), [](double v) { return std::exp(v); }); }});
+  // linspace of start [2] and stop [3, 1] (broadcast to [3, 2]), 5 values along axis 1: [3, 5, 2].
+  r.push_back({"linspace", {{{2}}, {{3, 1}}}, [](const Inputs& x) { return linspace(x[0], x[1], 5, 1); },
+               [](const Inputs& x) {
+                 auto a = x[0].to_vector<double>(), b = x[1].to_vector<double>();
+                 std::vector<double> y;
+                 for (int64_t i = 0; i < 3; ++i)
+                   for (int64_t k = 0; k < 5; ++k)
+                     for (int64_t j = 0; j < 2; ++j) {
+                       const double lo = a[static_cast<size_t>(j)], hi = b[static_cast<size_t>(i)];
+                       y.push_back(k == 4 ? hi : lo + static_cast<double>(k) * ((hi - lo) / 4));
+                     }
+                 return from_vector(y, Shape{3, 5, 2});
+               }});
   r.push_back({"slice", {{{5, 6}}}, [](const Inputs& x) { return slice(x[0], {1, 2}, {3, -1}); },
                [](const Inputs& x) {
                  auto v = x[0].to_vector<double>();

@@ -68,6 +68,12 @@ Tensor gather(const Tensor& params, const Tensor& indices);
 Tensor one_hot(const Tensor& indices, int64_t depth, double on_value = 1, double off_value = 0,
                DType dtype = DType::float32);
 
+// ---- sequences ----
+// `num` values evenly spaced from start to stop, both included, along a new axis `axis` of the shape start and
+// stop broadcast to (tf.linspace): start + i * (stop - start) / (num - 1), with the first exactly start and the
+// last exactly stop. Floating dtypes; differentiable in start and stop.
+Tensor linspace(const Tensor& start, const Tensor& stop, int64_t num, int64_t axis = 0);
+
 // ---- linear algebra ----
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false);
 
