@@ -166,22 +166,12 @@ class KerasPyCallback : public keras::Callback {
   std::bitset<kHooks.size()> overridden_;
 };
 
-kc::SaveFreq save_freq(nb::handle v) {
-  if (nb::isinstance<nb::str>(v)) {
-    const std::string s = nb::cast<std::string>(v);
-    LS_CHECK(s == "epoch", ValueError, "save_freq='", s, "' is not understood: use 'epoch' or a number of batches");
-    return kc::SaveFreq("epoch");
-  }
-  return kc::SaveFreq(nb::cast<int64_t>(v));
-}
-
 void bind_callbacks(nb::module_& k) {
   nb::class_<keras::Callback>(k, "Callback");
   nb::module_ c = k.def_submodule("callbacks");
   c.def("PyCallback", [](nb::handle callback, const std::vector<std::string>& hooks) -> keras::CallbackPtr {
     return std::make_shared<KerasPyCallback>(callback, hooks);
   });
-  c.def("ProgbarLogger", []() -> keras::CallbackPtr { return std::make_shared<kc::ProgbarLogger>(); });
   c.def("LearningRateScheduler", [](nb::handle schedule, int verbose) {
     PyRef fn(schedule);
     return kc::LearningRateScheduler(
@@ -190,39 +180,6 @@ void bind_callbacks(nb::module_& k) {
           return nb::cast<double>(nb::float_(fn.get()(epoch, lr)));
         },
         verbose);
-  });
-  c.def("ModelCheckpoint", [](const std::string& filepath, const std::string& monitor, int verbose, bool save_best_only,
-                              bool save_weights_only, const std::string& mode, nb::handle freq) {
-    return kc::ModelCheckpoint(filepath, {.monitor = monitor,
-                                          .verbose = verbose,
-                                          .save_best_only = save_best_only,
-                                          .save_weights_only = save_weights_only,
-                                          .mode = mode,
-                                          .save_freq = save_freq(freq)});
-  });
-  c.def("BackupAndRestore",
-        [](const std::string& backup_dir, nb::handle freq, bool delete_checkpoint, bool save_before_preemption) {
-          return kc::BackupAndRestore({.backup_dir = backup_dir,
-                                       .save_freq = save_freq(freq),
-                                       .delete_checkpoint = delete_checkpoint,
-                                       .save_before_preemption = save_before_preemption});
-        });
-  c.def("TensorBoard", [](const std::string& log_dir, int64_t histogram_freq, bool write_graph,
-                          bool write_steps_per_second, nb::handle update_freq) {
-    keras::callbacks::UpdateFreq freq("epoch");
-    if (nb::isinstance<nb::str>(update_freq)) {
-      const std::string s = nb::cast<std::string>(update_freq);
-      LS_CHECK(s == "epoch" || s == "batch", ValueError, "TensorBoard: update_freq='", s,
-               "' is not understood: use 'epoch', 'batch' or a number of batches");
-      freq = keras::callbacks::UpdateFreq(s.c_str());
-    } else {
-      freq = keras::callbacks::UpdateFreq(nb::cast<int64_t>(update_freq));
-    }
-    return kc::TensorBoard({.log_dir = log_dir,
-                            .histogram_freq = histogram_freq,
-                            .write_graph = write_graph,
-                            .write_steps_per_second = write_steps_per_second,
-                            .update_freq = freq});
   });
 }
 

@@ -73,8 +73,8 @@ std::string registries_markdown() {
          "are declared once (keras/registry.h); do not edit by hand. Each argument is Keras 3's, with Keras' "
          "default (tests/golden/keras_signatures.json holds them to TensorFlow 2.21's Keras). \"only\" lists the "
          "values lockstep accepts of an argument it does not implement: any other is a ValueError naming it. The "
-         "callbacks listed are those made from arguments alone; ModelCheckpoint, BackupAndRestore, TensorBoard, "
-         "LearningRateScheduler and LambdaCallback are in docs/api.md.\n\n";
+         "callbacks listed are those made from arguments alone; LearningRateScheduler and LambdaCallback, which "
+         "take functions, are in docs/api.md.\n\n";
   section(out, "Layers", "tf.keras.layers", layers::registry(), layers::base_params());
   section(out, "Losses", "tf.keras.losses", losses::registry());
   section(out, "Metrics", "tf.keras.metrics", metrics::registry());

@@ -3,7 +3,6 @@ logs, self.model and self.params) and the built-in callbacks, which are lockstep
 import inspect
 import os
 import types
-import warnings
 
 from .. import _lockstep, _unimplemented
 from . import _registry, _serial
@@ -100,6 +99,10 @@ class _Builtin(Callback):
         return self._cpp
 
 
+# History, LearningRateScheduler, LambdaCallback and CallbackList stay in Python: the two in the middle take Python
+# functions, which no config can hold; fit records History in C++ and fills the Python object at the end; CallbackList
+# only calls other callbacks' hooks. Every other built-in callback is generated from the C++ registry
+# (_RegistryCallback).
 class History(Callback):
     """Every epoch's logs (fit returns it): history maps each log name to its values by epoch."""
 
@@ -113,42 +116,6 @@ class History(Callback):
 
     def _cpp_callback(self):
         return None  # fit records History itself and fills this object at the end
-
-
-class ProgbarLogger(_Builtin):
-    """Keras' progress bar; fit, evaluate and predict show it already when verbose is not 0."""
-
-    def __init__(self, count_mode="steps", stateful_metrics=None):
-        super().__init__()
-        self._cpp = _c.ProgbarLogger()
-
-
-class ModelCheckpoint(_Builtin):
-    """Saves the model (a .keras archive or lockstep's directory) or, with save_weights_only, its weights after
-    every epoch or save_freq batches; {epoch:02d} and {val_loss:.2f} in filepath take their values."""
-
-    def __init__(self, filepath, monitor="val_loss", verbose=0, save_best_only=False, save_weights_only=False,
-                 mode="auto", save_freq="epoch", initial_value_threshold=None, options=None, **kwargs):
-        super().__init__()
-        if kwargs:
-            raise TypeError(f"Unrecognized keyword arguments passed to ModelCheckpoint: {kwargs}")
-        if initial_value_threshold is not None:
-            raise NotImplementedError("ModelCheckpoint(initial_value_threshold=...) is not implemented by lockstep")
-        self.filepath, self.monitor, self.save_best_only = os.fspath(filepath), monitor, save_best_only
-        self._cpp = _c.ModelCheckpoint(self.filepath, monitor, int(verbose), bool(save_best_only),
-                                       bool(save_weights_only), mode, save_freq)
-
-
-class BackupAndRestore(_Builtin):
-    """Backs fit() up to backup_dir and, when fit() starts with a backup there, continues exactly where the
-    interrupted run stopped. lockstep always keeps the two newest backups (Keras' double_checkpoint)."""
-
-    def __init__(self, backup_dir, save_freq="epoch", double_checkpoint=False, delete_checkpoint=True,
-                 save_before_preemption=False):
-        super().__init__()
-        self.backup_dir = os.fspath(backup_dir)
-        self._cpp = _c.BackupAndRestore(self.backup_dir, save_freq, bool(delete_checkpoint),
-                                        bool(save_before_preemption))
 
 
 def _takes_lr(schedule):
@@ -171,24 +138,6 @@ class LearningRateScheduler(_Builtin):
             lambda epoch, lr: float(schedule(epoch, lr) if two else schedule(epoch)), int(verbose))
 
 
-class TensorBoard(_Builtin):
-    """Event files under log_dir/train and log_dir/validation with Keras' tags, for TensorBoard."""
-
-    def __init__(self, log_dir="logs", histogram_freq=0, write_graph=True, write_images=False,
-                 write_steps_per_second=False, update_freq="epoch", profile_batch=0, embeddings_freq=0,
-                 embeddings_metadata=None, **kwargs):
-        super().__init__()
-        if write_images or embeddings_freq or embeddings_metadata or kwargs:
-            raise NotImplementedError("TensorBoard's write_images, embeddings_* and other extra arguments are not "
-                                      "implemented by lockstep; remove them")
-        if profile_batch:
-            warnings.warn("TensorBoard(profile_batch=...): lockstep has no profiler trace to write; no profile is "
-                          "recorded", stacklevel=2)
-        self.log_dir = os.fspath(log_dir)
-        self._cpp = _c.TensorBoard(self.log_dir, int(histogram_freq), bool(write_graph),
-                                   bool(write_steps_per_second), update_freq)
-
-
 class _RegistryCallback(_Builtin):
     """A callback of lockstep's C++ callback registry: its Keras arguments (kept as attributes, as Keras keeps
     them) become the config the registry makes it from."""
@@ -199,9 +148,11 @@ class _RegistryCallback(_Builtin):
     def __init__(self, *args, **kwargs):
         super().__init__()
         _, config = _serial.bind(self._class_name, self._signature, args, kwargs)
+        # Paths (filepath, backup_dir, log_dir, filename) may be os.PathLike; Keras keeps them as strings.
+        config = {k: os.fspath(v) if isinstance(v, os.PathLike) else v for k, v in config.items()}
         for key, value in config.items():
             setattr(self, key, value)
-        config = {k: os.fspath(v) if k == "filename" else v for k, v in config.items() if v is not None}
+        config = {k: v for k, v in config.items() if v is not None}
         self._cpp = _lockstep._callback_from_config(self._class_name, _serial.dumps(config))
 
 

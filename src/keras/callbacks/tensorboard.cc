@@ -1,16 +1,17 @@
 // keras.callbacks.TensorBoard on the summary API: Keras 3's tags, steps and train/validation runs, written by the
 // chief alone.
+#include "lockstep/keras/callbacks/tensorboard.h"
+
 #include <chrono>
 #include <filesystem>
 #include <map>
 
+#include "../saving/saving-impl.h"
 #include "lockstep/core/error.h"
-#include "lockstep/keras/callbacks.h"
 #include "lockstep/keras/layers.h"
 #include "lockstep/keras/model.h"
 #include "lockstep/keras/optimizers.h"
 #include "lockstep/train/summary.h"
-#include "saving/saving-impl.h"
 
 namespace lockstep::keras::callbacks {
 
