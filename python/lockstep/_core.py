@@ -8,8 +8,8 @@ from ._variable import Variable
 _ops = _lockstep.ops
 
 __all__ = ["constant", "convert_to_tensor", "cast", "reshape", "transpose", "concat", "stack", "unstack", "gather",
-           "one_hot", "matmul", "where", "zeros", "ones", "zeros_like", "ones_like", "fill", "range", "shape", "size",
-           "rank", "expand_dims", "squeeze", "identity", "stop_gradient", "add_n", "clip_by_value", "broadcast_to",
+           "one_hot", "matmul", "where", "zeros", "ones", "zeros_like", "ones_like", "fill", "range", "linspace",
+           "shape", "size", "rank", "expand_dims", "squeeze", "identity", "stop_gradient", "add_n", "clip_by_value", "broadcast_to",
            "tile", "is_tensor", "newaxis", "print", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min",
            "reduce_any", "reduce_all", "reduce_prod", "argmax", "argmin", "add", "subtract", "multiply", "divide", "maximum",
            "minimum", "exp", "square", "sqrt", "abs", "sign", "pow", "equal", "not_equal", "less", "less_equal",
@@ -64,6 +64,15 @@ def transpose(a, perm=None, conjugate=False, name=None):
 
 def concat(values, axis, name=None):
     return _ops.concat(list(values), int(axis))
+
+
+def linspace(start, stop, num, name=None, axis=0):
+    """tf.linspace: integer start and stop give float64, as TensorFlow divides them."""
+    start = convert_to_tensor(start)
+    stop = convert_to_tensor(stop, dtype=start.dtype)
+    if not start.dtype.is_floating:
+        start, stop = cast(start, _dtypes.float64), cast(stop, _dtypes.float64)
+    return _ops.linspace(start, stop, int(num), int(axis))
 
 
 def stack(values, axis=0, name=None):

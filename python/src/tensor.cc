@@ -436,6 +436,10 @@ void bind_tensor(nb::module_& m) {
     nb::gil_scoped_release unlocked;
     return concat(ts, axis);
   });
+  ops.def("linspace", [](const Tensor& start, const Tensor& stop, int64_t num, int64_t axis) {
+    nb::gil_scoped_release unlocked;
+    return linspace(start, stop, num, axis);
+  });
   ops.def("stack", [](std::vector<nb::object> xs, int64_t axis) {
     std::vector<Tensor> ts;
     for (nb::handle x : xs) ts.push_back(to_tensor(x));

@@ -212,3 +212,25 @@ def test_a_shape_given_as_one_number_is_one_dimension(tf):
     assert tf.zeros(np.int64(4)).shape == (4,) and tf.zeros(tf.constant(5)).shape == (5,)
     assert tf.constant(1.0, shape=3).shape == (3,) and tf.broadcast_to(2.0, 4).shape == (4,)
     assert tf.TensorShape(7) == tf.TensorShape([7]) and tf.zeros([]).shape == ()
+
+
+def test_linspace_matches_tensorflow_values_dtypes_and_gradients(tf):
+    import numpy as np
+
+    cases = [((0.0, 1.0, 4), {}), ((0, 10, 5), {}), (([0.0, 1.0], [1.0, 3.0], 3), {"axis": -1}),
+             (([[0.0], [2.0]], [5.0, 6.0, 7.0], 4), {"axis": 1}), ((1.0, 2.0, 1), {}), ((1.0, 2.0, 0), {})]
+    ours = [tf.linspace(*args, **kwargs) for args, kwargs in cases]
+    start, stop = tf.Variable([0.5, 1.0]), tf.Variable([2.0, -1.0])
+    with tf.GradientTape() as tape:
+        y = tf.reduce_sum(tf.linspace(start, stop, 5) * tf.constant([[1.0], [2.0], [3.0], [4.0], [5.0]]))
+    grads = [g.numpy().tolist() for g in tape.gradient(y, [start, stop])]
+    assert grads == [[5.0, 5.0], [10.0, 10.0]]
+    real = tensorflow_or_skip()
+    for (args, kwargs), got in zip(cases, ours):
+        want = real.linspace(*args, **kwargs)
+        assert got.dtype.name == want.dtype.name and got.shape == tuple(want.shape), (args, kwargs)
+        assert np.array_equal(got.numpy(), want.numpy()), (args, kwargs)  # bit for bit: the same formula
+    rs, rt = real.Variable([0.5, 1.0]), real.Variable([2.0, -1.0])
+    with real.GradientTape() as tape:
+        y = real.reduce_sum(real.linspace(rs, rt, 5) * real.constant([[1.0], [2.0], [3.0], [4.0], [5.0]]))
+    assert [g.numpy().tolist() for g in tape.gradient(y, [rs, rt])] == grads
