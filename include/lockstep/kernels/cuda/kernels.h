@@ -52,7 +52,7 @@ void reduce(Reduce op, DType dtype, const Iteration& it, const std::vector<int64
 // Index of the first maximum along the middle axis of a contiguous [outer, n, inner] array (float32/float64/ints).
 void argmax(DType dtype, int64_t outer, int64_t n, int64_t inner, const void* x, int64_t* out);
 
-// ---- optimizer updates (elementwise.cu), Keras 3's rules exactly as keras/optimizers.cc computes them ----
+// ---- optimizer updates (elementwise.cu), Keras 3's rules exactly as src/keras/optimizers/ computes them ----
 // T is float or double; scalars arrive already in T's precision semantics as the CPU computes them.
 template <typename T> void sgd_update(int64_t n, T* w, const T* g, T* momentum, T lr, T mu, bool nesterov);
 // velocity v, optional momentum m and average gradient a (null when off); one_minus_rho rounded from double as the
