@@ -100,18 +100,18 @@ int main(int argc, char** argv) try {
 
   auto train_step = [&](const ls::data::Batch& inputs) {
     ls::GradientTape tape;
-    ls::Tensor predictions = model(inputs.x, {.training = true});
-    ls::Tensor loss = compute_loss(inputs.y, predictions, model.losses());
+    ls::Tensor predictions = model(inputs.x(), {.training = true});
+    ls::Tensor loss = compute_loss(inputs.y(), predictions, model.losses());
     auto gradients = tape.gradient(loss, model.trainable_variables());
     optimizer->apply_gradients(gradients, model.trainable_variables());
-    train_accuracy->update_state(inputs.y, predictions);
+    train_accuracy->update_state(inputs.y(), predictions);
     return loss;
   };
   auto test_step = [&](const ls::data::Batch& inputs) {
-    ls::Tensor predictions = model(inputs.x, {.training = false});
-    ls::Tensor t_loss = (*loss_object)(inputs.y, predictions);
+    ls::Tensor predictions = model(inputs.x(), {.training = false});
+    ls::Tensor t_loss = (*loss_object)(inputs.y(), predictions);
     test_loss->update_state(t_loss);
-    test_accuracy->update_state(inputs.y, predictions);
+    test_accuracy->update_state(inputs.y(), predictions);
   };
   // strategy.run replicates the computation and runs it with the distributed input.
   auto distributed_train_step = [&](const ls::distribute::PerReplica<ls::data::Batch>& dataset_inputs) {
@@ -159,7 +159,7 @@ int main(int argc, char** argv) try {
   new_checkpoint.restore(ls::train::latest_checkpoint(checkpoint_dir).value_or("")).assert_consumed();
   int64_t eval_batches = 0;
   for (const ls::data::Element& batch : test_dataset) {
-    eval_step(batch.x, batch.y);
+    eval_step(batch.x(), batch.y());
     if (++eval_batches == max_steps) break;
   }
   std::printf("Accuracy after restoring the saved model without strategy: %g\n", eval_accuracy->result() * 100);

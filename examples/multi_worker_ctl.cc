@@ -116,15 +116,15 @@ int main(int argc, char** argv) try {
   // Per-replica step function.
   auto step_fn = [&](const ls::data::Batch& inputs) {
     ls::GradientTape tape;
-    ls::Tensor predictions = multi_worker_model(inputs.x, {.training = true});
+    ls::Tensor predictions = multi_worker_model(inputs.x(), {.training = true});
     ls::Tensor per_example_loss = (*keras::losses::SparseCategoricalCrossentropy(
-        {.from_logits = true, .reduction = keras::losses::Reduction::NONE}))(inputs.y, predictions);
+        {.from_logits = true, .reduction = keras::losses::Reduction::NONE}))(inputs.y(), predictions);
     ls::Tensor loss = ls::nn::compute_average_loss(per_example_loss);
     std::vector<ls::Tensor> model_losses = multi_worker_model.losses();
     if (!model_losses.empty()) loss = loss + ls::nn::scale_regularization_loss(ls::add_n(model_losses));
     auto grads = tape.gradient(loss, multi_worker_model.trainable_variables());
     optimizer->apply_gradients(grads, multi_worker_model.trainable_variables());
-    train_accuracy->update_state(inputs.y, predictions);
+    train_accuracy->update_state(inputs.y(), predictions);
     return loss;
   };
   auto train_step = [&](ls::distribute::DistributedDataset::Iterator& iterator) {

@@ -21,7 +21,7 @@ std::vector<Dataset> pipelines() {
       Dataset::range(0, 50).repeat(3).shuffle(10, 2).skip(2).take(30).shard(2, 1).cache().prefetch(2),
       Dataset::range(0, 30)
           .map([](const Element& e) { return e; })
-          .filter([](const Element& e) { return e.x.item<int64_t>() % 3 != 0; })
+          .filter([](const Element& e) { return e.x().item<int64_t>() % 3 != 0; })
           .batch(3, true)
           .repeat(2),
   };

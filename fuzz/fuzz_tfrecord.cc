@@ -19,8 +19,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fuzz::expect_accept_or_refuse([&] {
       std::vector<Tensor> records;
       for (const Element& e : TFRecordDataset({path}, {compression})) {
-        records.push_back(e.x);
-        fuzz::expect_accept_or_refuse([&] { (void)parse_single_example(e.x, spec); });
+        records.push_back(e.x());
+        fuzz::expect_accept_or_refuse([&] { (void)parse_single_example(e.x(), spec); });
       }
       fuzz::expect_accept_or_refuse([&] { (void)parse_example(records, spec); });
     });

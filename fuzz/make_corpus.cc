@@ -130,7 +130,7 @@ void dataset_states() {
       data::Dataset::range(0, 50).repeat(3).shuffle(10, 2).skip(2).take(30).shard(2, 1).cache().prefetch(2),
       data::Dataset::range(0, 30)
           .map([](const data::Element& e) { return e; })
-          .filter([](const data::Element& e) { return e.x.item<int64_t>() % 3 != 0; })
+          .filter([](const data::Element& e) { return e.x().item<int64_t>() % 3 != 0; })
           .batch(3, true)
           .repeat(2)};
   for (size_t p = 0; p < pipelines.size(); ++p) {

@@ -2,8 +2,9 @@
 // Python functions (map, filter, zip's combine, interleave's, from_generator's iterators) run by the C++ pipeline
 // through callbacks that take the GIL; TFRecord files, tf.train.Example parsing and tf.io.gfile as _lockstep.io.
 //
-// An element crosses into Python as a tuple of its defined components (x[, y[, sample_weight]]), which the Python
-// package (lockstep/data) calls slots and maps onto TensorFlow's nested structures. Every pull releases the GIL: the
+// An element crosses into Python as the tuple of its Tensor leaves (for the three-slot elements it makes:
+// x[, y[, sample_weight]]), which the Python package (lockstep/data) calls slots and maps onto TensorFlow's nested
+// structures. Every pull releases the GIL: the
 // pipeline may run on prefetch threads whose callbacks take it.
 #include <Python.h>
 #include <nanobind/stl/map.h>
@@ -34,17 +35,23 @@ using data::Element;
 using data::NodePtr;
 using nlohmann::json;
 
+// The Tensor leaves of an element in tf.nest order (a zip of slot elements gives all their slots).
 nb::tuple slots_of(const Element& e) {
   nb::list out;
-  for (const Tensor* t : {&e.x, &e.y, &e.sample_weight})
-    if (t->defined()) out.append(nb::cast(*t));
+  for (const Element& leaf : e.flatten()) {
+    LS_CHECK(!leaf.is_string(), ValueError, "the element ", e.str(),
+             " holds a string leaf, which lockstep.data's Python side does not take yet");
+    if (leaf.is_tensor()) out.append(nb::cast(leaf.tensor()));
+  }
   return nb::tuple(out);
 }
 
+// x alone, (x, y) or (x, y, sample_weight), as Dataset::from_tensor_slices(x, y, sample_weight) makes them.
 Element element_of(const std::vector<Tensor>& slots) {
   LS_CHECK(!slots.empty() && slots.size() <= 3, ValueError, "a dataset element has 1 to 3 components here, got ",
            slots.size(), "; lockstep.data packs larger structures before they reach C++");
-  return Element{slots[0], slots.size() > 1 ? slots[1] : Tensor(), slots.size() > 2 ? slots[2] : Tensor()};
+  if (slots.size() == 1) return slots[0];
+  return slots.size() == 2 ? Element{slots[0], slots[1]} : Element{slots[0], slots[1], slots[2]};
 }
 
 Element element_from_python(nb::handle seq) {
@@ -227,7 +234,7 @@ void bind_dataset(nb::module_& m) {
                     std::vector<Tensor> t;
                     for (nb::handle s : slots) t.push_back(to_tensor(s));
                     Element e = element_of(t);
-                    return unlocked([&] { return Dataset::from_tensor_slices(e.x, e.y, e.sample_weight); });
+                    return unlocked([&] { return Dataset::from_tensor_slices(e); });
                   })
       .def_static(
           "make_csv_dataset",
@@ -245,7 +252,7 @@ void bind_dataset(nb::module_& m) {
           "TFRecordDataset",
           [](std::vector<std::string> filenames, std::string compression_type) {
             return data::TFRecordDataset(std::move(filenames), {std::move(compression_type)}).map([](const Element& e) {
-              return Element{with_length_header(e.x)};
+              return Element(with_length_header(e.x()));
             });
           },
           nb::arg("filenames"), nb::arg("compression_type") = "")
@@ -276,7 +283,7 @@ void bind_dataset(nb::module_& m) {
           "padded_batch",
           [](const Dataset& d, int64_t batch_size, bool drop_remainder, const std::vector<nb::handle>& slots) {
             using Axes = data::Padding::Axes;
-            std::vector<data::Padding> padding(3, {Axes::kNone});  // components not named are not padded
+            std::vector<data::Padding> padding(std::min<size_t>(slots.size(), 3), {Axes::kNone});
             for (size_t i = 0; i < slots.size() && i < 3; ++i) {
               nb::handle s = slots[i];
               if (nb::isinstance<nb::str>(s))

@@ -511,8 +511,8 @@ LoopResult CustomLoop::run() {
 
 std::pair<Tensor, Tensor> CustomLoop::replica_step(const data::Batch& b) {
   GradientTape tape;
-  Tensor logits = model_(b.x, {.training = true});
-  Tensor loss = nn::compute_average_loss(loss_->call(b.y, logits), {.global_batch_size = data_.global_batch});
+  Tensor logits = model_(b.x(), {.training = true});
+  Tensor loss = nn::compute_average_loss(loss_->call(b.y(), logits), {.global_batch_size = data_.global_batch});
   std::vector<Tensor> reg = model_.losses();
   if (!reg.empty()) loss = loss + nn::scale_regularization_loss(add_n(reg));
   std::vector<Variable> vars = model_.trainable_variables();
@@ -540,7 +540,7 @@ void CustomLoop::train_epoch() {
     for (size_t r = 0; r < out.values.size(); ++r) {
       losses.values.push_back(out.values[r].first);
       NoGradGuard no_grad;
-      s.accuracy->update_state(batches->values[r].y, out.values[r].second);
+      s.accuracy->update_state(batches->values[r].y(), out.values[r].second);
     }
     const double loss = strategy_.reduce(distribute::ReduceOp::SUM, losses).item<double>();
     if (s.step_losses.size() < 1000) s.step_losses.push_back(loss);

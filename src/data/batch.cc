@@ -30,29 +30,34 @@ class BatchNode final : public UnaryNode {
   bool drop_remainder_;
 };
 
-// One component of a batch of values: checks that every element agrees on it, then stacks it.
-Tensor stack_component(const std::vector<Element>& elements, Tensor Element::*component, const char* name,
-                       const char* op) {
-  const Tensor& first = elements[0].*component;
-  for (size_t i = 1; i < elements.size(); ++i) {
-    const Tensor& t = elements[i].*component;
-    LS_CHECK(t.defined() == first.defined(), InvalidArgumentError, op, ": element ", i, " of a batch ",
-             t.defined() ? "has" : "lacks", " component ", name, " but element 0 ", first.defined() ? "has" : "lacks",
-             " it; make map() return the same components for every element");
-    if (!first.defined()) continue;
-    LS_CHECK(t.shape() == first.shape() && t.dtype() == first.dtype(), InvalidArgumentError, op, ": element ", i,
-             " of a batch has ", name, " of ", dtype_name(t.dtype()), " ", t.shape().str(), " but element 0 has ",
-             dtype_name(first.dtype()), " ", first.shape().str(),
-             "; elements of one batch must match: map them to one shape and dtype first");
+// One leaf of a batch of values (leaves[i] of element i): checks that every element agrees on it, then stacks it.
+Element stack_leaf(const std::vector<Element>& leaves, const std::vector<Element>& elements, const char* op) {
+  const Element& first = leaves[0];
+  for (size_t i = 1; i < leaves.size(); ++i) {
+    const Element& l = leaves[i];
+    const bool same = first.is_tensor() ? l.tensor().shape() == first.tensor().shape()
+                      : first.is_string() ? l.string().shape == first.string().shape
+                                          : true;
+    LS_CHECK(same, InvalidArgumentError, op, ": element ", i, " of a batch is ", elements[i].str(),
+             " but element 0 is ", elements[0].str(),
+             "; elements of one batch must match: map them to one shape first, or use padded_batch");
   }
-  if (!first.defined()) return {};
-  std::vector<int64_t> dims = first.shape().dims();
-  dims.insert(dims.begin(), static_cast<int64_t>(elements.size()));
-  Tensor out = Tensor::empty(Shape(std::move(dims)), first.dtype());
-  const size_t bytes = static_cast<size_t>(first.numel()) * dtype_size(first.dtype());
+  if (first.is_none()) return first;
+  if (first.is_string()) {
+    std::vector<int64_t> dims = first.string().shape.dims();
+    dims.insert(dims.begin(), static_cast<int64_t>(leaves.size()));
+    std::vector<std::string> values;
+    for (const Element& l : leaves) values.insert(values.end(), l.string().values.begin(), l.string().values.end());
+    return StringTensor(Shape(std::move(dims)), std::move(values));
+  }
+  const Tensor& t0 = first.tensor();
+  std::vector<int64_t> dims = t0.shape().dims();
+  dims.insert(dims.begin(), static_cast<int64_t>(leaves.size()));
+  Tensor out = Tensor::empty(Shape(std::move(dims)), t0.dtype());
+  const size_t bytes = static_cast<size_t>(t0.numel()) * dtype_size(t0.dtype());
   auto* dst = static_cast<char*>(out.raw_data());
-  for (const Element& e : elements) {
-    std::memcpy(dst, (e.*component).contiguous().raw_data(), bytes);
+  for (const Element& l : leaves) {
+    std::memcpy(dst, l.tensor().contiguous().raw_data(), bytes);
     dst += bytes;
   }
   return out;
@@ -103,8 +108,19 @@ std::unique_ptr<ItemIterator> BatchNode::make_iterator(uint64_t salt) const {
 }  // namespace
 
 Element stack_elements(const std::vector<Element>& elements, const char* op) {
-  return Element{stack_component(elements, &Element::x, "x", op), stack_component(elements, &Element::y, "y", op),
-                 stack_component(elements, &Element::sample_weight, "sample_weight", op)};
+  std::vector<std::vector<Element>> leaves;  // [element][leaf]
+  leaves.reserve(elements.size());
+  for (const Element& e : elements) {
+    check_same_structure(elements[0], e, op, "the elements of a batch");
+    leaves.push_back(e.flatten());
+  }
+  std::vector<Element> stacked;
+  std::vector<Element> column(elements.size());
+  for (size_t k = 0; k < leaves[0].size(); ++k) {
+    for (size_t i = 0; i < elements.size(); ++i) column[i] = std::move(leaves[i][k]);
+    stacked.push_back(stack_leaf(column, elements, op));
+  }
+  return elements[0].pack_leaves(std::move(stacked));
 }
 
 NodePtr make_batch_node(NodePtr input, int64_t batch_size, bool drop_remainder) {

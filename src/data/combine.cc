@@ -28,19 +28,8 @@ void restore_all(std::vector<std::unique_ptr<ItemIterator>>& inputs, const json&
   for (size_t i = 0; i < inputs.size(); ++i) inputs[i]->restore_state(saved[i]);
 }
 
-// The components of the parts, in order, as one element.
-Element concatenate_components(const std::vector<Element>& parts) {
-  std::vector<Tensor> components;
-  for (const Element& e : parts)
-    for (const Tensor* t : {&e.x, &e.y, &e.sample_weight})
-      if (t->defined()) components.push_back(*t);
-  LS_CHECK(!components.empty() && components.size() <= 3, ValueError, "zip: the inputs' elements have ",
-           components.size(),
-           " components in all, but an Element holds 1 to 3 (x, y, sample_weight); pass a "
-           "combine function that makes one Element of them");
-  components.resize(3);
-  return Element{components[0], components[1], components[2]};
-}
+// TF's zip: the tuple of the inputs' elements.
+Element tuple_of(const std::vector<Element>& parts) { return Element::tuple(parts); }
 
 // ---- zip ----
 class ZipNode final : public DatasetNode {
@@ -116,7 +105,11 @@ class ConcatenateIterator final : public ItemIterator {
   std::optional<Item> next() override {
     while (true) {
       std::optional<Item> item = input_->next();
-      if (item) return Item{-1, materialize(*item, node_.inputs()[static_cast<size_t>(which_)]->row_source())};
+      if (item) {
+        Element e = materialize(*item, node_.inputs()[static_cast<size_t>(which_)]->row_source());
+        check_(e, "concatenate");
+        return Item{-1, std::move(e)};
+      }
       if (which_ == 1) return std::nullopt;
       which_ = 1;
       input_ = node_.inputs()[1]->make_iterator(salt_);
@@ -131,10 +124,12 @@ class ConcatenateIterator final : public ItemIterator {
     which_ = which;
     input_ = node_.inputs()[static_cast<size_t>(which_)]->make_iterator(salt_);
     input_->restore_state(state.at("input"));
+    check_.reset();
   }
 
  private:
   const ConcatenateNode& node_;
+  StructureCheck check_;
   uint64_t salt_;
   int64_t which_ = 0;
   std::unique_ptr<ItemIterator> input_;
@@ -181,8 +176,11 @@ class SampleIterator final : public ItemIterator {
     while (!done_) {
       const size_t i = draw();
       if (i == inputs_.size()) break;  // every input has ended
-      if (std::optional<Item> item = inputs_[i]->next())
-        return Item{-1, materialize(*item, node_.inputs()[i]->row_source())};
+      if (std::optional<Item> item = inputs_[i]->next()) {
+        Element e = materialize(*item, node_.inputs()[i]->row_source());
+        check_(e, "sample_from_datasets");
+        return Item{-1, std::move(e)};
+      }
       ended_[i] = true;
       done_ = node_.stop_on_empty_;
     }
@@ -202,6 +200,7 @@ class SampleIterator final : public ItemIterator {
     done_ = state.at("done").get<bool>();
     rng_ = Philox(node_.seed_, 0);
     rng_.skip(state.at("rng_position").get<uint64_t>());
+    check_.reset();
   }
 
  private:
@@ -228,6 +227,7 @@ class SampleIterator final : public ItemIterator {
   std::vector<std::unique_ptr<ItemIterator>> inputs_;
   std::vector<bool> ended_;
   bool done_ = false;
+  StructureCheck check_;
 };
 std::unique_ptr<ItemIterator> SampleNode::make_iterator(uint64_t salt) const {
   return std::make_unique<SampleIterator>(*this, salt);
@@ -236,7 +236,7 @@ std::unique_ptr<ItemIterator> SampleNode::make_iterator(uint64_t salt) const {
 }  // namespace
 
 NodePtr make_zip_node(std::vector<NodePtr> inputs, ZipFn combine) {
-  return std::make_shared<ZipNode>(std::move(inputs), combine ? std::move(combine) : ZipFn(concatenate_components));
+  return std::make_shared<ZipNode>(std::move(inputs), combine ? std::move(combine) : ZipFn(tuple_of));
 }
 
 NodePtr make_concatenate_node(NodePtr first, NodePtr second) {

@@ -260,7 +260,7 @@ class CsvIterator final : public ItemIterator {
                                    "float32 x: leave text columns out with select_columns"));
       px[k] = static_cast<float>(*v);
     }
-    if (!layout_.label) return Element{std::move(x)};
+    if (!layout_.label) return Element(std::move(x));
     const size_t c = *layout_.label;
     Tensor y = Tensor::empty({}, layout_.label_dtype);
     if (layout_.label_dtype == DType::float32) {

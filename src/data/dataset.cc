@@ -75,7 +75,30 @@ Dataset::Dataset(std::shared_ptr<const DatasetNode> node, Options options)
 }
 
 Dataset Dataset::from_tensor_slices(const Tensor& x, const Tensor& y, const Tensor& sample_weight) {
-  return Dataset(detail::make_tensor_slices_node(x, y, sample_weight));
+  LS_CHECK(x.defined(), InvalidArgumentError, "from_tensor_slices: x is an undefined Tensor; pass the features");
+  if (sample_weight.defined()) return from_tensor_slices(Element{x, y, sample_weight});
+  return from_tensor_slices(y.defined() ? Element{x, y} : Element(x));
+}
+
+Dataset Dataset::from_tensor_slices(const Element& structure) {
+  return Dataset(detail::make_tensor_slices_node(structure));
+}
+
+Dataset Dataset::from_tensors(const Element& element) {
+  // One row of the element with a new axis 0 of length 1: batch() of it gives it back, shared storage or not.
+  return from_tensor_slices(element.map([](const Element& leaf) -> Element {
+    if (leaf.is_tensor()) {
+      std::vector<int64_t> dims = leaf.tensor().shape().dims();
+      dims.insert(dims.begin(), 1);
+      const Tensor c = leaf.tensor().contiguous();
+      Shape shape(std::move(dims));
+      return Tensor(c.storage(), shape, shape.strides(), c.offset(), c.dtype());
+    }
+    if (!leaf.is_string()) return leaf;
+    std::vector<int64_t> dims = leaf.string().shape.dims();
+    dims.insert(dims.begin(), 1);
+    return StringTensor(Shape(std::move(dims)), leaf.string().values);
+  }));
 }
 
 Dataset Dataset::range(int64_t start, int64_t stop, int64_t step) {
@@ -128,8 +151,6 @@ Dataset Dataset::batch(int64_t batch_size, bool drop_remainder) const {
 Dataset Dataset::padded_batch(int64_t batch_size, std::vector<Padding> padding, bool drop_remainder) const {
   LS_CHECK(batch_size >= 1, InvalidArgumentError, "batch: batch_size must be at least 1, got ", batch_size,
            "; pass the number of elements per batch, e.g. batch(64)");
-  LS_CHECK(padding.size() <= 3, InvalidArgumentError, "padded_batch: got ", padding.size(),
-           " paddings, but an element has at most 3 components (x, y, sample_weight); pass one per component");
   return then(detail::make_padded_batch_node(node_, batch_size, drop_remainder, std::move(padding)));
 }
 

@@ -332,7 +332,7 @@ std::function<Element(const Element&)> parse_example_fn(FeatureSpec features, st
   LS_CHECK(!x_key.empty(), InvalidArgumentError, "parse_example_fn: x_key is empty; name the feature that becomes x");
   return [features = std::move(features), x_key = std::move(x_key), y_key = std::move(y_key),
           weight_key = std::move(weight_key)](const Element& e) {
-    ParsedFeatures f = parse_single_example(e.x, features);
+    ParsedFeatures f = parse_single_example(e.x(), features);
     auto take = [&](const std::string& key) { return key.empty() ? Tensor() : f.dense.at(key); };
     return Element{take(x_key), take(y_key), take(weight_key)};
   };

@@ -45,6 +45,7 @@ class InterleaveIterator final : public ItemIterator {
       std::optional<Iterator>& current = cycle_[index_];
       if (current) {
         if (std::optional<Element> e = current->next()) {
+          check_(*e, "interleave");
           if (++block_ == node_.block_length_) advance();
           ++count_;
           return Item{-1, std::move(*e)};
@@ -73,6 +74,7 @@ class InterleaveIterator final : public ItemIterator {
     input_ = node_.input().make_iterator(salt_);
     for (auto& it : cycle_) it.reset();
     index_ = 0, block_ = 0, open_ = 0, count_ = 0, end_of_input_ = false;
+    check_.reset();
     for (int64_t i = 0; i < count; ++i)
       LS_CHECK(next().has_value(), ValueError, "restore_state: interleave ended after ", i, " of the ", count,
                " elements it had given; its function and input must be deterministic");
@@ -90,6 +92,7 @@ class InterleaveIterator final : public ItemIterator {
   size_t index_ = 0;
   int64_t block_ = 0, open_ = 0, count_ = 0;
   bool end_of_input_ = false;
+  StructureCheck check_;
 };
 std::unique_ptr<ItemIterator> InterleaveNode::make_iterator(uint64_t salt) const {
   return std::make_unique<InterleaveIterator>(*this, salt);

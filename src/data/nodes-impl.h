@@ -7,7 +7,7 @@
 
 namespace lockstep::data::detail {
 
-NodePtr make_tensor_slices_node(const Tensor& x, const Tensor& y, const Tensor& sample_weight);
+NodePtr make_tensor_slices_node(const Element& structure);
 NodePtr make_range_node(int64_t start, int64_t stop, int64_t step);
 NodePtr make_shuffle_node(NodePtr input, int64_t buffer_size, uint64_t seed, bool reshuffle_each_iteration);
 NodePtr make_repeat_node(NodePtr input, int64_t count);
@@ -75,9 +75,32 @@ inline Element materialize(const Item& item, const RowSource* source) {
   return item.index >= 0 ? source->row(item.index) : item.value;
 }
 
-// Elements of one shape stacked along a new axis 0, each component checked to agree (batch() over values);
-// `op` names the stage in errors.
+// Elements of one structure and shape stacked along a new axis 0, each leaf checked to agree (batch() over values;
+// strings stack by their values); `op` names the stage in errors.
 Element stack_elements(const std::vector<Element>& elements, const char* op);
+
+// Row i of a tensor along axis 0, a view.
+Tensor row_view(const Tensor& t, int64_t i);
+
+// Remembers the structure of the first element it sees and throws InvalidArgumentError naming both when a later
+// one differs (concatenate, interleave, sample_from_datasets: TF checks their inputs' element specs).
+class StructureCheck {
+ public:
+  void operator()(const Element& e, const char* op) {
+    if (!first_) {  // its skeleton: holding the element itself would keep its buffers alive
+      first_ = e.map([](const Element& leaf) -> Element {
+        if (leaf.is_tensor()) return Tensor::empty(Shape({0}), leaf.tensor().dtype());
+        return leaf.is_string() ? Element(StringTensor()) : leaf;
+      });
+      return;
+    }
+    check_same_structure(*first_, e, op, "the datasets' elements");
+  }
+  void reset() { first_.reset(); }
+
+ private:
+  std::optional<Element> first_;
+};
 
 // A distinct salt for sub-iteration k of an iteration salted `salt` (SplitMix64 finaliser).
 uint64_t mix_salt(uint64_t salt, uint64_t k);

@@ -42,12 +42,16 @@ class SourceNode : public DatasetNode, public RowSource {
   }
 };
 
+}  // namespace
+
 // Row i of t: a view of shape t.shape[1:].
 Tensor row_view(const Tensor& t, int64_t i) {
   std::vector<int64_t> dims(t.shape().dims().begin() + 1, t.shape().dims().end());
   std::vector<int64_t> strides(t.strides().begin() + 1, t.strides().end());
   return Tensor(t.storage(), Shape(std::move(dims)), std::move(strides), t.offset() + i * t.strides()[0], t.dtype());
 }
+
+namespace {
 
 // The given rows of a contiguous tensor, stacked into a new contiguous tensor.
 Tensor gather_rows(const Tensor& t, std::span<const int64_t> rows) {
@@ -68,32 +72,73 @@ std::string describe_tensor(const Tensor& t) {
   return t.defined() ? make_message(dtype_name(t.dtype()), " ", t.shape().str()) : "None";
 }
 
+// Row i of a string tensor, and the given rows stacked: the strings are copied.
+StringTensor string_rows(const StringTensor& s, std::span<const int64_t> rows, bool keep_axis) {
+  std::vector<int64_t> dims = s.shape.dims();
+  const size_t per_row = static_cast<size_t>(dims[0] ? s.shape.numel() / dims[0] : 0);
+  std::vector<std::string> values;
+  values.reserve(per_row * rows.size());
+  for (int64_t row : rows)
+    values.insert(values.end(), s.values.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(row) * per_row),
+                  s.values.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(row + 1) * per_row));
+  if (keep_axis)
+    dims[0] = static_cast<int64_t>(rows.size());
+  else
+    dims.erase(dims.begin());
+  return StringTensor(Shape(std::move(dims)), std::move(values));
+}
+
+// The (x, y, sample_weight) tuples of the three-slot API keep the parameters they always had, so that iterator
+// states saved before nested elements still name this stage the same way.
+json slices_params(const Element& e) {
+  const bool legacy = e.is_tensor() || (e.kind() == Element::Kind::kTuple && e.size() >= 2 && e.size() <= 3 &&
+                                        e[0].is_tensor() && e[1].is_leaf() && !e[1].is_string() &&
+                                        (e.size() < 3 || (e[2].is_tensor() || e[2].is_none())));
+  if (!legacy) return {{"element", e.str()}};
+  return {{"x", describe_tensor(e.x())},
+          {"y", describe_tensor(e.y())},
+          {"sample_weight", describe_tensor(e.sample_weight())}};
+}
+
 class TensorSlicesNode final : public SourceNode {
  public:
-  // Components are made contiguous once here, so that every row is one memcpy.
-  TensorSlicesNode(const Tensor& x, const Tensor& y, const Tensor& sample_weight)
-      : SourceNode("from_tensor_slices",
-                   {{"x", describe_tensor(x)}, {"y", describe_tensor(y)}, {"sample_weight", describe_tensor(sample_weight)}},
-                   {}),
-        x_(x.contiguous()),
-        y_(y.defined() ? y.contiguous() : Tensor()),
-        sample_weight_(sample_weight.defined() ? sample_weight.contiguous() : Tensor()) {}
+  // Leaves are made contiguous once here, so that every row is one memcpy.
+  explicit TensorSlicesNode(const Element& structure)
+      : SourceNode("from_tensor_slices", slices_params(structure), {}),
+        structure_(structure.map([](const Element& leaf) {
+          return leaf.is_tensor() ? Element(leaf.tensor().contiguous()) : leaf;
+        })) {
+    for (const Element& leaf : structure_.flatten()) {
+      if (leaf.is_none()) continue;
+      num_rows_ = leaf.is_tensor() ? leaf.tensor().dim(0) : leaf.string().dim(0);
+      break;
+    }
+  }
 
-  int64_t num_rows() const override { return x_.dim(0); }
-  Element row(int64_t i) const override { return apply([&](const Tensor& t) { return row_view(t, i); }); }
+  int64_t num_rows() const override { return num_rows_; }
+  Element row(int64_t i) const override {
+    const int64_t rows[] = {i};
+    return structure_.map([&](const Element& leaf) -> Element {
+      if (leaf.is_tensor()) return row_view(leaf.tensor(), i);
+      if (leaf.is_string()) return string_rows(leaf.string(), rows, false);
+      return leaf;
+    });
+  }
   Element gather(std::span<const int64_t> rows) const override {
-    return apply([&](const Tensor& t) { return gather_rows(t, rows); });
+    return structure_.map([&](const Element& leaf) -> Element {
+      if (leaf.is_tensor()) return gather_rows(leaf.tensor(), rows);
+      if (leaf.is_string()) return string_rows(leaf.string(), rows, true);
+      return leaf;
+    });
   }
   NodePtr with_inputs(std::vector<NodePtr> inputs) const override {
     LS_CHECK(inputs.empty(), ValueError, "from_tensor_slices takes no input dataset, got ", inputs.size());
-    return std::make_shared<TensorSlicesNode>(x_, y_, sample_weight_);
+    return std::make_shared<TensorSlicesNode>(structure_);
   }
 
  private:
-  template <typename F> Element apply(F&& f) const {
-    return {f(x_), y_.defined() ? f(y_) : Tensor(), sample_weight_.defined() ? f(sample_weight_) : Tensor()};
-  }
-  Tensor x_, y_, sample_weight_;
+  Element structure_;
+  int64_t num_rows_ = 0;
 };
 
 class RangeNode final : public SourceNode {
@@ -113,13 +158,13 @@ class RangeNode final : public SourceNode {
   Element row(int64_t i) const override {
     Tensor x = Tensor::empty({}, DType::int64);
     *x.data<int64_t>() = value(i);
-    return {x, {}, {}};
+    return x;
   }
   Element gather(std::span<const int64_t> rows) const override {
     Tensor x = Tensor::empty({static_cast<int64_t>(rows.size())}, DType::int64);
     int64_t* out = x.data<int64_t>();
     for (size_t k = 0; k < rows.size(); ++k) out[k] = value(rows[k]);
-    return {x, {}, {}};
+    return x;
   }
   NodePtr with_inputs(std::vector<NodePtr> inputs) const override {
     LS_CHECK(inputs.empty(), ValueError, "range takes no input dataset, got ", inputs.size());
@@ -133,18 +178,23 @@ class RangeNode final : public SourceNode {
 
 }  // namespace
 
-NodePtr make_tensor_slices_node(const Tensor& x, const Tensor& y, const Tensor& sample_weight) {
-  LS_CHECK(x.defined(), InvalidArgumentError, "from_tensor_slices: x is an undefined Tensor; pass the features");
-  const std::pair<const char*, const Tensor*> components[] = {{"x", &x}, {"y", &y}, {"sample_weight", &sample_weight}};
-  for (const auto& [name, t] : components) {
-    if (!t->defined()) continue;
-    LS_CHECK(t->rank() >= 1, ValueError, "from_tensor_slices: ", name,
+NodePtr make_tensor_slices_node(const Element& structure) {
+  const std::vector<Element> leaves = structure.flatten();
+  const Element* first = nullptr;
+  auto rank = [](const Element& l) { return l.is_tensor() ? l.tensor().rank() : l.string().rank(); };
+  auto length = [](const Element& l) { return l.is_tensor() ? l.tensor().dim(0) : l.string().dim(0); };
+  for (const Element& leaf : leaves) {
+    if (leaf.is_none()) continue;
+    LS_CHECK(rank(leaf) >= 1, ValueError, "from_tensor_slices: the component ", leaf.str(), " of ", structure.str(),
              " is a scalar, but slicing needs rank >= 1 (elements are taken along axis 0); reshape it to [N, ...]");
-    LS_CHECK(t->dim(0) == x.dim(0), ValueError, "from_tensor_slices: x has ", x.dim(0), " elements along axis 0 but ",
-             name, " has ", t->dim(0), " (shapes ", x.shape().str(), " and ", t->shape().str(),
+    if (first == nullptr) first = &leaf;
+    LS_CHECK(length(leaf) == length(*first), ValueError, "from_tensor_slices: the components of ", structure.str(),
+             " have different lengths along axis 0 (", first->str(), " and ", leaf.str(),
              "); pass components of the same length");
   }
-  return std::make_shared<TensorSlicesNode>(x, y, sample_weight);
+  LS_CHECK(first != nullptr, InvalidArgumentError, "from_tensor_slices: ", structure.str(),
+           " holds no tensor; pass the features");
+  return std::make_shared<TensorSlicesNode>(structure);
 }
 
 NodePtr make_range_node(int64_t start, int64_t stop, int64_t step) {

@@ -68,7 +68,7 @@ class TFRecordIterator final : public ItemIterator {
       if (std::optional<Tensor> record = read_record()) {
         ++record_;
         offset_ = in_->offset();
-        return Item{-1, Element{std::move(*record), {}, {}}};
+        return Item{-1, Element(std::move(*record))};
       }
       in_.reset();
       ++file_;

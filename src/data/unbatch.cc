@@ -22,12 +22,6 @@ class UnbatchNode final : public UnaryNode {
   std::unique_ptr<ItemIterator> make_iterator(uint64_t salt) const override;
 };
 
-Tensor row_view(const Tensor& t, int64_t i) {
-  std::vector<int64_t> dims(t.shape().dims().begin() + 1, t.shape().dims().end());
-  std::vector<int64_t> strides(t.strides().begin() + 1, t.strides().end());
-  return Tensor(t.storage(), Shape(std::move(dims)), std::move(strides), t.offset() + i * t.strides()[0], t.dtype());
-}
-
 // State: the input's state before the batch being split, and the next row of it; restoring pulls that batch again.
 class UnbatchIterator final : public ItemIterator {
  public:
@@ -38,10 +32,16 @@ class UnbatchIterator final : public ItemIterator {
       before_ = input_->save_state();
       if (!pull()) return std::nullopt;
     }
-    const Element& b = *batch_;
     const int64_t i = row_++;
-    auto row = [&](const Tensor& t) { return t.defined() ? row_view(t, i) : Tensor(); };
-    return Item{-1, Element{row(b.x), row(b.y), row(b.sample_weight)}};
+    return Item{-1, batch_->map([i](const Element& leaf) -> Element {
+                  if (leaf.is_tensor()) return row_view(leaf.tensor(), i);
+                  if (!leaf.is_string()) return leaf;
+                  const StringTensor& s = leaf.string();
+                  const auto per_row = static_cast<std::ptrdiff_t>(s.dim(0) ? s.shape.numel() / s.dim(0) : 0);
+                  auto begin = s.values.begin() + i * per_row;
+                  return StringTensor(Shape(std::vector<int64_t>(s.shape.dims().begin() + 1, s.shape.dims().end())),
+                                      std::vector<std::string>(begin, begin + per_row));
+                })};
   }
   json save_state() const override { return {{"input", before_}, {"row", row_}}; }
   void restore_state(const json& state) override {
@@ -61,14 +61,19 @@ class UnbatchIterator final : public ItemIterator {
     std::optional<Item> item = input_->next();
     if (!item) return false;
     batch_ = materialize(*item, node_.input().row_source());
-    const Element& b = *batch_;
-    LS_CHECK(b.x.rank() >= 1, InvalidArgumentError,
-             "unbatch: an element is a scalar, but unbatch splits along axis 0; batch the dataset first");
-    rows_ = b.x.dim(0);
-    for (const Tensor* t : {&b.y, &b.sample_weight})
-      LS_CHECK(!t->defined() || (t->rank() >= 1 && t->dim(0) == rows_), InvalidArgumentError,
-               "unbatch: the components of an element have different lengths along axis 0 (", b.x.shape().str(),
-               " and ", t->shape().str(), "); give them the same batch size");
+    rows_ = -1;
+    for (const Element& leaf : batch_->flatten()) {
+      if (leaf.is_none()) continue;
+      const int64_t rank = leaf.is_tensor() ? leaf.tensor().rank() : leaf.string().rank();
+      LS_CHECK(rank >= 1, InvalidArgumentError, "unbatch: the element ", batch_->str(),
+               " has a scalar component, but unbatch splits along axis 0; batch the dataset first");
+      const int64_t n = leaf.is_tensor() ? leaf.tensor().dim(0) : leaf.string().dim(0);
+      LS_CHECK(rows_ < 0 || n == rows_, InvalidArgumentError, "unbatch: the components of ", batch_->str(),
+               " have different lengths along axis 0 (", rows_, " and ", n, "); give them the same batch size");
+      rows_ = n;
+    }
+    LS_CHECK(rows_ >= 0, InvalidArgumentError, "unbatch: the element ", batch_->str(),
+             " holds no tensor to split; batch the dataset first");
     row_ = 0;
     return true;
   }

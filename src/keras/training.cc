@@ -243,7 +243,7 @@ std::vector<Model::ReplicaOutputRef> Model::run_step(const std::vector<data::Bat
   auto replica_step = [this, training](const data::Batch& b) {
     losses::KerasLoopScope keras_loop;
     const double scale = s_->distributed() ? 1.0 / s_->strategy->num_replicas_in_sync() : 1.0;
-    ReplicaOutputRef out{0, static_cast<double>(b.x.dim(0)), b.y, Tensor(), b.sample_weight};
+    ReplicaOutputRef out{0, static_cast<double>(b.x().dim(0)), b.y(), Tensor(), b.sample_weight()};
     Tensor loss;
     if (training) {
       std::vector<Variable> vars = trainable_variables();
@@ -251,8 +251,8 @@ std::vector<Model::ReplicaOutputRef> Model::run_step(const std::vector<data::Bat
       {
         GradientTape tape;
         GradientsToDestinations into_buckets;  // the gradients go to apply_gradients unread
-        out.y_pred = (*this)(b.x, {.training = true});
-        loss = (*s_->loss)(b.y, out.y_pred, b.sample_weight);
+        out.y_pred = (*this)(b.x(), {.training = true});
+        loss = (*s_->loss)(b.y(), out.y_pred, b.sample_weight());
         std::vector<Tensor> reg = losses();
         if (!reg.empty()) loss = loss + add_n(reg);
         grads = tape.gradient(scale == 1.0 ? loss : loss * scale, vars);
@@ -260,8 +260,8 @@ std::vector<Model::ReplicaOutputRef> Model::run_step(const std::vector<data::Bat
       s_->optimizer->apply_gradients(grads, vars);
     } else {
       NoGradGuard no_grad;
-      out.y_pred = (*this)(b.x, {.training = false});
-      loss = (*s_->loss)(b.y, out.y_pred, b.sample_weight);
+      out.y_pred = (*this)(b.x(), {.training = false});
+      loss = (*s_->loss)(b.y(), out.y_pred, b.sample_weight());
       std::vector<Tensor> reg = losses();
       if (!reg.empty()) loss = loss + add_n(reg);
     }
@@ -490,7 +490,7 @@ Tensor Model::predict(const data::Dataset& dataset, PredictOptions opt) {
     std::optional<data::Element> batch = it.next();
     if (!batch) break;
     cbs.each([&](Callback& c) { c.on_predict_batch_begin(step, none); });
-    outputs.push_back((*this)(batch->x, {.training = false}));
+    outputs.push_back((*this)(batch->x(), {.training = false}));
     cbs.each([&](Callback& c) { c.on_predict_batch_end(step, none); });
   }
   cbs.each([&](Callback& c) { c.on_predict_end(none); });

@@ -280,21 +280,22 @@ struct Loader {
   }
 
   data::Element operator()(const data::Element& index_element) const {
-    const auto i = static_cast<size_t>(index_element.x.item<int64_t>());
+    const auto i = static_cast<size_t>(index_element.x().item<int64_t>());
     Tensor image = data::read_image(paths[i], channels);
     if (crop_to_aspect_ratio) image = crop(image);
-    data::Element out{data::resize_image(image, size, interpolation), {}, {}};
-    if (!label_mode) return out;
+    Tensor x = data::resize_image(image, size, interpolation);
+    if (!label_mode) return x;
     const int32_t label = labels[i];
+    Tensor y;
     if (*label_mode == "int") {
-      out.y = lockstep::scalar(label, DType::int32);
+      y = lockstep::scalar(label, DType::int32);
     } else if (*label_mode == "binary") {
-      out.y = lockstep::full(Shape({1}), label, DType::float32);
+      y = lockstep::full(Shape({1}), label, DType::float32);
     } else {
-      out.y = lockstep::full(Shape({num_classes}), 0, DType::float32);
-      out.y.data<float>()[label] = 1;
+      y = lockstep::full(Shape({num_classes}), 0, DType::float32);
+      y.data<float>()[label] = 1;
     }
-    return out;
+    return data::Element{x, y};
   }
 };
 

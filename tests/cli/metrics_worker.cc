@@ -48,18 +48,18 @@ int main(int argc, char** argv) try {
 
   auto train_step = [&](const ls::data::Batch& inputs) {
     ls::GradientTape tape;
-    ls::Tensor predictions = model(inputs.x, {.training = true});
+    ls::Tensor predictions = model(inputs.x(), {.training = true});
     ls::Tensor loss =
-        ls::nn::compute_average_loss((*loss_object)(inputs.y, predictions), {.global_batch_size = GLOBAL_BATCH_SIZE});
+        ls::nn::compute_average_loss((*loss_object)(inputs.y(), predictions), {.global_batch_size = GLOBAL_BATCH_SIZE});
     auto gradients = tape.gradient(loss, model.trainable_variables());
     optimizer->apply_gradients(gradients, model.trainable_variables());
-    train_accuracy->update_state(inputs.y, predictions);
+    train_accuracy->update_state(inputs.y(), predictions);
     return loss;
   };
   auto test_step = [&](const ls::data::Batch& inputs) {
-    ls::Tensor predictions = model(inputs.x, {.training = false});
-    test_loss->update_state((*loss_object)(inputs.y, predictions));
-    test_accuracy->update_state(inputs.y, predictions);
+    ls::Tensor predictions = model(inputs.x(), {.training = false});
+    test_loss->update_state((*loss_object)(inputs.y(), predictions));
+    test_accuracy->update_state(inputs.y(), predictions);
   };
 
   auto it = train_dist_dataset.begin();
@@ -70,9 +70,9 @@ int main(int argc, char** argv) try {
   auto whole_loss = keras::metrics::Mean();
   auto whole_accuracy = keras::metrics::SparseCategoricalAccuracy();
   for (const ls::data::Element& batch : test_dataset) {
-    ls::Tensor predictions = model(batch.x, {.training = false});
-    (*whole_loss)((*loss_object)(batch.y, predictions));
-    (*whole_accuracy)(batch.y, predictions);
+    ls::Tensor predictions = model(batch.x(), {.training = false});
+    (*whole_loss)((*loss_object)(batch.y(), predictions));
+    (*whole_accuracy)(batch.y(), predictions);
   }
 
   // result() is a collective: every worker calls it, in the same order.

@@ -23,7 +23,7 @@ Dataset ragged(std::vector<int64_t> lengths) {
   Tensor n = Tensor::empty({static_cast<int64_t>(lengths.size())}, DType::int64);
   std::copy(lengths.begin(), lengths.end(), n.data<int64_t>());
   return Dataset::from_tensor_slices(n).map([](const Element& e) {
-    const int64_t len = e.x.item<int64_t>();
+    const int64_t len = e.x().item<int64_t>();
     Tensor x = Tensor::empty({len}, DType::int64);
     for (int64_t i = 0; i < len; ++i) x.data<int64_t>()[i] = i;
     return Element{x};
@@ -45,20 +45,22 @@ TEST(Zip, PairsElementsUntilTheShortestEnds) {
   Dataset ds = Dataset::zip({Dataset::range(0, 5), Dataset::range(10, 13)});
   EXPECT_EQ(ds.cardinality(), 3);
   std::vector<std::pair<int64_t, int64_t>> got;
-  for (const Element& e : ds) got.emplace_back(e.x.item<int64_t>(), e.y.item<int64_t>());
+  for (const Element& e : ds) got.emplace_back(e.x().item<int64_t>(), e.y().item<int64_t>());
   EXPECT_EQ(got, (std::vector<std::pair<int64_t, int64_t>>{{0, 10}, {1, 11}, {2, 12}}));
 
   Dataset summed = Dataset::zip({Dataset::range(0, 3), Dataset::range(5, 8)}, [](const std::vector<Element>& parts) {
-    return Element{i64(parts[0].x.item<int64_t>() + parts[1].x.item<int64_t>())};
+    return Element{i64(parts[0].x().item<int64_t>() + parts[1].x().item<int64_t>())};
   });
   EXPECT_EQ(values(summed), (std::vector<int64_t>{5, 7, 9}));
   EXPECT_EQ(Dataset::zip({Dataset::range(0, 3), Dataset::range(0, 1).repeat()}).cardinality(), 3);
 }
 
-TEST(Zip, RefusesMoreThanThreeComponentsWithoutACombine) {
-  Dataset pairs = Dataset::zip({Dataset::range(0, 3), Dataset::range(0, 3)});
+TEST(Zip, NestsTheInputsElementsAsATuple) {
+  Dataset pairs = Dataset::zip({Dataset::range(0, 3), Dataset::range(10, 13)});
   Iterator it = Dataset::zip({pairs, pairs}).make_iterator();
-  EXPECT_THROW(it.next(), ValueError);
+  Element e = *it.next();
+  EXPECT_EQ(e.structure(), "((int64, int64), (int64, int64))");
+  EXPECT_EQ(e[1][1].tensor().item<int64_t>(), 10);
   EXPECT_THROW(Dataset::zip({}), InvalidArgumentError);
 }
 
@@ -99,14 +101,14 @@ TEST(SampleFromDatasets, DrawsByWeightAndKeepsEachInputsOrder) {
 
 TEST(Interleave, TakesBlocksFromACycleOfDatasetsInTFsOrder) {
   auto tens = [](const Element& e) {
-    const int64_t x = e.x.item<int64_t>();
+    const int64_t x = e.x().item<int64_t>();
     return Dataset::range(x * 10, x * 10 + 3);
   };
   EXPECT_EQ(values(Dataset::range(0, 3).interleave(tens, 2)), (std::vector<int64_t>{0, 10, 1, 11, 2, 12, 20, 21, 22}));
   EXPECT_EQ(values(Dataset::range(0, 3).interleave(tens, 2, 2)),
             (std::vector<int64_t>{0, 1, 10, 11, 2, 12, 20, 21, 22}));
   Dataset counted =
-      Dataset::range(0, 4).flat_map([](const Element& e) { return Dataset::range(0, e.x.item<int64_t>()); });
+      Dataset::range(0, 4).flat_map([](const Element& e) { return Dataset::range(0, e.x().item<int64_t>()); });
   EXPECT_EQ(values(counted), (std::vector<int64_t>{0, 0, 1, 0, 1, 2}));
   EXPECT_THROW(Dataset::range(0, 3).interleave(tens, 0), InvalidArgumentError);
 }
@@ -116,9 +118,9 @@ TEST(Unbatch, SplitsBatchesIntoRows) {
   Dataset pairs = Dataset::from_tensor_slices(testing::rows_tensor(6), testing::labels_tensor(6)).batch(4).unbatch();
   int64_t i = 0;
   for (const Element& e : pairs) {
-    EXPECT_EQ(e.x.shape(), Shape({3}));
-    EXPECT_EQ(e.x.to_vector<float>()[0], static_cast<float>(i));
-    EXPECT_EQ(e.y.item<int64_t>(), i++);
+    EXPECT_EQ(e.x().shape(), Shape({3}));
+    EXPECT_EQ(e.x().to_vector<float>()[0], static_cast<float>(i));
+    EXPECT_EQ(e.y().item<int64_t>(), i++);
   }
   EXPECT_EQ(i, 6);
   Iterator scalars = Dataset::range(0, 3).unbatch().make_iterator();
@@ -133,8 +135,8 @@ TEST(PaddedBatch, PadsToTheLargestOrAFixedShape) {
   std::vector<Element> got;
   for (const Element& e : fixed) got.push_back(e);
   ASSERT_EQ(got.size(), 1u);
-  EXPECT_EQ(got[0].x.shape(), Shape({2, 4}));
-  EXPECT_EQ(got[0].x.to_vector<int64_t>(), (std::vector<int64_t>{0, -1, -1, -1, 0, 1, 2, -1}));
+  EXPECT_EQ(got[0].x().shape(), Shape({2, 4}));
+  EXPECT_EQ(got[0].x().to_vector<int64_t>(), (std::vector<int64_t>{0, -1, -1, -1, 0, 1, 2, -1}));
   Iterator too_small = ragged({5}).padded_batch(1, {Padding{Padding::Axes::kAll, {4}}}).make_iterator();
   EXPECT_THROW(too_small.next(), InvalidArgumentError);
   Iterator unpadded = ragged({1, 2}).padded_batch(2, {Padding{Padding::Axes::kNone}}).make_iterator();
@@ -152,14 +154,14 @@ TEST(Window, StacksOverlappingAndStridedWindows) {
   EXPECT_EQ(batches(Dataset::range(0, 10).window(2, 4)), (Windows{{0, 1}, {4, 5}, {8, 9}}));
   EXPECT_EQ(batches(Dataset::range(0, 6).window(3)), (Windows{{0, 1, 2}, {3, 4, 5}}));
   Dataset rows = Dataset::from_tensor_slices(testing::rows_tensor(5)).window(2, 1, 1, true);
-  for (const Element& e : rows) EXPECT_EQ(e.x.shape(), Shape({2, 3}));
+  for (const Element& e : rows) EXPECT_EQ(e.x().shape(), Shape({2, 3}));
   EXPECT_THROW(Dataset::range(0, 3).window(0), InvalidArgumentError);
 }
 
 TEST(Scan, ThreadsAStateThroughTheElements) {
   Dataset sums = Dataset::range(0, 5).scan(Element{i64(0)}, [](const Element& state, const Element& e) {
-    Tensor sum = i64(state.x.item<int64_t>() + e.x.item<int64_t>());
-    return std::pair{Element{sum}, Element{sum, e.x}};
+    Tensor sum = i64(state.x().item<int64_t>() + e.x().item<int64_t>());
+    return std::pair{Element{sum}, Element{sum, e.x()}};
   });
   EXPECT_EQ(sums.cardinality(), 5);
   EXPECT_EQ(values(sums), (std::vector<int64_t>{0, 1, 3, 6, 10}));
@@ -189,7 +191,7 @@ TEST(CombineState, ResumesBitwise) {
       {"interleave",
        [&] {
          return shuffled(0, 6, 1).interleave(
-             [](const Element& e) { return Dataset::range(0, e.x.item<int64_t>()).shuffle(3, 4); }, 3, 2);
+             [](const Element& e) { return Dataset::range(0, e.x().item<int64_t>()).shuffle(3, 4); }, 3, 2);
        }},
       {"unbatch", [&] { return shuffled(0, 20, 1).batch(3).unbatch(); }},
       {"padded_batch",
@@ -201,7 +203,7 @@ TEST(CombineState, ResumesBitwise) {
       {"scan",
        [&] {
          return shuffled(0, 20, 1).scan(Element{i64(7)}, [](const Element& s, const Element& e) {
-           Tensor next = i64((s.x.item<int64_t>() * 3 + e.x.item<int64_t>()) % 1000003);
+           Tensor next = i64((s.x().item<int64_t>() * 3 + e.x().item<int64_t>()) % 1000003);
            return std::pair{Element{next}, Element{next}};
          });
        }},

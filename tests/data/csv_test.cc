@@ -37,13 +37,13 @@ TEST(MakeCsvDataset, MatchesTensorFlowsBatches) {
   for (const Element& b : ds) {
     ASSERT_LT(i, want.at("batches").size());
     const json& w = want.at("batches")[i++];
-    EXPECT_EQ(b.x.dtype(), DType::float32);
-    EXPECT_EQ(b.x.shape().dims(), w.at("x").at("shape").get<std::vector<int64_t>>());
+    EXPECT_EQ(b.x().dtype(), DType::float32);
+    EXPECT_EQ(b.x().shape().dims(), w.at("x").at("shape").get<std::vector<int64_t>>());
     std::vector<float> x;
     for (const json& v : w.at("x").at("values")) x.push_back(static_cast<float>(v.get<double>()));
-    EXPECT_EQ(b.x.to_vector<float>(), x);
-    EXPECT_EQ(std::string(dtype_name(b.y.dtype())), w.at("y").at("dtype").get<std::string>());  // int32, as TF infers
-    EXPECT_EQ(b.y.to_vector<int64_t>(), w.at("y").at("values").get<std::vector<int64_t>>());
+    EXPECT_EQ(b.x().to_vector<float>(), x);
+    EXPECT_EQ(std::string(dtype_name(b.y().dtype())), w.at("y").at("dtype").get<std::string>());  // int32, as TF infers
+    EXPECT_EQ(b.y().to_vector<int64_t>(), w.at("y").at("values").get<std::vector<int64_t>>());
   }
   EXPECT_EQ(i, want.at("batches").size());
 }
@@ -55,8 +55,8 @@ TEST(MakeCsvDataset, RepeatsForeverWithFullBatchesAndShuffles) {
   const Dataset forever = make_csv_dataset(golden("rows.csv"), 3, o);
   std::vector<int64_t> labels;
   for (const Element& b : forever.take(7)) {
-    ASSERT_EQ(b.x.dim(0), 3);
-    for (int64_t v : b.y.to_vector<int64_t>()) labels.push_back(v);
+    ASSERT_EQ(b.x().dim(0), 3);
+    for (int64_t v : b.y().to_vector<int64_t>()) labels.push_back(v);
   }
   EXPECT_EQ(labels, (std::vector<int64_t>{0, 1, 2, 1, 0, 2, 1, 0, 1, 2, 1, 0, 2, 1, 0, 1, 2, 1, 0, 2, 1}));
   o.num_epochs = 2;
@@ -65,7 +65,7 @@ TEST(MakeCsvDataset, RepeatsForeverWithFullBatchesAndShuffles) {
   auto firsts = [&] {
     std::vector<float> out;
     for (const Element& b : make_csv_dataset(golden("rows.csv"), 2, o))
-      for (int64_t r = 0; r < b.x.dim(0); ++r) out.push_back(b.x.to_vector<float>()[static_cast<size_t>(r * 3)]);
+      for (int64_t r = 0; r < b.x().dim(0); ++r) out.push_back(b.x().to_vector<float>()[static_cast<size_t>(r * 3)]);
     return out;
   };
   const std::vector<float> a = firsts(), b = firsts();
@@ -153,14 +153,14 @@ TEST(MakeCsvDataset, ReadsGzipAndResumesMidFile) {
     for (int i = 0; i < 2; ++i) ASSERT_TRUE(it.next());
     const std::string saved = it.save_state().dump();
     std::vector<std::vector<float>> want;
-    while (auto b = it.next()) want.push_back(b->x.to_vector<float>());
+    while (auto b = it.next()) want.push_back(b->x().to_vector<float>());
     ASSERT_EQ(want.size(), 5u);  // 20 rows: 7 batches, the last of 2
     EXPECT_EQ(want[0][0], 6.0f);
     EXPECT_EQ(want[0][1], 3.0f);
     Iterator restored = make().make_iterator();
     restored.restore_state(json::parse(saved));
     std::vector<std::vector<float>> got;
-    while (auto b = restored.next()) got.push_back(b->x.to_vector<float>());
+    while (auto b = restored.next()) got.push_back(b->x().to_vector<float>());
     EXPECT_EQ(got, want) << compression;
   }
   o.compression_type = "";

@@ -23,7 +23,7 @@ inline std::vector<int64_t> values(const Dataset& ds, size_t limit = 100000) {
   std::vector<int64_t> out;
   size_t n = 0;
   for (const Element& e : ds) {
-    for (int64_t v : e.x.to_vector<int64_t>()) out.push_back(v);
+    for (int64_t v : e.x().to_vector<int64_t>()) out.push_back(v);
     if (++n == limit) break;
   }
   return out;
@@ -32,7 +32,7 @@ inline std::vector<int64_t> values(const Dataset& ds, size_t limit = 100000) {
 // The x values of each element (batch) separately.
 inline std::vector<std::vector<int64_t>> batches(const Dataset& ds) {
   std::vector<std::vector<int64_t>> out;
-  for (const Element& e : ds) out.push_back(e.x.to_vector<int64_t>());
+  for (const Element& e : ds) out.push_back(e.x().to_vector<int64_t>());
   return out;
 }
 
@@ -44,8 +44,15 @@ inline bool same_tensor(const Tensor& a, const Tensor& b) {
   return std::memcmp(ca.raw_data(), cb.raw_data(), static_cast<size_t>(a.numel()) * dtype_size(a.dtype())) == 0;
 }
 
+// Same structure and bitwise the same leaves.
 inline bool same_element(const Element& a, const Element& b) {
-  return same_tensor(a.x, b.x) && same_tensor(a.y, b.y) && same_tensor(a.sample_weight, b.sample_weight);
+  if (!a.same_structure(b)) return false;
+  const std::vector<Element> la = a.flatten(), lb = b.flatten();
+  for (size_t i = 0; i < la.size(); ++i) {
+    if (la[i].is_tensor() && !same_tensor(la[i].tensor(), lb[i].tensor())) return false;
+    if (la[i].is_string() && !(la[i].string() == lb[i].string())) return false;
+  }
+  return true;
 }
 
 // Up to n more elements of `it`.

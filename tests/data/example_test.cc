@@ -125,21 +125,21 @@ TEST(ParseExample, ReadsTheGoldenFileThroughMap) {
   const json& single = expected().at("single");
   int64_t i = 0;
   for (const Element& b : ds) {
-    ASSERT_EQ(b.x.shape().dims(), (std::vector<int64_t>{4, 2, 3}));
-    ASSERT_EQ(b.y.shape().dims(), (std::vector<int64_t>{4}));
+    ASSERT_EQ(b.x().shape().dims(), (std::vector<int64_t>{4, 2, 3}));
+    ASSERT_EQ(b.y().shape().dims(), (std::vector<int64_t>{4}));
     for (int64_t k = 0; k < 4; ++k, ++i) {
-      EXPECT_EQ(b.y.to_vector<int64_t>()[k], single[i].at("label").at("values")[0].get<int64_t>());
-      EXPECT_EQ(b.sample_weight.to_vector<float>()[k],
+      EXPECT_EQ(b.y().to_vector<int64_t>()[k], single[i].at("label").at("values")[0].get<int64_t>());
+      EXPECT_EQ(b.sample_weight().to_vector<float>()[k],
                 static_cast<float>(single[i].at("weight").at("values")[0].get<double>()));
     }
   }
   EXPECT_EQ(i, 12);
   // The same with a lambda, as TF users write it.
   auto pipeline = TFRecordDataset({golden("examples.tfrecord")}).map([&](const Element& e) {
-    auto f = parse_single_example(e.x, spec);
+    auto f = parse_single_example(e.x(), spec);
     return Element{f["image"], f["label"]};
   });
-  EXPECT_EQ((*pipeline.begin()).x.shape().dims(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ((*pipeline.begin()).x().shape().dims(), (std::vector<int64_t>{2, 3}));
 }
 
 TEST(ParseExample, ErrorsNameTheFeature) {

@@ -17,10 +17,10 @@ using testing::expect_resumes;
 using testing::same_element;
 
 Element plus_one(const Element& e) {
-  Tensor x = e.x.clone();
+  Tensor x = e.x().clone();
   float* p = x.data<float>();
   for (int64_t i = 0; i < x.numel(); ++i) p[i] += 1;
-  return {x, e.y, {}};
+  return {x, e.y(), {}};
 }
 
 Dataset slices(int64_t n) { return Dataset::from_tensor_slices(testing::rows_tensor(n), testing::labels_tensor(n)); }
@@ -41,7 +41,7 @@ TEST(IteratorState, ThroughBatchMapFilterTakeSkipShard) {
   auto make = [] {
     return slices(300)
         .skip(3)
-        .filter([](const Element& e) { return e.y.item<int64_t>() != 4; })
+        .filter([](const Element& e) { return e.y().item<int64_t>() != 4; })
         .shard(2, 1)
         .map(plus_one)
         .shuffle(25, 11)

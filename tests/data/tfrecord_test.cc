@@ -40,9 +40,9 @@ TEST(TFRecordDataset, ReadsTensorFlowsFileRecordForRecord) {
   twice.insert(twice.end(), want.begin(), want.end());
   EXPECT_EQ(records_of(TFRecordDataset({golden("examples.tfrecord"), golden("examples.tfrecord")})), twice);
   Element first = *TFRecordDataset({golden("examples.tfrecord")}).begin();
-  EXPECT_EQ(first.x.dtype(), DType::uint8);
-  EXPECT_EQ(first.x.rank(), 1);
-  EXPECT_FALSE(first.y.defined());
+  EXPECT_EQ(first.x().dtype(), DType::uint8);
+  EXPECT_EQ(first.x().rank(), 1);
+  EXPECT_FALSE(first.y().defined());
   EXPECT_EQ(TFRecordDataset({golden("examples.tfrecord")}).cardinality(), kUnknownCardinality);
 }
 
@@ -188,7 +188,7 @@ TEST(TFRecordDataset, StateRestoresMidFile) {
       Iterator restored = make().make_iterator();
       restored.restore_state(json::parse(saved));
       std::vector<std::string> rest;
-      while (auto e = restored.next()) rest.push_back(testing::bytes_of(e->x));
+      while (auto e = restored.next()) rest.push_back(testing::bytes_of(e->x()));
       EXPECT_EQ(rest, std::vector<std::string>(all.begin() + static_cast<std::ptrdiff_t>(before), all.end()));
     }
     auto shuffled = [&] { return make().shuffle(5, 7).repeat(2).prefetch(2); };
@@ -196,11 +196,11 @@ TEST(TFRecordDataset, StateRestoresMidFile) {
     for (int i = 0; i < 13; ++i) ASSERT_TRUE(it.next());
     const std::string saved = it.save_state().dump();
     std::vector<std::string> want;
-    while (auto e = it.next()) want.push_back(testing::bytes_of(e->x));
+    while (auto e = it.next()) want.push_back(testing::bytes_of(e->x()));
     Iterator restored = shuffled().make_iterator();
     restored.restore_state(json::parse(saved));
     std::vector<std::string> got;
-    while (auto e = restored.next()) got.push_back(testing::bytes_of(e->x));
+    while (auto e = restored.next()) got.push_back(testing::bytes_of(e->x()));
     EXPECT_EQ(got, want);
   }
 }

@@ -78,7 +78,7 @@ inline std::string bytes_of(const Tensor& t) {
 // Every record of a dataset of records.
 inline std::vector<std::string> records_of(const Dataset& ds) {
   std::vector<std::string> out;
-  for (const Element& e : ds) out.push_back(bytes_of(e.x));
+  for (const Element& e : ds) out.push_back(bytes_of(e.x()));
   return out;
 }
 

@@ -135,7 +135,7 @@ TEST(AutoShard, CsvFilesToo) {
   std::vector<float> seen[2];
   for (int w = 0; w < 2; ++w)
     for (const data::Element& b : auto_shard_dataset(ds, {2, w, 2}))
-      for (float v : b.x.to_vector<float>()) seen[w].push_back(v);
+      for (float v : b.x().to_vector<float>()) seen[w].push_back(v);
   std::sort(seen[0].begin(), seen[0].end());
   std::sort(seen[1].begin(), seen[1].end());
   EXPECT_EQ(seen[0], (std::vector<float>{0, 1, 2, 3, 20, 21, 22, 23}));
@@ -151,7 +151,7 @@ TEST(AutoShard, ExperimentalDistributeDatasetShardsByFileAcrossWorkers) {
   auto worker = [&](int rank, MultiWorkerMirroredStrategy& strategy) {
     const DistributedDataset dist = strategy.experimental_distribute_dataset(data::TFRecordDataset(files).batch(2));
     auto records = [](const PerReplica<data::Batch>& b, std::vector<std::string>& out) {
-      const Tensor& x = b.values.at(0).x;  // [1, 4]: one record of 4 bytes per replica
+      const Tensor& x = b.values.at(0).x();  // [1, 4]: one record of 4 bytes per replica
       out.emplace_back(static_cast<const char*>(x.raw_data()), static_cast<size_t>(x.numel()));
     };
     auto it = dist.begin();

@@ -144,5 +144,18 @@ TEST(FitOptions, MisuseSaysWhatKerasSays) {
                   "validation_freq must be >= 1, got 0"));
 }
 
+// Keras reads an element as TF does (unpack_x_y_sample_weight); a dict x is refused, saying why.
+TEST(FitOptions, DatasetElementsUnpackAsKerasDoesAndADictXIsRefused) {
+  Sequential model = zero_model();
+  const Tensor x = column({1, 1, 1, 1}), y = column({0, 1, 2, 1});
+  const data::Dataset triples = data::Dataset::from_tensor_slices(data::Element{x, y, column({1, 1, 0, 0})}).batch(2);
+  EXPECT_NEAR(model.evaluate(triples, {.verbose = 0})["loss"], weighted_mean({0, 1, 4, 1}, {1, 1, 0, 0}), 1e-6);
+  const data::Dataset dicts =
+      data::Dataset::from_tensor_slices(data::Element{data::Element::dict({{"features", x}}), y}).batch(2);
+  const std::string m = error_of<ValueError>([&] { model.fit(dicts, {.verbose = 0}); });
+  EXPECT_NE(m.find("{'features': float32 (2, 1)}"), std::string::npos) << m;
+  EXPECT_NE(m.find("multi-input dict models are not supported yet"), std::string::npos) << m;
+}
+
 }  // namespace
 }  // namespace lockstep::keras

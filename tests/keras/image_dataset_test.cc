@@ -96,15 +96,15 @@ void expect_matches(const ImageDataset& ds, const json& rec, const json& images)
     std::vector<std::vector<float>> yielded;
     data::Iterator it = ds.dataset.make_iterator(epoch);
     while (std::optional<data::Element> e = it.next()) {
-      EXPECT_EQ(dtype_name(e->x.dtype()), rec.at("dtype").get<std::string>());
-      const bool batched = e->x.rank() == 4;
-      const int64_t n = batched ? e->x.dim(0) : 1;
+      EXPECT_EQ(dtype_name(e->x().dtype()), rec.at("dtype").get<std::string>());
+      const bool batched = e->x().rank() == 4;
+      const int64_t n = batched ? e->x().dim(0) : 1;
       batches.push_back(batched ? json(n) : json(nullptr));
       for (int64_t i = 0; i < n; ++i) {
-        yielded.push_back(row(e->x, batched, i));
-        if (!e->y.defined()) continue;
-        const std::vector<float> y = row(e->y, batched, i);
-        if (e->y.dtype() == DType::int32)
+        yielded.push_back(row(e->x(), batched, i));
+        if (!e->y().defined()) continue;
+        const std::vector<float> y = row(e->y(), batched, i);
+        if (e->y().dtype() == DType::int32)
           labels.push_back(static_cast<int>(y[0]));
         else
           labels.push_back(y);
@@ -196,7 +196,7 @@ TEST(ImageDatasetFromDirectory, ShufflesEachEpochInTensorFlowsOrder) {
     for (size_t epoch = 0; epoch < s.at("epochs").size(); ++epoch) {
       std::vector<int64_t> order;
       data::Iterator it = indices.make_iterator(epoch);
-      while (auto e = it.next()) order.push_back(e->x.item<int64_t>());
+      while (auto e = it.next()) order.push_back(e->x().item<int64_t>());
       EXPECT_EQ(json(order), s.at("epochs")[epoch]) << "n=" << n << " epoch " << epoch;
     }
     fs::remove_all(tree.root / "c");
@@ -217,8 +217,8 @@ TEST(ImageDatasetFromDirectory, LoadsLazilyAndRestoresIteratorState) {
   for (const data::Element& expected : rest) {
     std::optional<data::Element> e = again.next();
     ASSERT_TRUE(e.has_value());
-    EXPECT_EQ(e->x.to_vector<float>(), expected.x.to_vector<float>());
-    EXPECT_EQ(e->y.to_vector<int>(), expected.y.to_vector<int>());
+    EXPECT_EQ(e->x().to_vector<float>(), expected.x().to_vector<float>());
+    EXPECT_EQ(e->y().to_vector<int>(), expected.y().to_vector<int>());
   }
   EXPECT_FALSE(again.next().has_value());
   // Another epoch (iterator number) draws another order of the same files.
@@ -226,7 +226,7 @@ TEST(ImageDatasetFromDirectory, LoadsLazilyAndRestoresIteratorState) {
     std::vector<float> all;
     data::Iterator e = ds.dataset.make_iterator(epoch);
     while (auto b = e.next())
-      for (float v : b->x.to_vector<float>()) all.push_back(v);
+      for (float v : b->x().to_vector<float>()) all.push_back(v);
     return all;
   };
   EXPECT_NE(labels_of(0), labels_of(1));
@@ -241,8 +241,8 @@ TEST(ImageDatasetFromDirectory, WithoutLabelsYieldsImagesOnly) {
   data::Iterator it = ds.dataset.make_iterator();
   const data::Element e = *it.next();
   // As in Keras, label_mode=None means labels=None: every image below the folder, loose and hidden ones too.
-  EXPECT_EQ(e.x.shape().str(), Shape({15, 4, 4, 3}).str());
-  EXPECT_FALSE(e.y.defined());
+  EXPECT_EQ(e.x().shape().str(), Shape({15, 4, 4, 3}).str());
+  EXPECT_FALSE(e.y().defined());
 }
 
 TEST(ImageDatasetFromDirectory, FollowsLinksOnlyWhenAsked) {

@@ -40,7 +40,7 @@ std::vector<double> custom_loop_losses(Strategy& strategy, int64_t global) {
     auto out = strategy.run(
         [&](const data::Batch& b) {
           GradientTape tape;
-          Tensor loss = nn::compute_average_loss((*loss_fn)(b.y, model(b.x, {.training = true})), {.global_batch_size = global});
+          Tensor loss = nn::compute_average_loss((*loss_fn)(b.y(), model(b.x(), {.training = true})), {.global_batch_size = global});
           auto vars = model.trainable_variables();
           optimizer->apply_gradients(tape.gradient(loss, vars), vars);
           return loss;
@@ -89,7 +89,7 @@ TEST(MirroredStrategy, TheUpdateThatSumsTheReplicasGradientsMatchesAllReduceThen
   keras::Sequential a = model_under(fused, fused_optimizer), b = model_under(reference, reference_optimizer);
   auto loss_fn = keras::losses::SparseCategoricalCrossentropy({.from_logits = true, .reduction = keras::losses::Reduction::NONE});
   auto step_loss = [&](keras::Sequential& model, const data::Batch& batch) {
-    return nn::compute_average_loss((*loss_fn)(batch.y, model(batch.x, {.training = true})), {.global_batch_size = 48});
+    return nn::compute_average_loss((*loss_fn)(batch.y(), model(batch.x(), {.training = true})), {.global_batch_size = 48});
   };
   auto a_data = fused.experimental_distribute_dataset(toy_data(480).batch(48));
   auto b_data = reference.experimental_distribute_dataset(toy_data(480).batch(48));
@@ -254,14 +254,14 @@ TEST(Strategy, DistributedDatasetSplitsEachGlobalBatch) {
   auto dist = s.experimental_distribute_dataset(data::Dataset::range(0, 8).batch(4));
   std::vector<std::vector<int64_t>> seen;
   for (const auto& per : dist)
-    for (const data::Batch& b : per.values) seen.push_back(b.x.to_vector<int64_t>());
+    for (const data::Batch& b : per.values) seen.push_back(b.x().to_vector<int64_t>());
   // Each step's replicas hold exactly that step's global batch, dealt out element by element.
   EXPECT_EQ(seen, (std::vector<std::vector<int64_t>>{{0, 2}, {1, 3}, {4, 6}, {5, 7}}));
   // A final partial global batch is spread over the replicas instead of starving one.
   auto partial = s.experimental_distribute_dataset(data::Dataset::range(0, 6).batch(4));
   std::vector<int64_t> sizes;
   for (const auto& per : partial)
-    for (const data::Batch& b : per.values) sizes.push_back(b.x.dim(0));
+    for (const data::Batch& b : per.values) sizes.push_back(b.x().dim(0));
   EXPECT_EQ(sizes, (std::vector<int64_t>{2, 2, 1, 1}));
   EXPECT_THROW(s.experimental_distribute_dataset(data::Dataset::range(0, 8).batch(3)), ValueError);  // 3 % 2
   EXPECT_THROW(s.experimental_distribute_dataset(data::Dataset::range(0, 8)), ValueError);          // not batched
@@ -281,8 +281,8 @@ TEST(Strategy, InputContextAndDevices) {
   auto it = dist.begin();
   auto first = it.next();
   ASSERT_TRUE(first.has_value());
-  EXPECT_EQ(first->values[0].x.to_vector<int64_t>(), (std::vector<int64_t>{0}));
-  EXPECT_EQ(first->values[1].x.to_vector<int64_t>(), (std::vector<int64_t>{1}));
+  EXPECT_EQ(first->values[0].x().to_vector<int64_t>(), (std::vector<int64_t>{0}));
+  EXPECT_EQ(first->values[1].x().to_vector<int64_t>(), (std::vector<int64_t>{1}));
 }
 
 TEST(Strategy, AveragingLossesAreRefusedInACustomLoopUnderAStrategy) {

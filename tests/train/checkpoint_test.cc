@@ -54,7 +54,7 @@ TEST_F(CheckpointTest, SaveAndRestoreVariablesAndAnIteratorPosition) {
   EXPECT_EQ(saved, path("ckpt-1"));
   EXPECT_TRUE(fs::exists(path("ckpt-1.safetensors")));
   EXPECT_EQ(ckpt.save_counter(), 1);
-  const Tensor expected_next = it.next()->x;
+  const Tensor expected_next = it.next()->x();
 
   // A "new process": other objects, restored from the file.
   Variable epoch2 = scalar_var(0, "epoch"), w2 = vector_var({0, 0, 0}, "w");
@@ -63,7 +63,7 @@ TEST_F(CheckpointTest, SaveAndRestoreVariablesAndAnIteratorPosition) {
   again.restore(saved).assert_consumed();
   EXPECT_EQ(epoch2.value().item<int64_t>(), 2);
   EXPECT_EQ(w2.value().to_vector<float>(), (std::vector<float>{1, 2, 3}));
-  EXPECT_EQ(it2.next()->x.to_vector<int64_t>(), expected_next.to_vector<int64_t>());
+  EXPECT_EQ(it2.next()->x().to_vector<int64_t>(), expected_next.to_vector<int64_t>());
   EXPECT_EQ(again.save_counter(), 1);
   EXPECT_EQ(again.metadata().at("epoch"), "2");
   EXPECT_EQ(again.save(path("ckpt")), path("ckpt-2"));  // numbering continues from the restored counter

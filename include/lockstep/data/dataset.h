@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "lockstep/data/element.h"
 #include "lockstep/tensor/tensor.h"
 
 namespace lockstep::data {
@@ -24,15 +25,7 @@ inline constexpr int64_t kAutotune = -1;
 // The seed of shuffle() when none is given. TF draws a random one; lockstep prefers runs that repeat.
 inline constexpr uint64_t kDefaultShuffleSeed = 0x5eed5eed5eed5eedull;
 
-// One element of a dataset: features, labels (undefined for 1-component datasets) and optional sample
-// weights. Stands in for TF's (x, y, sample_weight) tuple. The initialisers let Element{x, y} leave the rest out
-// without -Wmissing-field-initializers.
-struct Element {
-  Tensor x = {};
-  Tensor y = {};
-  Tensor sample_weight = {};
-};
-// What batch() produces: each defined component gains a leading batch axis.
+// What batch() produces: each leaf gains a leading batch axis (an Element; the name reads as TF's tutorials).
 using Batch = Element;
 
 // What zip() makes of one element of each input.
@@ -65,15 +58,21 @@ class Dataset {
   // Wraps a node of the pipeline graph (see dataset_node.h); users build datasets with the factories.
   explicit Dataset(std::shared_ptr<const DatasetNode> node, Options options = {});
 
-  // Slices every defined component along axis 0; their lengths must match. Elements are views.
+  // Slices every defined component along axis 0; their lengths must match. Elements are views: x alone, or the
+  // tuple (x, y) or (x, y, sample_weight) (an undefined y between is None).
   static Dataset from_tensor_slices(const Tensor& x, const Tensor& y = {}, const Tensor& sample_weight = {});
+  // Slices every leaf of a nested structure along axis 0 (tensors as views, strings copied); their lengths must
+  // match. None leaves stay None.
+  static Dataset from_tensor_slices(const Element& structure);
+  // The single element `element`.
+  static Dataset from_tensors(const Element& element);
   // start, start + step, ... up to stop (exclusive); x is an int64 scalar.
   static Dataset range(int64_t start, int64_t stop, int64_t step = 1);
   // The elements of a generator that `make` returns, a new one per iterator. Restoring makes a new generator and
   // skips the elements the saved iterator had taken, so each must yield the same elements.
   static Dataset from_generator(std::function<Generator()> make);
-  // One element of each dataset, combined by `combine` (by default their defined components in order, at most
-  // three in all); ends with the shortest input. Keeps the first dataset's options.
+  // One element of each dataset, combined by `combine` (by default the tuple of the inputs' elements, TF's zip);
+  // ends with the shortest input. Keeps the first dataset's options.
   static Dataset zip(std::vector<Dataset> datasets, ZipFn combine = {});
   // Each element from a dataset drawn at random, dataset i with probability weights[i] / sum(weights) (uniform when
   // weights is empty), from Philox(seed): the same draws for every iterator. When the drawn dataset is exhausted,
@@ -92,8 +91,9 @@ class Dataset {
   Dataset batch(int64_t batch_size, bool drop_remainder = false) const;
   // Elements index, index + num_shards, index + 2 * num_shards, ...
   Dataset shard(int64_t num_shards, int64_t index) const;
-  // Pads each component to the batch's largest shape (or the fixed sizes of `padding`, one entry per component
-  // x, y, sample_weight; missing entries are Padding{}), then stacks batch_size of them as batch() does.
+  // Pads each leaf to the batch's largest shape (or the fixed sizes of `padding`, one entry per leaf in
+  // Element::flatten() order; missing entries are Padding{}; string leaves pad with ""), then stacks batch_size of
+  // them as batch() does.
   Dataset padded_batch(int64_t batch_size, std::vector<Padding> padding = {}, bool drop_remainder = false) const;
   // The rows of each element along axis 0; every component must have the same length there.
   Dataset unbatch() const;
@@ -103,7 +103,7 @@ class Dataset {
   // drop_remainder.
   Dataset window(int64_t size, std::optional<int64_t> shift = {}, int64_t stride = 1,
                  bool drop_remainder = false) const;
-  // Every element of this dataset, then every element of `other`.
+  // Every element of this dataset, then every element of `other` (InvalidArgumentError when their structures differ).
   Dataset concatenate(const Dataset& other) const;
   // block_length elements in turn from each of cycle_length datasets made by fn from this dataset's elements
   // (TF's sequential order: an exhausted one is replaced at its place by the next element's). fn must be

@@ -20,8 +20,8 @@ struct TFRecordOptions {
 };
 
 // A dataset of the records of `filenames`, read in order, one file after the other, through a bounded buffer
-// (tf.data.TFRecordDataset). lockstep has no string dtype: where TF yields a tf.string scalar, element.x here is a
-// 1-D uint8 tensor holding the record's bytes (parse it with parse_single_example, example.h); y is undefined.
+// (tf.data.TFRecordDataset). Where TF yields a tf.string scalar, each element here is still a 1-D uint8 Tensor leaf
+// holding the record's bytes (parse it with parse_single_example, example.h), not yet a StringTensor (element.h).
 // A record whose length or data fails its masked CRC32C, or that the file cuts short, is a DataLossError naming
 // the file and the byte offset of the record (in the uncompressed stream for GZIP); a missing file is a
 // NotFoundError. Cardinality is unknown, as in TF. The iterator's state is (file, record, byte offset), so a
