@@ -16,6 +16,7 @@
 #include "lockstep/data/datasets.h"
 #include "lockstep/data/example.h"
 #include "lockstep/data/images.h"
+#include "lockstep/data/text_line.h"
 #include "lockstep/data/tfrecord.h"
 #include "lockstep/distribute/strategy/strategy.h"
 #include "lockstep/keras/callbacks.h"

@@ -54,7 +54,8 @@ float = float32  # noqa: A001
 double = float64
 _ALL = {d.name: d for d in (float32, float64, bfloat16, int32, int64, uint8, bool)}
 _BY_ENUM = {d._lockstep_dtype: d for d in _ALL.values()}
-# tf.string, for tf.data and tf.io only: lockstep has no string tensors and carries strings as uint8 bytes.
+# tf.string, for tf.data and tf.io only: its values are StringTensors (lockstep.data), never a numeric Tensor; the
+# enum it carries is a placeholder that no kernel sees.
 string = DType("string", _E.uint8, _np.object_, False, False)
 
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "lockstep/core/dtype.h"
+#include "lockstep/data/element.h"
 #include "lockstep/tensor/tensor.h"
 
 namespace lockstep::python {
@@ -46,6 +47,12 @@ Tensor to_tensor(nb::handle value, std::optional<DType> dtype = std::nullopt, st
 // A NumPy array of the tensor's values: a view of its memory (kept alive by the array) when the tensor is
 // contiguous, else a contiguous copy; bfloat16, which NumPy lacks, becomes float32.
 nb::object to_numpy(const Tensor& t);
+
+// A dataset element as Python sees it (data.cc): tuples, lists and dicts as Python's, Tensor leaves as Tensors, string
+// leaves as lockstep.data's StringTensor, None as None. element_from_python takes the same forms (any tuple subclass
+// is a tuple; a leaf that is neither a Tensor nor a StringTensor goes through to_tensor).
+nb::object element_to_python(const data::Element& e);
+data::Element element_from_python(nb::handle value);
 
 void bind_tensor(nb::module_& m);
 void bind_data(nb::module_& m);

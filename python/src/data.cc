@@ -2,17 +2,16 @@
 // Python functions (map, filter, zip's combine, interleave's, from_generator's iterators) run by the C++ pipeline
 // through callbacks that take the GIL; TFRecord files, tf.train.Example parsing and tf.io.gfile as _lockstep.io.
 //
-// An element crosses into Python as the tuple of its Tensor leaves (for the three-slot elements it makes:
-// x[, y[, sample_weight]]), which the Python package (lockstep/data) calls slots and maps onto TensorFlow's nested
-// structures. Every pull releases the GIL: the
+// An element crosses into Python as its nest (see element_to_python in bindings.h), which the Python package
+// (lockstep/data) turns into TensorFlow's exact structure (namedtuples) and values. Every pull releases the GIL: the
 // pipeline may run on prefetch threads whose callbacks take it.
 #include <Python.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
-#include <cstring>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -24,6 +23,7 @@
 #include "lockstep/data/dataset.h"
 #include "lockstep/data/dataset_node.h"
 #include "lockstep/data/example.h"
+#include "lockstep/data/text_line.h"
 #include "lockstep/data/tfrecord.h"
 
 namespace lockstep::python {
@@ -35,57 +35,50 @@ using data::Element;
 using data::NodePtr;
 using nlohmann::json;
 
-// The Tensor leaves of an element in tf.nest order (a zip of slot elements gives all their slots).
-nb::tuple slots_of(const Element& e) {
-  nb::list out;
-  for (const Element& leaf : e.flatten()) {
-    LS_CHECK(!leaf.is_string(), ValueError, "the element ", e.str(),
-             " holds a string leaf, which lockstep.data's Python side does not take yet");
-    if (leaf.is_tensor()) out.append(nb::cast(leaf.tensor()));
+// lockstep.data's StringTensor class, which the Python package registers when it is imported: string leaves cross
+// as its instances, made by StringTensor._from_cpp(shape, values) and read back by their _cpp_parts().
+nb::object& string_tensor_class() {
+  static auto* cls = new nb::object();  // never destroyed: the interpreter may be gone at static destruction
+  return *cls;
+}
+
+nb::object string_tensor_to_python(const data::StringTensor& s) {
+  LS_CHECK(string_tensor_class().is_valid(), RuntimeError,
+           "a dataset element holds a string, but lockstep.data is not imported; import lockstep first");
+  nb::list values;
+  for (const std::string& v : s.values) values.append(nb::bytes(v.data(), v.size()));
+  return string_tensor_class().attr("_from_cpp")(nb::cast(s.shape.dims()), values);
+}
+
+data::StringTensor string_tensor_from_python(nb::handle value) {
+  nb::tuple parts = nb::borrow<nb::tuple>(value.attr("_cpp_parts")());
+  std::vector<std::string> values;
+  for (nb::handle v : parts[1]) {
+    auto b = nb::borrow<nb::bytes>(v);
+    values.emplace_back(b.c_str(), b.size());
   }
-  return nb::tuple(out);
+  return data::StringTensor(Shape(nb::cast<std::vector<int64_t>>(parts[0])), std::move(values));
 }
 
-// x alone, (x, y) or (x, y, sample_weight), as Dataset::from_tensor_slices(x, y, sample_weight) makes them.
-Element element_of(const std::vector<Tensor>& slots) {
-  LS_CHECK(!slots.empty() && slots.size() <= 3, ValueError, "a dataset element has 1 to 3 components here, got ",
-           slots.size(), "; lockstep.data packs larger structures before they reach C++");
-  if (slots.size() == 1) return slots[0];
-  return slots.size() == 2 ? Element{slots[0], slots[1]} : Element{slots[0], slots[1], slots[2]};
-}
-
-Element element_from_python(nb::handle seq) {
-  std::vector<Tensor> slots;
-  for (nb::handle v : seq) slots.push_back(to_tensor(v));
-  return element_of(slots);
-}
-
-// ---- strings ----
-// lockstep has no string dtype; the Python package carries a tf.string as uint8 [..., 8 + width]: each string's
-// length (8 bytes, little-endian), then its bytes, zero-padded to the widest string of the tensor. This turns a
-// record of TFRecordDataset (its bytes, [length]) into that form.
-Tensor with_length_header(const Tensor& bytes) {
-  const int64_t n = bytes.numel();
-  Tensor out = Tensor::empty(Shape({n + 8}), DType::uint8);
-  auto* p = out.data<uint8_t>();
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(static_cast<uint64_t>(n) >> (8 * i));
-  if (n > 0) std::memcpy(p + 8, bytes.contiguous().raw_data(), static_cast<size_t>(n));
+std::vector<Element> elements_from_python(nb::handle seq) {
+  std::vector<Element> out;
+  for (nb::handle v : seq) out.push_back(element_from_python(v));
   return out;
 }
 
-// from_generator's Python side: `make` returns a new Python iterator whose __next__ gives an element's slots; each
+// from_generator's Python side: `make` returns a new Python iterator whose __next__ gives an element; each
 // C++ generator holds one and takes the GIL to step it.
 data::Generator python_generator(const PyRef& make) {
   nb::gil_scoped_acquire gil;
   PyRef it(make.get()());
   return [it]() -> std::optional<Element> {
     nb::gil_scoped_acquire gil;
-    PyObject* slots = PyIter_Next(it.get().ptr());
-    if (!slots) {
+    PyObject* next = PyIter_Next(it.get().ptr());
+    if (!next) {
       if (PyErr_Occurred()) throw nb::python_error();
       return std::nullopt;
     }
-    nb::object owned = nb::steal(slots);
+    nb::object owned = nb::steal(next);
     return element_from_python(owned);
   };
 }
@@ -120,7 +113,7 @@ class PyIterator {
     close();
   }
 
-  nb::tuple next() {
+  nb::object next() {
     LS_CHECK(it_ != nullptr, RuntimeError, "the dataset iterator was closed (the interpreter is exiting)");
     std::optional<Element> e;
     {
@@ -129,7 +122,7 @@ class PyIterator {
       if (it_) e = it_->next();
     }
     if (!e) throw nb::stop_iteration();
-    return slots_of(*e);
+    return element_to_python(*e);
   }
   data::Iterator& get() {
     LS_CHECK(it_ != nullptr, RuntimeError, "the dataset iterator was closed (the interpreter is exiting)");
@@ -230,11 +223,14 @@ void bind_dataset(nb::module_& m) {
 
   nb::class_<Dataset>(m, "Dataset")
       .def_static("from_tensor_slices",
-                  [](const std::vector<nb::handle>& slots) {
-                    std::vector<Tensor> t;
-                    for (nb::handle s : slots) t.push_back(to_tensor(s));
-                    Element e = element_of(t);
+                  [](nb::handle structure) {
+                    Element e = element_from_python(structure);
                     return unlocked([&] { return Dataset::from_tensor_slices(e); });
+                  })
+      .def_static("from_tensors",
+                  [](nb::handle element) {
+                    Element e = element_from_python(element);
+                    return unlocked([&] { return Dataset::from_tensors(e); });
                   })
       .def_static(
           "make_csv_dataset",
@@ -251,12 +247,16 @@ void bind_dataset(nb::module_& m) {
       .def_static(
           "TFRecordDataset",
           [](std::vector<std::string> filenames, std::string compression_type) {
-            return data::TFRecordDataset(std::move(filenames), {std::move(compression_type)}).map([](const Element& e) {
-              return Element(with_length_header(e.x()));
-            });
+            return data::TFRecordDataset(std::move(filenames), {std::move(compression_type)});
           },
           nb::arg("filenames"), nb::arg("compression_type") = "")
-      // combine(parts) -> slots; None concatenates the parts' components (at most three in all).
+      .def_static(
+          "TextLineDataset",
+          [](std::vector<std::string> filenames, std::string compression_type) {
+            return data::TextLineDataset(std::move(filenames), {std::move(compression_type)});
+          },
+          nb::arg("filenames"), nb::arg("compression_type") = "")
+      // combine(parts) -> the element; None makes the tuple of the parts.
       .def_static(
           "zip",
           [](const std::vector<Dataset>& datasets, nb::handle combine) {
@@ -265,7 +265,7 @@ void bind_dataset(nb::module_& m) {
               fn = [f = PyRef(combine)](const std::vector<Element>& parts) {
                 nb::gil_scoped_acquire gil;
                 nb::list py;
-                for (const Element& e : parts) py.append(slots_of(e));
+                for (const Element& e : parts) py.append(element_to_python(e));
                 return element_from_python(f.get()(py));
               };
             return Dataset::zip(datasets, std::move(fn));
@@ -277,63 +277,55 @@ void bind_dataset(nb::module_& m) {
            nb::arg("reshuffle_each_iteration"))
       .def("repeat", &Dataset::repeat, nb::arg("count") = -1)
       .def("batch", &Dataset::batch, nb::arg("batch_size"), nb::arg("drop_remainder") = false)
-      // slots: per component, None (equal shapes), "last" (pad the last axis: strings) or (shape, value) to pad
-      // every axis to shape (-1: the batch's largest) with value.
+      // padding: per leaf (flatten order), (shape, value) to pad every axis to shape (-1: the batch's largest) with
+      // value (strings with "").
       .def(
           "padded_batch",
-          [](const Dataset& d, int64_t batch_size, bool drop_remainder, const std::vector<nb::handle>& slots) {
-            using Axes = data::Padding::Axes;
-            std::vector<data::Padding> padding(std::min<size_t>(slots.size(), 3), {Axes::kNone});
-            for (size_t i = 0; i < slots.size() && i < 3; ++i) {
-              nb::handle s = slots[i];
-              if (nb::isinstance<nb::str>(s))
-                padding[i] = {Axes::kLast};
-              else if (!s.is_none())
-                padding[i] = {Axes::kAll, nb::cast<std::vector<int64_t>>(s[0]), nb::cast<double>(s[1])};
-            }
-            return d.padded_batch(batch_size, std::move(padding), drop_remainder);
+          [](const Dataset& d, int64_t batch_size, bool drop_remainder,
+             const std::vector<std::pair<std::vector<int64_t>, double>>& padding) {
+            std::vector<data::Padding> out;
+            for (const auto& [shape, value] : padding) out.push_back({data::Padding::Axes::kAll, shape, value});
+            return d.padded_batch(batch_size, std::move(out), drop_remainder);
           },
-          nb::arg("batch_size"), nb::arg("drop_remainder"), nb::arg("slots"))
+          nb::arg("batch_size"), nb::arg("drop_remainder"), nb::arg("padding"))
       .def("shard", &Dataset::shard, nb::arg("num_shards"), nb::arg("index"))
       .def("take", &Dataset::take, nb::arg("count"))
       .def("skip", &Dataset::skip, nb::arg("count"))
       .def("cache", &Dataset::cache)
       .def("prefetch", &Dataset::prefetch, nb::arg("buffer_size"))
       .def("unbatch", &Dataset::unbatch)
-      // fn(slots) -> slots, called by whichever thread runs the pipeline.
+      // fn(element) -> element, called by whichever thread runs the pipeline.
       .def("map",
            [](const Dataset& d, nb::handle fn) {
              return d.map([f = PyRef(fn)](const Element& e) {
                nb::gil_scoped_acquire gil;
-               return element_from_python(f.get()(slots_of(e)));
+               return element_from_python(f.get()(element_to_python(e)));
              });
            })
       .def("filter",
            [](const Dataset& d, nb::handle predicate) {
              return d.filter([f = PyRef(predicate)](const Element& e) {
                nb::gil_scoped_acquire gil;
-               return nb::cast<bool>(f.get()(slots_of(e)));
+               return nb::cast<bool>(f.get()(element_to_python(e)));
              });
            })
       .def("concatenate", &Dataset::concatenate)
-      // fn(slots) -> the C++ Dataset to take elements from.
+      // fn(element) -> the C++ Dataset to take elements from.
       .def("interleave",
            [](const Dataset& d, nb::handle fn, int64_t cycle_length, int64_t block_length) {
              return d.interleave(
                  [f = PyRef(fn)](const Element& e) {
                    nb::gil_scoped_acquire gil;
-                   return nb::cast<Dataset>(f.get()(slots_of(e)));
+                   return nb::cast<Dataset>(f.get()(element_to_python(e)));
                  },
                  cycle_length, block_length);
            })
-      // fn(state slots, slots) -> (state slots, slots).
+      // fn(state, element) -> (state, element).
       .def("scan",
-           [](const Dataset& d, const std::vector<nb::handle>& initial_state, nb::handle fn) {
-             std::vector<Tensor> state;
-             for (nb::handle s : initial_state) state.push_back(to_tensor(s));
-             return d.scan(element_of(state), [f = PyRef(fn)](const Element& state, const Element& e) {
+           [](const Dataset& d, nb::handle initial_state, nb::handle fn) {
+             return d.scan(element_from_python(initial_state), [f = PyRef(fn)](const Element& state, const Element& e) {
                nb::gil_scoped_acquire gil;
-               nb::object out = f.get()(slots_of(state), slots_of(e));
+               nb::object out = f.get()(element_to_python(state), element_to_python(e));
                return std::pair{element_from_python(out[0]), element_from_python(out[1])};
              });
            })
@@ -360,12 +352,19 @@ void bind_dataset(nb::module_& m) {
 
 // ---- tf.io: TFRecord files, tf.train.Example, gfile ----
 
+// A feature's dtype as Python names it: tf.string, or a numeric dtype.
+data::FeatureDType feature_dtype(nb::handle dtype) {
+  if (nb::hasattr(dtype, "name") && nb::cast<std::string>(nb::str(dtype.attr("name"))) == "string") return data::kString;
+  return to_dtype(dtype);
+}
+
 std::variant<data::FixedLenFeature, data::VarLenFeature> feature_of(nb::handle spec) {
   const std::string kind = nb::cast<std::string>(spec[0]);
-  if (kind == "var") return data::VarLenFeature{to_dtype(spec[1])};
+  if (kind == "var") return data::VarLenFeature{feature_dtype(spec[1])};
   nb::handle fallback = spec[3];
-  data::FixedLenFeature f{nb::cast<std::vector<int64_t>>(spec[1]), to_dtype(spec[2]), {}};
-  if (!fallback.is_none()) f.default_value = to_tensor(fallback, f.dtype == data::kString ? DType::uint8 : f.dtype);
+  data::FixedLenFeature f{nb::cast<std::vector<int64_t>>(spec[1]), feature_dtype(spec[2]), {}};
+  if (!fallback.is_none())
+    f.default_value = f.dtype.is_string() ? element_from_python(fallback) : Element(to_tensor(fallback, f.dtype.dtype()));
   return f;
 }
 
@@ -376,10 +375,11 @@ data::FeatureSpec spec_of(const nb::dict& features) {
   return spec;
 }
 
-// {key: Tensor} for dense features, {key: (indices, values or [bytes], dense_shape)} for sparse ones.
+// {key: Tensor or StringTensor} for dense features, {key: (indices, values or [bytes], dense_shape)} for sparse ones.
 nb::tuple parsed_to_python(const data::ParsedFeatures& parsed) {
   nb::dict dense, sparse;
   for (const auto& [key, t] : parsed.dense) dense[key.c_str()] = nb::cast(t);
+  for (const auto& [key, s] : parsed.dense_strings) dense[key.c_str()] = string_tensor_to_python(s);
   for (const auto& [key, s] : parsed.sparse) {
     nb::object values = s.values.defined() ? nb::cast(s.values) : nb::object();
     if (!s.values.defined()) {
@@ -485,12 +485,57 @@ void bind_io(nb::module_& m) {
 
 }  // namespace
 
+nb::object element_to_python(const Element& e) {
+  switch (e.kind()) {
+    case Element::Kind::kNone:
+      return nb::none();
+    case Element::Kind::kTensor:
+      return nb::cast(e.tensor());
+    case Element::Kind::kString:
+      return string_tensor_to_python(e.string());
+    case Element::Kind::kTuple:
+    case Element::Kind::kList: {
+      nb::list items;
+      for (const Element& c : e.children()) items.append(element_to_python(c));
+      if (e.kind() == Element::Kind::kList) return items;
+      return nb::tuple(items);
+    }
+    case Element::Kind::kDict: {
+      nb::dict items;
+      for (size_t i = 0; i < e.size(); ++i) items[e.keys()[i].c_str()] = element_to_python(e.children()[i]);
+      return items;
+    }
+  }
+  return nb::none();
+}
+
+Element element_from_python(nb::handle value) {
+  if (value.is_none()) return {};
+  if (nb::isinstance<Tensor>(value)) return nb::cast<Tensor>(value);
+  if (nb::isinstance<nb::tuple>(value)) return Element::tuple(elements_from_python(value));
+  if (nb::isinstance<nb::list>(value)) return Element::list(elements_from_python(value));
+  if (nb::isinstance<nb::dict>(value)) {
+    std::vector<std::pair<std::string, Element>> items;
+    for (auto [k, v] : nb::borrow<nb::dict>(value)) {
+      if (!nb::isinstance<nb::str>(k))
+        throw nb::type_error(make_message("a dataset element's dict has the key ", nb::str(k).c_str(),
+                                          "; tf.data's dict keys are strings").c_str());
+      items.emplace_back(nb::cast<std::string>(k), element_from_python(v));
+    }
+    return Element::dict(std::move(items));
+  }
+  if (string_tensor_class().is_valid() && nb::isinstance(value, string_tensor_class()))
+    return string_tensor_from_python(value);
+  return to_tensor(value);
+}
+
 void bind_data(nb::module_& m) {
   nb::module_ d = m.def_submodule("data", "tf.data over lockstep::data");
   d.attr("AUTOTUNE") = data::kAutotune;
   d.attr("INFINITE_CARDINALITY") = data::kInfiniteCardinality;
   d.attr("UNKNOWN_CARDINALITY") = data::kUnknownCardinality;
   bind_dataset(d);
+  d.def("_set_string_tensor_class", [](nb::handle cls) { string_tensor_class() = nb::borrow(cls); });
   d.def("close_iterators", &PyIterator::close_all,
         "Stops every open dataset iterator and its threads (at exit, before the interpreter finalizes).");
   nb::module_ io =

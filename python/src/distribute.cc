@@ -77,13 +77,6 @@ d::PerReplica<Tensor> per_replica(const std::vector<nb::object>& values) {
   return out;
 }
 
-// One element of a dataset as the Python side receives it: x, or (x, y), or (x, y, sample_weight).
-nb::object element_to_python(const data::Element& e) {
-  if (!e.y().defined()) return nb::cast(e.x());
-  if (!e.sample_weight().defined()) return nb::make_tuple(e.x(), e.y());
-  return nb::make_tuple(e.x(), e.y(), e.sample_weight());
-}
-
 // ReplicaContext.all_reduce: every tensor summed over every replica of every worker, in one float64 collective.
 std::vector<Tensor> all_reduce_sum(d::Strategy& s, const std::vector<nb::object>& values) {
   std::vector<Tensor> tensors;

@@ -17,7 +17,7 @@ namespace {
 struct ListKind {
   const char* field;
   const char* message;
-  DType dtype;
+  data::FeatureDType dtype;
 };
 constexpr ListKind kListKinds[] = {{"bytes_list", "BytesList", data::kString},
                                    {"float_list", "FloatList", DType::float32},
@@ -120,7 +120,7 @@ nb::object parse_message(const std::string& message, const nb::bytes& serialized
   }
   if (message == "Features") return features_to_python(unlocked([&] { return data::parse_features(bytes); }));
   if (message == "Feature") return feature_to_python(unlocked([&] { return data::parse_feature(bytes); }));
-  const DType dtype = list_kind(message).dtype;
+  const data::FeatureDType dtype = list_kind(message).dtype;
   return list_to_python(unlocked([&] { return data::parse_feature_list(bytes, dtype); }));
 }
 

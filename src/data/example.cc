@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstring>
 
 #include "data/example.pb.h"
 #include "lockstep/tensor/ops.h"
@@ -21,13 +20,10 @@ namespace {
 using Values = std::variant<std::vector<int64_t>, std::vector<float>, std::vector<std::string>>;
 
 // The list type an Example uses for dtype, as TF names it in its errors.
-const char* list_name(DType dtype) {
+const char* list_name(FeatureDType dtype) {
   return dtype == DType::int64     ? "int64 (Int64List)"
          : dtype == DType::float32 ? "float32 (FloatList)"
-                                   : "bytes (BytesList)";
-}
-const char* spec_dtype_name(DType dtype) {
-  return dtype == kString ? "kString (bytes)" : dtype_name(dtype).data();
+                                   : "string (BytesList)";
 }
 
 int64_t count_of(const std::vector<int64_t>& shape) {
@@ -52,26 +48,24 @@ struct Where {
 
 void check_spec(const FeatureSpec& spec, const char* fn) {
   for (const auto& [key, feature] : spec) {
-    const DType dtype = std::visit([](const auto& f) { return f.dtype; }, feature);
+    const FeatureDType dtype = std::visit([](const auto& f) { return f.dtype; }, feature);
     LS_CHECK(dtype == DType::int64 || dtype == DType::float32 || dtype == kString, InvalidArgumentError, fn,
-             ": feature \"", key, "\" asks for ", dtype_name(dtype),
-             "; Examples hold int64, float32 or bytes (kString): use one of those");
+             ": feature \"", key, "\" asks for ", dtype.name(),
+             "; Examples hold int64, float32 or string (kString): use one of those");
     const auto* fixed = std::get_if<FixedLenFeature>(&feature);
     if (!fixed) continue;
     for (int64_t d : fixed->shape)
       LS_CHECK(d >= 0, InvalidArgumentError, fn, ": feature \"", key, "\" has shape ", shape_str(fixed->shape),
                " with a negative dimension; use VarLenFeature for lists of any length");
-    const Tensor& def = fixed->default_value;
-    if (!def.defined()) continue;
-    if (dtype == kString) {
-      LS_CHECK(def.dtype() == DType::uint8 && def.rank() == 1, InvalidArgumentError, fn, ": feature \"", key,
-               "\" is bytes, so its default_value must be one string as a 1-D uint8 tensor, got ",
-               dtype_name(def.dtype()), " ", def.shape().str());
-    } else {
-      LS_CHECK(def.numel() == 1 || def.numel() == count_of(fixed->shape), InvalidArgumentError, fn, ": feature \"", key,
-               "\" has shape ", shape_str(fixed->shape), " (", count_of(fixed->shape),
-               " values) but its default_value has ", def.numel(), "; pass a scalar or one value per element");
-    }
+    const Element& def = fixed->default_value;
+    if (def.is_none()) continue;
+    LS_CHECK(dtype.is_string() ? def.is_string() : def.is_tensor(), InvalidArgumentError, fn, ": feature \"", key,
+             "\" is ", dtype.name(), ", so its default_value must be a ", dtype.is_string() ? "StringTensor" : "Tensor",
+             ", got ", def.str());
+    const int64_t n = def.is_string() ? def.string().shape.numel() : def.tensor().numel();
+    LS_CHECK(n == 1 || n == count_of(fixed->shape), InvalidArgumentError, fn, ": feature \"", key, "\" has shape ",
+             shape_str(fixed->shape), " (", count_of(fixed->shape), " values) but its default_value has ", n,
+             "; pass a scalar or one value per element");
   }
 }
 
@@ -80,7 +74,7 @@ void check_spec(const FeatureSpec& spec, const char* fn) {
 Values feature_values(const proto::Features& features, const std::string& key,
                       const std::variant<FixedLenFeature, VarLenFeature>& spec, const Where& where) {
   const auto* fixed = std::get_if<FixedLenFeature>(&spec);
-  const DType dtype = fixed ? fixed->dtype : std::get<VarLenFeature>(spec).dtype;
+  const FeatureDType dtype = fixed ? fixed->dtype : std::get<VarLenFeature>(spec).dtype;
   auto it = features.feature().find(key);
   if (it == features.feature().end() || it->second.kind_case() == proto::Feature::KIND_NOT_SET) {
     if (!fixed) {
@@ -89,22 +83,22 @@ Values feature_values(const proto::Features& features, const std::string& key,
       return std::vector<std::string>{};
     }
     const int64_t n = count_of(fixed->shape);
-    if (!fixed->default_value.defined()) {
+    if (fixed->default_value.is_none()) {
       std::vector<std::string> keys;
       for (const auto& [k, v] : features.feature()) keys.push_back(k);
       std::sort(keys.begin(), keys.end());  // protobuf's map has no order
       std::string present;
       for (const std::string& k : keys) present += (present.empty() ? "" : ", ") + k;
       throw InvalidArgumentError(make_message(
-          where.str(key), " (", spec_dtype_name(dtype), ") is required but the example does not have it (it has: ",
+          where.str(key), " (", dtype.name(), ") is required but the example does not have it (it has: ",
           present.empty() ? "no features" : present, "); check the key, or give the FixedLenFeature a default_value"));
     }
-    const Tensor& def = fixed->default_value;
     if (dtype == kString) {
-      const Tensor d = def.contiguous();
-      return std::vector<std::string>(
-          n, std::string(static_cast<const char*>(d.raw_data()), static_cast<size_t>(d.numel())));
+      std::vector<std::string> all = fixed->default_value.string().values;
+      if (all.size() == 1) all.assign(static_cast<size_t>(n), all[0]);
+      return all;
     }
+    const Tensor& def = fixed->default_value.tensor();
     auto fill = [&](auto v) {
       using T = typename decltype(v)::value_type;
       std::vector<T> all = def.to_vector<T>();
@@ -115,9 +109,9 @@ Values feature_values(const proto::Features& features, const std::string& key,
     return fill(std::vector<float>{});
   }
   const proto::Feature& f = it->second;
-  const DType held = f.has_int64_list() ? DType::int64 : f.has_float_list() ? DType::float32 : kString;
+  const FeatureDType held = f.has_int64_list() ? DType::int64 : f.has_float_list() ? DType::float32 : kString;
   LS_CHECK(held == dtype, InvalidArgumentError, where.str(key), " holds ", list_name(held),
-           " values but the spec asks for ", spec_dtype_name(dtype), "; make the spec's dtype match the data");
+           " values but the spec asks for ", dtype.name(), "; make the spec's dtype match the data");
   Values values;
   if (held == DType::int64)
     values = std::vector<int64_t>(f.int64_list().value().begin(), f.int64_list().value().end());
@@ -143,33 +137,11 @@ proto::Example decode(std::string_view bytes, const Where& where) {
   return example;
 }
 
-// Dense values of one feature over all examples: [batch?, shape...] (bytes: [batch?, shape..., length]).
-Tensor assemble_dense(const std::string& key, const FixedLenFeature& spec, std::vector<Values>& per_example,
-                      bool batched, const char* fn) {
+// Dense values of one numeric feature over all examples: [batch?, shape...].
+Tensor assemble_dense(const FixedLenFeature& spec, const std::vector<Values>& per_example, bool batched) {
   std::vector<int64_t> dims = spec.shape;
   if (batched) dims.insert(dims.begin(), static_cast<int64_t>(per_example.size()));
-  if (spec.dtype == kString) {
-    int64_t length = -1;
-    for (const Values& v : per_example)
-      for (const std::string& s : std::get<std::vector<std::string>>(v)) {
-        LS_CHECK(
-            length < 0 || static_cast<int64_t>(s.size()) == length, InvalidArgumentError, fn, ": feature \"", key,
-            "\" holds byte strings of different lengths (", length, " and ", s.size(),
-            "); lockstep returns bytes as one uint8 tensor, which needs one length: parse one example at a time or "
-            "use VarLenFeature");
-        length = static_cast<int64_t>(s.size());
-      }
-    dims.push_back(std::max<int64_t>(length, 0));
-    Tensor out = Tensor::empty(Shape(dims), DType::uint8);
-    auto* dst = static_cast<char*>(out.raw_data());
-    for (const Values& v : per_example)
-      for (const std::string& s : std::get<std::vector<std::string>>(v)) {
-        std::memcpy(dst, s.data(), s.size());
-        dst += s.size();
-      }
-    return out;
-  }
-  Tensor out = Tensor::empty(Shape(dims), spec.dtype);
+  Tensor out = Tensor::empty(Shape(dims), spec.dtype.dtype());
   auto copy = [&](auto* dst) {
     using T = std::remove_pointer_t<decltype(dst)>;
     for (const Values& v : per_example) {
@@ -185,7 +157,18 @@ Tensor assemble_dense(const std::string& key, const FixedLenFeature& spec, std::
   return out;
 }
 
-SparseTensor assemble_sparse(DType dtype, std::vector<Values>& per_example, bool batched) {
+// The same for a string feature, its strings moved out of per_example.
+StringTensor assemble_dense_strings(const FixedLenFeature& spec, std::vector<Values>& per_example, bool batched) {
+  std::vector<int64_t> dims = spec.shape;
+  if (batched) dims.insert(dims.begin(), static_cast<int64_t>(per_example.size()));
+  std::vector<std::string> values;
+  values.reserve(static_cast<size_t>(Shape(dims).numel()));
+  for (Values& v : per_example)
+    for (std::string& s : std::get<std::vector<std::string>>(v)) values.push_back(std::move(s));
+  return StringTensor(Shape(dims), std::move(values));
+}
+
+SparseTensor assemble_sparse(FeatureDType dtype, std::vector<Values>& per_example, bool batched) {
   const int64_t rank = batched ? 2 : 1;
   int64_t n = 0, longest = 0;
   for (const Values& v : per_example) {
@@ -212,7 +195,7 @@ SparseTensor assemble_sparse(DType dtype, std::vector<Values>& per_example, bool
       for (std::string& s : std::get<std::vector<std::string>>(v)) out.string_values.push_back(std::move(s));
     return out;
   }
-  out.values = Tensor::empty({n}, dtype);
+  out.values = Tensor::empty({n}, dtype.dtype());
   auto copy = [&](auto* dst) {
     using T = std::remove_pointer_t<decltype(dst)>;
     for (const Values& v : per_example) {
@@ -240,25 +223,37 @@ ParsedFeatures parse(const std::vector<std::string_view>& records, const Feature
   ParsedFeatures out;
   for (const auto& [key, feature] : spec) {
     std::vector<Values>& column = columns[key];
-    if (const auto* fixed = std::get_if<FixedLenFeature>(&feature))
-      out.dense[key] = assemble_dense(key, *fixed, column, batched, fn);
+    const auto* fixed = std::get_if<FixedLenFeature>(&feature);
+    if (fixed && fixed->dtype.is_string())
+      out.dense_strings.emplace(key, assemble_dense_strings(*fixed, column, batched));
+    else if (fixed)
+      out.dense.emplace(key, assemble_dense(*fixed, column, batched));
     else
       out.sparse[key] = assemble_sparse(std::get<VarLenFeature>(feature).dtype, column, batched);
   }
   return out;
 }
 
-std::string_view record_bytes(const Tensor& t, const char* fn) {
-  LS_CHECK(
-      t.defined() && t.dtype() == DType::uint8 && t.rank() == 1, InvalidArgumentError, fn,
-      ": a serialized Example is a 1-D uint8 tensor (an element of TFRecordDataset), got ",
-      t.defined() ? make_message(dtype_name(t.dtype()), " ", t.shape().str()) : std::string("an undefined tensor"));
-  LS_CHECK(t.is_contiguous(), InvalidArgumentError, fn,
-           ": the serialized Example tensor is not contiguous; pass .contiguous()");
-  return {static_cast<const char*>(t.raw_data()), static_cast<size_t>(t.numel())};
+// The serialized Example of a TFRecordDataset element: a string scalar.
+std::string_view record_of(const Element& e) {
+  LS_CHECK(e.is_string() && e.string().rank() == 0, InvalidArgumentError,
+           "parse_example_fn: a record is a string scalar (an element of TFRecordDataset), got ", e.str(),
+           "; map parse_example_fn over the records before batch() or other maps, or parse a batch of records with "
+           "parse_example");
+  return e.string().item();
 }
 
 }  // namespace
+
+DType FeatureDType::dtype() const {
+  LS_CHECK(dtype_.has_value(), InvalidArgumentError,
+           "FeatureDType: kString (tf.string) is no numeric DType; its values are strings");
+  return *dtype_;
+}
+
+std::string FeatureDType::name() const {
+  return dtype_ ? std::string(dtype_name(*dtype_)) : "string";
+}
 
 const Tensor& ParsedFeatures::operator[](const std::string& key) const {
   auto it = dense.find(key);
@@ -267,6 +262,8 @@ const Tensor& ParsedFeatures::operator[](const std::string& key) const {
   for (const auto& [k, v] : dense) names += (names.empty() ? "" : ", ") + k;
   LS_CHECK(!sparse.count(key), ValueError, "parsed feature \"", key,
            "\" is a VarLenFeature, so it is a SparseTensor: read it from .sparse (or sparse_to_dense it)");
+  LS_CHECK(!dense_strings.count(key), ValueError, "parsed feature \"", key,
+           "\" is a string feature, so it is a StringTensor: read it from .dense_strings");
   throw ValueError(
       make_message("no parsed feature \"", key, "\"; the FixedLenFeatures are: ", names.empty() ? "none" : names));
 }
@@ -274,16 +271,8 @@ const Tensor& ParsedFeatures::operator[](const std::string& key) const {
 ParsedFeatures parse_single_example(std::string_view serialized, const FeatureSpec& features) {
   return parse({serialized}, features, false);
 }
-ParsedFeatures parse_single_example(const Tensor& serialized, const FeatureSpec& features) {
-  return parse({record_bytes(serialized, "parse_single_example")}, features, false);
-}
 ParsedFeatures parse_example(const std::vector<std::string>& serialized, const FeatureSpec& features) {
   return parse(std::vector<std::string_view>(serialized.begin(), serialized.end()), features, true);
-}
-ParsedFeatures parse_example(const std::vector<Tensor>& serialized, const FeatureSpec& features) {
-  std::vector<std::string_view> records;
-  for (const Tensor& t : serialized) records.push_back(record_bytes(t, "parse_example"));
-  return parse(records, features, true);
 }
 
 Tensor sparse_to_dense(const SparseTensor& sparse, double default_value) {
@@ -332,9 +321,28 @@ std::function<Element(const Element&)> parse_example_fn(FeatureSpec features, st
   LS_CHECK(!x_key.empty(), InvalidArgumentError, "parse_example_fn: x_key is empty; name the feature that becomes x");
   return [features = std::move(features), x_key = std::move(x_key), y_key = std::move(y_key),
           weight_key = std::move(weight_key)](const Element& e) {
-    ParsedFeatures f = parse_single_example(e.x(), features);
-    auto take = [&](const std::string& key) { return key.empty() ? Tensor() : f.dense.at(key); };
+    ParsedFeatures f = parse_single_example(record_of(e), features);
+    auto take = [&](const std::string& key) -> Element {
+      if (key.empty()) return {};
+      if (auto s = f.dense_strings.find(key); s != f.dense_strings.end()) return std::move(s->second);
+      return f.dense.at(key);
+    };
     return Element{take(x_key), take(y_key), take(weight_key)};
+  };
+}
+
+std::function<Element(const Element&)> parse_example_fn(FeatureSpec features) {
+  for (const auto& [key, feature] : features)
+    LS_CHECK(std::holds_alternative<FixedLenFeature>(feature), InvalidArgumentError, "parse_example_fn: feature \"",
+             key,
+             "\" is a VarLenFeature, but a dataset element holds no SparseTensor; use a FixedLenFeature (with a "
+             "default_value for lists that may be missing), or map with parse_single_example directly");
+  return [features = std::move(features)](const Element& e) {
+    ParsedFeatures f = parse_single_example(record_of(e), features);
+    std::vector<std::pair<std::string, Element>> items;
+    for (auto& [key, t] : f.dense) items.emplace_back(key, std::move(t));
+    for (auto& [key, s] : f.dense_strings) items.emplace_back(key, std::move(s));
+    return Element::dict(std::move(items));
   };
 }
 
@@ -445,10 +453,10 @@ std::string serialize_example_message(const std::optional<ExampleFeatures>& exam
   return deterministic_bytes(out);
 }
 
-FeatureValues parse_feature_list(std::string_view serialized, DType dtype) {
+FeatureValues parse_feature_list(std::string_view serialized, FeatureDType dtype) {
   if (dtype == DType::int64) return list_values(parse_message<proto::Int64List>(serialized, "Int64List").value());
   if (dtype == DType::float32) return list_values(parse_message<proto::FloatList>(serialized, "FloatList").value());
-  LS_CHECK(dtype == kString, InvalidArgumentError, "parse_feature_list: dtype ", dtype_name(dtype),
+  LS_CHECK(dtype == kString, InvalidArgumentError, "parse_feature_list: dtype ", dtype.name(),
            " is not a list of an Example; use int64 (Int64List), float32 (FloatList) or kString (BytesList)");
   return list_values(parse_message<proto::BytesList>(serialized, "BytesList").value());
 }

@@ -3,7 +3,6 @@
 #include <glob.h>
 
 #include <algorithm>
-#include <cstring>
 #include <iomanip>
 #include <memory>
 #include <sstream>
@@ -65,10 +64,12 @@ class TFRecordIterator final : public ItemIterator {
         in_ = std::make_unique<detail::InputFile>(node_.files_[file_], node_.options_.compression_type, kReader);
         if (offset_ > 0) in_->seek(offset_);
       }
-      if (std::optional<Tensor> record = read_record()) {
+      if (std::optional<std::string> record = read_record()) {
         ++record_;
         offset_ = in_->offset();
-        return Item{-1, Element(std::move(*record))};
+        std::vector<std::string> values;  // not StringTensor::scalar: its initializer_list would copy the bytes
+        values.push_back(std::move(*record));
+        return Item{-1, Element(StringTensor(Shape(), std::move(values)))};
       }
       in_.reset();
       ++file_;
@@ -101,7 +102,7 @@ class TFRecordIterator final : public ItemIterator {
   }
 
   // The next record of the open file, or nullopt at its end.
-  std::optional<Tensor> read_record() {
+  std::optional<std::string> read_record() {
     const uint64_t at = in_->offset();
     uint8_t header[12];
     const size_t got = in_->read(header, sizeof header);
@@ -117,12 +118,12 @@ class TFRecordIterator final : public ItemIterator {
                                                       : ""));
     const uint64_t length = little_endian(header, 8);
     // Read in bounded chunks, so that a length that runs past the end of the file allocates no more than is there.
-    buffer_.clear();
-    while (buffer_.size() < length) {
-      const size_t chunk = static_cast<size_t>(std::min<uint64_t>(length - buffer_.size(), 1 << 20));
-      const size_t old = buffer_.size();
-      buffer_.resize(old + chunk);
-      const size_t n = in_->read(buffer_.data() + old, chunk);
+    std::string record;
+    while (record.size() < length) {
+      const size_t chunk = static_cast<size_t>(std::min<uint64_t>(length - record.size(), 1 << 20));
+      const size_t old = record.size();
+      record.resize(old + chunk);
+      const size_t n = in_->read(record.data() + old, chunk);
       if (n < chunk)
         damaged(at, make_message("truncated: the file ends ", old + n, " bytes into the record's ", length,
                                  " bytes of data"));
@@ -131,17 +132,14 @@ class TFRecordIterator final : public ItemIterator {
     const size_t n = in_->read(footer, sizeof footer);
     if (n < sizeof footer) damaged(at, make_message("truncated: the file ends ", n, " bytes into the 4-byte data CRC"));
     const uint32_t stored_crc = static_cast<uint32_t>(little_endian(footer, 4));
-    const uint32_t crc = masked_crc32c(buffer_.data(), buffer_.size());
+    const uint32_t crc = masked_crc32c(record.data(), record.size());
     if (stored_crc != crc)
       damaged(at, "data CRC mismatch (stored " + hex32(stored_crc) + ", computed " + hex32(crc) + ")");
-    Tensor record = Tensor::empty({static_cast<int64_t>(length)}, DType::uint8);
-    if (length > 0) std::memcpy(record.raw_data(), buffer_.data(), buffer_.size());
     return record;
   }
 
   const TFRecordNode& node_;
   std::unique_ptr<detail::InputFile> in_;
-  std::vector<uint8_t> buffer_;
   size_t file_ = 0;
   int64_t record_ = 0;
   uint64_t offset_ = 0;

@@ -37,7 +37,7 @@ std::string round_trip(const std::string& type, const std::string& wire) {
   if (type == "Example") return serialize_example_message(parse_example_message(wire));
   if (type == "Features") return serialize_features(parse_features(wire));
   if (type == "Feature") return serialize_feature(parse_feature(wire));
-  const DType dtype = type == "Int64List" ? DType::int64 : type == "FloatList" ? DType::float32 : kString;
+  const FeatureDType dtype = type == "Int64List" ? DType::int64 : type == "FloatList" ? DType::float32 : kString;
   return serialize_feature_list(parse_feature_list(wire, dtype));
 }
 

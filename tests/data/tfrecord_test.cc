@@ -35,15 +35,25 @@ TEST(TFRecordDataset, ReadsTensorFlowsFileRecordForRecord) {
   ASSERT_EQ(want.size(), 12u);
   EXPECT_EQ(records_of(TFRecordDataset({golden("examples.tfrecord")})), want);
   EXPECT_EQ(records_of(TFRecordDataset({golden("examples.tfrecord.gz")}, {.compression_type = "GZIP"})), want);
-  // Files one after the other; x is a 1-D uint8 tensor, y undefined.
+  // Files one after the other.
   auto twice = want;
   twice.insert(twice.end(), want.begin(), want.end());
   EXPECT_EQ(records_of(TFRecordDataset({golden("examples.tfrecord"), golden("examples.tfrecord")})), twice);
-  Element first = *TFRecordDataset({golden("examples.tfrecord")}).begin();
-  EXPECT_EQ(first.x().dtype(), DType::uint8);
-  EXPECT_EQ(first.x().rank(), 1);
-  EXPECT_FALSE(first.y().defined());
   EXPECT_EQ(TFRecordDataset({golden("examples.tfrecord")}).cardinality(), kUnknownCardinality);
+}
+
+// Each element is what TF yields: a tf.string scalar, here a StringTensor leaf of shape [].
+TEST(TFRecordDataset, RecordsAreStringScalars) {
+  const auto want = golden_records();
+  const Element first = *TFRecordDataset({golden("examples.tfrecord")}).begin();
+  ASSERT_TRUE(first.is_string()) << first.str();
+  EXPECT_EQ(first.string().rank(), 0);
+  EXPECT_EQ(first.string(), StringTensor::scalar(want[0]));
+  EXPECT_EQ(first.structure(), "string");
+  // Batched, as TF's a 1-D string tensor of records.
+  const Element batch = *TFRecordDataset({golden("examples.tfrecord.gz")}, {"GZIP"}).batch(5).begin();
+  EXPECT_EQ(batch.str(), "string (5,)");
+  EXPECT_EQ(batch.string().values, std::vector<std::string>(want.begin(), want.begin() + 5));
 }
 
 TEST(TFRecordDataset, CompressionMustMatchTheFile) {
@@ -188,7 +198,7 @@ TEST(TFRecordDataset, StateRestoresMidFile) {
       Iterator restored = make().make_iterator();
       restored.restore_state(json::parse(saved));
       std::vector<std::string> rest;
-      while (auto e = restored.next()) rest.push_back(testing::bytes_of(e->x()));
+      while (auto e = restored.next()) rest.push_back(e->string().item());
       EXPECT_EQ(rest, std::vector<std::string>(all.begin() + static_cast<std::ptrdiff_t>(before), all.end()));
     }
     auto shuffled = [&] { return make().shuffle(5, 7).repeat(2).prefetch(2); };
@@ -196,11 +206,11 @@ TEST(TFRecordDataset, StateRestoresMidFile) {
     for (int i = 0; i < 13; ++i) ASSERT_TRUE(it.next());
     const std::string saved = it.save_state().dump();
     std::vector<std::string> want;
-    while (auto e = it.next()) want.push_back(testing::bytes_of(e->x()));
+    while (auto e = it.next()) want.push_back(e->string().item());
     Iterator restored = shuffled().make_iterator();
     restored.restore_state(json::parse(saved));
     std::vector<std::string> got;
-    while (auto e = restored.next()) got.push_back(testing::bytes_of(e->x()));
+    while (auto e = restored.next()) got.push_back(e->string().item());
     EXPECT_EQ(got, want);
   }
 }

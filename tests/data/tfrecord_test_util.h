@@ -70,15 +70,10 @@ inline std::string base64_decode(const std::string& in) {
   return out;
 }
 
-// The bytes of a record tensor (1-D uint8).
-inline std::string bytes_of(const Tensor& t) {
-  return {static_cast<const char*>(t.raw_data()), static_cast<size_t>(t.numel())};
-}
-
-// Every record of a dataset of records.
+// Every record of a dataset of records (string scalars).
 inline std::vector<std::string> records_of(const Dataset& ds) {
   std::vector<std::string> out;
-  for (const Element& e : ds) out.push_back(bytes_of(e.x()));
+  for (const Element& e : ds) out.push_back(e.string().item());
   return out;
 }
 

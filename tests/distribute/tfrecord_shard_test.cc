@@ -151,8 +151,8 @@ TEST(AutoShard, ExperimentalDistributeDatasetShardsByFileAcrossWorkers) {
   auto worker = [&](int rank, MultiWorkerMirroredStrategy& strategy) {
     const DistributedDataset dist = strategy.experimental_distribute_dataset(data::TFRecordDataset(files).batch(2));
     auto records = [](const PerReplica<data::Batch>& b, std::vector<std::string>& out) {
-      const Tensor& x = b.values.at(0).x();  // [1, 4]: one record of 4 bytes per replica
-      out.emplace_back(static_cast<const char*>(x.raw_data()), static_cast<size_t>(x.numel()));
+      const data::StringTensor& x = b.values.at(0).string();  // [1]: one record per replica
+      out.push_back(x.item());
     };
     auto it = dist.begin();
     std::optional<nlohmann::json> saved;

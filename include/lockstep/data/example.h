@@ -1,16 +1,16 @@
 // tf.train.Example parsing (tf.io.parse_single_example / tf.io.parse_example): a FeatureSpec maps feature keys to
 // FixedLenFeature (a dense tensor of a fixed shape) or VarLenFeature (a SparseTensor), for int64, float32 and
-// bytes features; serialize_example writes the same format.
+// string (bytes) features; serialize_example writes the same format.
 //
-// Strings: lockstep has no string dtype. A bytes feature is asked for with dtype kString (= DType::uint8), and
-// where TF returns a tf.string tensor this returns its bytes as uint8: a scalar bytes value becomes a 1-D uint8
-// tensor [length]; a FixedLen bytes feature of shape S becomes [S..., length] when its values have one length
-// (else InvalidArgumentError); a VarLen bytes feature's values are in SparseTensor::string_values.
+// Strings: as in TF, a string FixedLenFeature (dtype kString) comes back as a StringTensor of the spec's shape
+// (ParsedFeatures::dense_strings), and a VarLen one's values are in SparseTensor::string_values.
 //
 // Typical use:
 //   data::FeatureSpec spec = {{"image", data::FixedLenFeature{{28, 28}, DType::float32}},
 //                             {"label", data::FixedLenFeature{{}, DType::int64}}};
 //   auto ds = data::TFRecordDataset(files).map(data::parse_example_fn(spec, "image", "label")).batch(64);
+// or, as TF's ds.map(lambda r: tf.io.parse_single_example(r, spec)), a dict element of every feature:
+//   auto ds = data::TFRecordDataset(files).map(data::parse_example_fn(spec));
 #pragma once
 #include <functional>
 #include <map>
@@ -24,21 +24,39 @@
 
 namespace lockstep::data {
 
-// TF's tf.string in a feature spec: bytes features come back as uint8 tensors (see above).
-inline constexpr DType kString = DType::uint8;
+// The dtype of a feature in a spec: a numeric DType (int64 or float32; converts implicitly) or kString, TF's
+// tf.string (a BytesList), which is no DType: its values come back as strings.
+class FeatureDType {
+ public:
+  constexpr FeatureDType(DType dtype) : dtype_(dtype) {}  // NOLINT(google-explicit-constructor)
+  static constexpr FeatureDType string() { return FeatureDType(); }
+  constexpr bool is_string() const { return !dtype_.has_value(); }
+  // The numeric DType; InvalidArgumentError for kString.
+  DType dtype() const;
+  // "int64", "float32", ... or "string", as TF names them.
+  std::string name() const;
+  constexpr bool operator==(const FeatureDType& other) const = default;
 
-// A feature with `shape` values of `dtype` (int64, float32 or kString) in every example. default_value (a scalar,
-// broadcast, or as many values as the shape holds) stands in when an example lacks the feature; left undefined,
-// the feature is required.
+ private:
+  constexpr FeatureDType() = default;
+  std::optional<DType> dtype_;  // nullopt: string
+};
+
+// TF's tf.string in a feature spec.
+inline constexpr FeatureDType kString = FeatureDType::string();
+
+// A feature with `shape` values of `dtype` (int64, float32 or kString) in every example. default_value stands in
+// when an example lacks the feature: a Tensor for a numeric feature, a StringTensor for a kString one, holding one
+// value (broadcast) or as many as the shape holds; left None, the feature is required.
 struct FixedLenFeature {
   std::vector<int64_t> shape = {};
-  DType dtype = DType::float32;
-  Tensor default_value = {};
+  FeatureDType dtype = DType::float32;
+  Element default_value = {};
 };
 
 // A feature with any number of values (0 included) of `dtype`; parsed into a SparseTensor.
 struct VarLenFeature {
-  DType dtype = DType::float32;
+  FeatureDType dtype = DType::float32;
 };
 
 using FeatureSpec = std::map<std::string, std::variant<FixedLenFeature, VarLenFeature>>;
@@ -56,30 +74,35 @@ struct SparseTensor {
 // tf.sparse.to_dense for int64 and float32 values: default_value fills the positions that hold no value.
 Tensor sparse_to_dense(const SparseTensor& sparse, double default_value = 0);
 
-// What parse_single_example / parse_example return: dense values of the FixedLenFeatures, sparse ones of the
-// VarLenFeatures (TF returns both in one dict).
+// What parse_single_example / parse_example return: the FixedLenFeatures' values, numeric ones in dense and string
+// ones in dense_strings, and the VarLenFeatures' in sparse (TF returns all three in one dict).
 struct ParsedFeatures {
   std::map<std::string, Tensor> dense;
+  std::map<std::string, StringTensor> dense_strings;
   std::map<std::string, SparseTensor> sparse;
   // dense.at(key), with an error that names the key and the features there are.
   const Tensor& operator[](const std::string& key) const;
 };
 
-// One serialized Example (a record of TFRecordDataset: a 1-D uint8 tensor, TF's string scalar). Dense values
-// have the spec's shape; VarLen ones are SparseTensors of rank 1. Errors as TF's: a required feature that is
-// missing names the key; a feature of another type names the key and both types; a FixedLen feature with the wrong
-// number of values names the key, the expected and the actual count (InvalidArgumentError for all three).
-ParsedFeatures parse_single_example(const Tensor& serialized, const FeatureSpec& features);
+// One serialized Example (a record of TFRecordDataset: element.string().item()). Dense values have the spec's
+// shape; VarLen ones are SparseTensors of rank 1. Errors as TF's: a required feature that is missing names the
+// key; a feature of another type names the key and both types; a FixedLen feature with the wrong number of values
+// names the key, the expected and the actual count (InvalidArgumentError for all three).
 ParsedFeatures parse_single_example(std::string_view serialized, const FeatureSpec& features);
-// A batch of serialized Examples (TF: a 1-D string tensor). Dense values get a leading batch axis; VarLen ones are
-// SparseTensors of rank 2 whose dense_shape is [batch, longest list].
-ParsedFeatures parse_example(const std::vector<Tensor>& serialized, const FeatureSpec& features);
+// A batch of serialized Examples (TF: a 1-D string tensor, e.g. a batched TFRecordDataset's
+// element.string().values). Dense values get a leading batch axis; VarLen ones are SparseTensors of rank 2 whose
+// dense_shape is [batch, longest list].
 ParsedFeatures parse_example(const std::vector<std::string>& serialized, const FeatureSpec& features);
 
-// A map() function for TFRecordDataset: parses each record with `features` and makes
-// Element{x = [x_key], y = [y_key], sample_weight = [weight_key]} from its FixedLenFeatures (empty keys: undefined).
+// map() functions for TFRecordDataset, whose elements are string scalars (InvalidArgumentError naming the element
+// for anything else). This one makes Element{x = [x_key], y = [y_key], sample_weight = [weight_key]} from the
+// FixedLenFeatures of each record (empty keys: None).
 std::function<Element(const Element&)> parse_example_fn(FeatureSpec features, std::string x_key, std::string y_key = "",
                                                         std::string weight_key = "");
+// TF's ds.map(lambda r: tf.io.parse_single_example(r, spec)): the dict element {key: value} of every feature, a
+// Tensor for a numeric one and a StringTensor for a string one. FixedLenFeatures only (InvalidArgumentError naming
+// a VarLenFeature): an element holds no SparseTensor, so parse those with parse_single_example in a map of your own.
+std::function<Element(const Element&)> parse_example_fn(FeatureSpec features);
 
 // One feature's values as an Example holds them, for serialize_example.
 using FeatureValues = std::variant<std::vector<int64_t>, std::vector<float>, std::vector<std::string>>;
@@ -104,7 +127,7 @@ std::string serialize_example_message(const std::optional<ExampleFeatures>& exam
 // Any encoding protobuf reads (packed or not, fields repeated: lists concatenate, the last kind and map entry
 // win). Bytes that are not such a message: DataLossError naming the message and the byte count (TF's DecodeError).
 // parse_feature_list reads the list of `dtype` (int64, float32 or kString).
-FeatureValues parse_feature_list(std::string_view serialized, DType dtype);
+FeatureValues parse_feature_list(std::string_view serialized, FeatureDType dtype);
 ExampleFeature parse_feature(std::string_view serialized);
 ExampleFeatures parse_features(std::string_view serialized);
 std::optional<ExampleFeatures> parse_example_message(std::string_view serialized);

@@ -20,8 +20,8 @@ struct TFRecordOptions {
 };
 
 // A dataset of the records of `filenames`, read in order, one file after the other, through a bounded buffer
-// (tf.data.TFRecordDataset). Where TF yields a tf.string scalar, each element here is still a 1-D uint8 Tensor leaf
-// holding the record's bytes (parse it with parse_single_example, example.h), not yet a StringTensor (element.h).
+// (tf.data.TFRecordDataset). Each element is, as in TF, a string scalar: a StringTensor leaf of shape [] holding the
+// record's bytes (parse it with parse_example_fn or parse_single_example, example.h).
 // A record whose length or data fails its masked CRC32C, or that the file cuts short, is a DataLossError naming
 // the file and the byte offset of the record (in the uncompressed stream for GZIP); a missing file is a
 // NotFoundError. Cardinality is unknown, as in TF. The iterator's state is (file, record, byte offset), so a

@@ -1,8 +1,8 @@
 """tf.data.Dataset over lockstep's C++ pipeline (lockstep::data::Dataset, bound as _lockstep.data.Dataset).
 
 Every Dataset holds the C++ pipeline in `_cpp`: Keras' fit and the strategies consume it there, and only a
-Python function given to map or filter runs Python (the C++ stage calls it with the GIL). `_structure` says how the
-C++ element's slots make TensorFlow's nested element (see _structure.py); a map's output structure is learnt from
+Python function given to map or filter runs Python (the C++ stage calls it with the GIL). The C++ elements are
+tf.data's nests; `_structure` holds their TensorSpecs (see _structure.py). A map's output structure is learnt from
 its first call, and asking for it before iterating runs the function on the first element, as TF's tracing does.
 """
 import atexit
@@ -53,7 +53,7 @@ def _call(fn, value):
 
 class Dataset:
     """A pipeline of elements, as tf.data.Dataset. Build one with from_tensor_slices, from_tensors, from_generator,
-    range, zip, list_files or TFRecordDataset; every transformation returns a new Dataset."""
+    range, zip, list_files, TFRecordDataset or TextLineDataset; every transformation returns a new Dataset."""
 
     def __init__(self, cpp, structure, options=None):
         self._cpp = cpp
@@ -83,52 +83,29 @@ class Dataset:
         """The C++ pipeline for Keras (fit, evaluate, predict), whose C++ side reads Element{x, y, sample_weight}:
         elements must be a tensor, or a tuple (x,), (x, y) or (x, y, sample_weight) of numeric tensors."""
         s = self._structure
-        if (s._single or s._flat_tuple and 1 <= len(s.specs) <= 3) and not any(s._strings):
+        if (s._single or s._flat_tuple and 1 <= len(s.specs) <= 3) and all(
+                spec.dtype is not _structure.string for spec in s.specs):
             return self._cpp
         raise ValueError(f"Keras reads datasets of x, (x, y) or (x, y, sample_weight) tensors; this one's elements are "
                          f"{_structure._describe(s.tree)}: map them to such a tuple first")
 
-    def _element_from_slots(self, slots):
-        """The Python element (TF's nested structure) that a C++ element's slots carry."""
-        return self._structure.decode(slots)
+    def _element_of(self, value):
+        """The Python element (TF's nested structure) of a C++ element as the binding hands it over."""
+        return self._structure.decode(value)
 
     # ---- sources ----
     @staticmethod
     def from_tensor_slices(tensors, name=None):
-        leaves_in = _structure.flatten(tensors)
-        names = _structure.paths(tensors)
-        leaves_in = [_structure.normalized(v, f"from_tensor_slices: component {n}") for v, n in zip(leaves_in, names)]
-        if not leaves_in:
-            raise ValueError("from_tensor_slices: the element structure is empty; pass at least one tensor")
-        leaves = [_structure.to_leaf(v, where=f"from_tensor_slices: component {n}") for v, n in zip(leaves_in, names)]
-        first = None
-        for t, v, n in zip(leaves, leaves_in, names):
-            rank = len(t.shape) - (1 if _structure.is_string(v) else 0)
-            if rank < 1:
-                raise ValueError(f"from_tensor_slices: component {n} is a scalar, but slicing needs rank >= 1 "
-                                 "(elements are taken along axis 0); use from_tensors, or reshape it to [N, ...]")
-            if first is None:
-                first = (n, t.shape[0])
-            elif t.shape[0] != first[1]:
-                raise ValueError(f"from_tensor_slices: component {first[0]} has {first[1]} elements along axis 0 but "
-                                 f"component {n} has {t.shape[0]}; pass components of the same length")
-        row = [_structure.TensorSpec(list(t.shape)[1:], t.dtype) for t in leaves]
-        specs = [_structure.TensorSpec(s.shape[:-1], _structure.string) if _structure.is_string(v) else s
-                 for s, v in zip(row, leaves_in)]
-        layout = None
-        if len(specs) > 3:
-            layout = [(dtype, rank - 1) for dtype, rank in _structure.layout_of(specs, leaves)]
-        structure = Structure(_structure.pack_as(tensors, specs), layout)
-        return Dataset(_C.Dataset.from_tensor_slices(structure.slots_from_tensors(leaves)), structure)
+        leaves = _leaves_of(tensors, "from_tensor_slices")
+        cpp = _C.Dataset.from_tensor_slices(_structure.pack_as(tensors, leaves))  # checks the lengths
+        row = [TensorSpec(list(t.shape)[1:], t.dtype) for t in leaves]
+        return Dataset(cpp, Structure(_structure.pack_as(tensors, row)))
 
     @staticmethod
     def from_tensors(tensors, name=None):
-        def one(v):
-            if _structure.is_string(v):
-                return _np.asarray(v._values if isinstance(v, _structure.StringTensor) else v, dtype=object)[None]
-            return _structure.to_leaf(v, where="from_tensors").numpy()[None]
-
-        return Dataset.from_tensor_slices(_structure.pack_as(tensors, [one(v) for v in _structure.flatten(tensors)]))
+        leaves = _leaves_of(tensors, "from_tensors")
+        cpp = _C.Dataset.from_tensors(_structure.pack_as(tensors, leaves))
+        return Dataset(cpp, Structure(_structure.pack_as(tensors, [_structure.spec_of(t) for t in leaves])))
 
     @staticmethod
     def from_generator(generator, output_types=None, output_shapes=None, args=None, output_signature=None,
@@ -153,25 +130,17 @@ class Dataset:
                             "structure before running the generator")
         declared = Structure(declared)
         args = tuple(a.numpy() if hasattr(a, "numpy") else a for a in (args or ()))
-        cell = _Lazy(value=None if len(declared.specs) > 3 else declared)
 
         def make():
             def elements():
                 for value in generator(*args):
                     if isinstance(value, list) and isinstance(declared.tree, tuple):
                         value = tuple(value)
-                    if cell.value is None:  # packed: the layout comes from the first element
-                        leaves = [_structure.to_leaf(v, s) for v, s in
-                                  zip(_structure.flatten(value), declared.specs)]
-                        cell.value = Structure(declared.tree, Structure.of_value(value, leaves).layout)
-                    yield cell.value.encode(value, "from_generator")
+                    yield declared.encode(value, "from_generator")
 
             return elements()
 
-        out = Dataset(_C.Dataset.from_generator(make), cell)
-        if cell.value is None:
-            cell.compute = _tracer(out, cell)
-        return out
+        return Dataset(_C.Dataset.from_generator(make), declared)
 
     @staticmethod
     def range(*args, output_type=dtypes.int64, name=None):
@@ -204,23 +173,10 @@ class Dataset:
         inputs = _structure.flatten(datasets)
         if not inputs or not all(isinstance(d, Dataset) for d in inputs):
             raise TypeError("zip: pass datasets, or a tuple or dict of datasets")
-        structures = [d._structure for d in inputs]
-        tree = _structure.pack_as(datasets, [s.tree for s in structures])
-        specs = [s for st in structures for s in st.specs]
-        if len(specs) <= 3 and not any(s.packed for s in structures):
-            out = Structure(tree)
-            return Dataset(_C.Dataset.zip([d._cpp for d in inputs], None), out, inputs[0]._opts)
-        cell = _Lazy()
-
-        def combine(parts):
-            value = _structure.pack_as(datasets, [s.decode(p) for s, p in zip(structures, parts)])
-            if cell.value is None:
-                cell.value = Structure.of_value(value)
-            return cell.value.encode(value, "zip")
-
-        out = Dataset(_C.Dataset.zip([d._cpp for d in inputs], combine), cell, inputs[0]._opts)
-        cell.compute = _tracer(out, cell)
-        return out
+        out = Structure(_structure.pack_as(datasets, [d._structure.tree for d in inputs]))
+        # C++'s zip makes the tuple of the inputs' elements; a dict or deeper nest of datasets is packed here.
+        combine = None if type(datasets) is tuple else lambda parts: _structure.pack_as(datasets, parts)
+        return Dataset(_C.Dataset.zip([d._cpp for d in inputs], combine), out, inputs[0]._opts)
 
     # ---- transformations ----
     def map(self, map_func, num_parallel_calls=None, deterministic=None, synchronous=None,
@@ -229,8 +185,8 @@ class Dataset:
             raise TypeError(f"map: map_func must be callable, got {type(map_func).__name__}")
         cell = _Lazy()
 
-        def call(slots):
-            out = _call(map_func, self._structure.decode(slots))
+        def call(value):
+            out = _call(map_func, self._structure.decode(value))
             if isinstance(out, list):
                 out = tuple(out)  # as TensorFlow, which warns
             if out is None:
@@ -254,15 +210,14 @@ class Dataset:
         block_length = 1 if block_length is None else _int(block_length, "interleave's block_length")
         cell = _Lazy()
 
-        def call(slots):
-            made = _call(map_func, self._structure.decode(slots))
+        def call(value):
+            made = _call(map_func, self._structure.decode(value))
             if not isinstance(made, Dataset):
                 raise TypeError(f"interleave: the function must return a tf.data.Dataset, got {type(made).__name__}")
             if cell.value is None:
                 cell.value = made._structure
-            elif not _structure.same_nest(made.element_spec, cell.value.tree) or made._structure.layout != (
-                    cell.value.layout) or [s.dtype for s in made._structure.specs] != [
-                    s.dtype for s in cell.value.specs]:
+            elif not _structure.same_nest(made.element_spec, cell.value.tree) or [
+                    s.dtype for s in made._structure.specs] != [s.dtype for s in cell.value.specs]:
                 raise TypeError(f"interleave: the function returned a dataset of {made.element_spec} after one of "
                                 f"{cell.value.tree}; return datasets of one structure")
             return made._cpp
@@ -279,8 +234,8 @@ class Dataset:
         if not callable(predicate):
             raise TypeError(f"filter: predicate must be callable, got {type(predicate).__name__}")
 
-        def call(slots):
-            keep = _call(predicate, self._structure.decode(slots))
+        def call(value):
+            keep = _call(predicate, self._structure.decode(value))
             if isinstance(keep, (Tensor, _np.ndarray)) and tuple(keep.shape) != ():
                 raise ValueError(f"filter: the predicate returned a tensor of shape {list(keep.shape)}; return a "
                                  "scalar bool")
@@ -299,15 +254,7 @@ class Dataset:
     def batch(self, batch_size, drop_remainder=False, num_parallel_calls=None, deterministic=None, name=None):
         batch_size = _int(batch_size, "batch's batch_size")
         drop = bool(drop_remainder)
-        structure = self._structure  # (a map's is learnt here, if not yet: string components batch differently)
-        strings = [s.dtype is _structure.string for s in structure.specs]
-        if structure.packed:
-            cpp = self._cpp.padded_batch(batch_size, drop, ["last"])  # packed rows of any widths are padded
-        elif any(strings):  # strings of different lengths are padded
-            cpp = self._cpp.padded_batch(batch_size, drop, ["last" if s else None for s in strings])
-        else:
-            cpp = self._cpp.batch(batch_size, drop)
-        return self._then(cpp, lambda s: s.batched(batch_size if drop else None))
+        return self._then(self._cpp.batch(batch_size, drop), lambda s: s.batched(batch_size if drop else None))
 
     def padded_batch(self, batch_size, padded_shapes=None, padding_values=None, drop_remainder=False, name=None):
         """Batches elements of different shapes, each component padded to padded_shapes (None, or a None dim: the
@@ -315,9 +262,6 @@ class Dataset:
         batch_size = _int(batch_size, "padded_batch's batch_size")
         drop = bool(drop_remainder)
         structure = self._structure
-        if structure.packed:
-            raise NotImplementedError("tf.data.Dataset.padded_batch of elements with more than 3 components is not "
-                                      "implemented by lockstep (see docs/python.md); map them to at most 3 first")
         n = len(structure.specs)
         shapes = [None] * n if padded_shapes is None else _structure.flatten_up_to(structure.tree, padded_shapes)
         if padding_values is None:
@@ -326,7 +270,7 @@ class Dataset:
             values = _structure.flatten_up_to(structure.tree, padding_values)
         else:
             values = [padding_values] * n
-        slots, out_specs = [], []
+        padding, out_specs = [], []
         for spec, shape, value, path in zip(structure.specs, shapes, values, _structure.paths(structure.tree)):
             dims = [None] * spec.shape.rank if shape is None else [
                 None if d is None or int(d) < 0 else int(d) for d in
@@ -335,17 +279,15 @@ class Dataset:
                 raise ValueError(f"padded_batch: component {path} has rank {spec.shape.rank} but padded_shapes gives "
                                  f"{dims}; give one size (or None) per axis")
             if spec.dtype is _structure.string:
-                if value is not None and _structure.string_bytes(value, header=False).size != 0:
+                if value is not None and bytes(_structure.to_leaf(value, spec, "padded_batch's padding_values")):
                     raise NotImplementedError("padded_batch: lockstep pads strings with \"\" only (see "
                                               "docs/python.md)")
                 pad = 0.0
-                dims_c = [-1 if d is None else d for d in dims] + [-1]
             else:
                 pad = 0.0 if value is None else float(_np.asarray(value.numpy() if hasattr(value, "numpy") else value))
-                dims_c = [-1 if d is None else d for d in dims]
-            slots.append((dims_c, pad))
+            padding.append(([-1 if d is None else d for d in dims], pad))
             out_specs.append(spec._with_shape([batch_size if drop else None] + dims))
-        return self._then(self._cpp.padded_batch(batch_size, drop, slots), lambda s: s.with_specs(out_specs))
+        return self._then(self._cpp.padded_batch(batch_size, drop, padding), lambda s: s.with_specs(out_specs))
 
     def unbatch(self, name=None):
         def unbatched(s):
@@ -415,8 +357,8 @@ class Dataset:
         state = Structure.of_value(initial_state)
         cell = _Lazy()
 
-        def call(state_slots, slots):
-            result = scan_func(state.decode(state_slots), self._structure.decode(slots))
+        def call(state_value, value):
+            result = scan_func(state.decode(state_value), self._structure.decode(value))
             if not isinstance(result, (tuple, list)) or len(result) != 2:
                 raise TypeError("scan: the function must return a (new_state, output_element) pair")
             new_state, out = result
@@ -512,6 +454,15 @@ class Dataset:
         return f"<{type(self).__name__} element_spec={self.element_spec}>"
 
 
+def _leaves_of(tensors, op):
+    """The leaves of a nest given to from_tensor_slices or from_tensors as Tensors and StringTensors."""
+    leaves = [_structure.to_leaf(_structure.normalized(v, f"{op}: component {n}"), where=f"{op}: component {n}")
+              for v, n in zip(_structure.flatten(tensors), _structure.paths(tensors))]
+    if not leaves:
+        raise ValueError(f"{op}: the element structure is empty; pass at least one tensor")
+    return leaves
+
+
 def _common_structure(first, second, op):
     """The structure of a dataset of `first`'s and `second`'s elements (concatenate, sample_from_datasets): the
     same nest and dtypes, shapes relaxed where they differ."""
@@ -520,9 +471,6 @@ def _common_structure(first, second, op):
             s.dtype for s in theirs.specs]:
         raise TypeError(f"{op}: incompatible dataset elements: {mine.tree} and {theirs.tree}; give both "
                         "datasets the same structure and dtypes")
-    if mine.layout != theirs.layout:
-        raise ValueError(f"{op}: the datasets' elements have more than 3 components of different ranks; "
-                         "give both datasets' components the same ranks")
     specs = [s._with_shape(None if s.shape.rank != t.shape.rank else
                            [a if a == b else None for a, b in zip(s.shape, t.shape)])
              for s, t in zip(mine.specs, theirs.specs)]
@@ -561,7 +509,7 @@ class _Iterator:
         return self
 
     def __next__(self):
-        return self._dataset._element_from_slots(next(self._it))
+        return self._dataset._element_of(next(self._it))
 
     def get_next(self):
         return next(self)

@@ -1,4 +1,5 @@
-"""tf.data.TFRecordDataset over lockstep::data::TFRecordDataset: records are read, framed and CRC-checked in C++."""
+"""tf.data.TFRecordDataset and TextLineDataset over lockstep::data's readers: records are read, framed and
+CRC-checked in C++, lines split there."""
 import os
 
 import numpy as _np
@@ -17,7 +18,7 @@ def compression_name(compression_type):
     return _COMPRESSION[compression_type]
 
 
-def filenames_of(filenames):
+def filenames_of(filenames, reader="TFRecordDataset"):
     """A file name or a list, tuple, array or tensor of them (str, bytes or PathLike) as a list of str."""
     if isinstance(filenames, Dataset):
         filenames = [_structure.numpy_of(f) for f in filenames]
@@ -30,7 +31,7 @@ def filenames_of(filenames):
         f = os.fspath(f)
         out.append(f.decode() if isinstance(f, bytes) else f)
     if not out:
-        raise ValueError("TFRecordDataset: filenames is empty; pass at least one file")
+        raise ValueError(f"{reader}: filenames is empty; pass at least one file")
     return out
 
 
@@ -39,4 +40,12 @@ class TFRecordDataset(Dataset):
 
     def __init__(self, filenames, compression_type=None, buffer_size=None, num_parallel_reads=None, name=None):
         cpp = _C.Dataset.TFRecordDataset(filenames_of(filenames), compression_name(compression_type))
+        super().__init__(cpp, Structure(TensorSpec([], _structure.string)))
+
+
+class TextLineDataset(Dataset):
+    """The lines of text files, as tf.data.TextLineDataset: each element is a tf.string scalar without its newline."""
+
+    def __init__(self, filenames, compression_type=None, buffer_size=None, num_parallel_reads=None, name=None):
+        cpp = _C.Dataset.TextLineDataset(filenames_of(filenames, "TextLineDataset"), compression_name(compression_type))
         super().__init__(cpp, Structure(TensorSpec([], _structure.string)))

@@ -1,18 +1,13 @@
-"""How tf.data's nested elements travel through lockstep's C++ pipeline, whose elements hold at most three tensors
-(x, y, sample_weight: the slots).
+"""tf.data's nested elements on the Python side: their TensorSpecs, tf.string's StringTensor, and the nest helpers.
 
 An element's structure is a nest of tuples, namedtuples and dicts (dicts in sorted key order, as tf.nest) whose
-leaves are TensorSpecs; lists are tensors, as in tf.data. With at most three leaves each leaf is one slot, so an
-(x, y) dataset reaches Keras as Element{x, y}. A larger structure is packed into one uint8 slot of shape
-[batch dims..., the leaves' shapes and bytes] (see Structure), which batch, shuffle, cache and the rest move like
-any tensor.
-
-lockstep has no string tensors: a tf.string leaf travels as uint8 [..., 8 + length] (each string's length, then its
-bytes, zero-padded to the longest: see string_bytes) and reaches Python as a StringTensor.
+leaves are TensorSpecs; lists are tensors, as in tf.data. The C++ pipeline carries the same nest
+(lockstep::data::Element, with StringTensor leaves for tf.string); the binding hands it over as tuples, dicts,
+Tensors and StringTensors, and Structure gives it back TensorFlow's namedtuples and checks what map functions return.
 """
 import numpy as _np
 
-from .. import dtypes
+from .. import _lockstep, dtypes
 from .._tensor import Tensor, TensorShape
 
 string = dtypes.string
@@ -63,6 +58,18 @@ class StringTensor:
     def __init__(self, values):
         self._values = _np.asarray(values, dtype=object)
 
+    @classmethod
+    def _from_cpp(cls, shape, values):
+        """A string leaf of the C++ pipeline (data::StringTensor): its shape and its bytes in row-major order."""
+        array = _np.empty(len(values), dtype=object)
+        array[:] = values
+        return cls(array.reshape(shape))
+
+    def _cpp_parts(self):
+        """(shape, bytes in row-major order), what the binding makes a data::StringTensor of."""
+        return (tuple(self._values.shape),
+                [v.encode() if isinstance(v, str) else bytes(v) for v in self._values.reshape(-1)])
+
     dtype = property(lambda self: string)
     shape = property(lambda self: TensorShape(self._values.shape))
     ndim = property(lambda self: self._values.ndim)
@@ -103,43 +110,6 @@ def is_string(value):
     return isinstance(value, _np.ndarray) and value.dtype.kind in "SUO"
 
 
-_HEADER = 8  # bytes of the little-endian uint64 length in front of each string of a pipeline slot
-
-
-def string_bytes(value, header=True):
-    """A string leaf (StringTensor, bytes, str or a NumPy array of them) as uint8 [shape..., width].
-
-    In a pipeline's slots (header=True) each string is its length (8 bytes, little-endian) and its bytes, padded
-    with zeros to the longest, so that strings of any lengths batch. Without the header (the C++ Example parser's
-    form) every string must have one length.
-    """
-    values = value._values if isinstance(value, StringTensor) else _np.asarray(value, dtype=object)
-    flat = [v.encode() if isinstance(v, str) else bytes(v) for v in values.reshape(-1)]
-    longest = max((len(v) for v in flat), default=0)
-    if header:
-        flat = [len(v).to_bytes(_HEADER, "little") + v + bytes(longest - len(v)) for v in flat]
-    elif any(len(v) != longest for v in flat):
-        raise ValueError(f"strings of lengths {min(len(v) for v in flat)} and {longest} in one tensor: give them one "
-                         "length (pad them)")
-    width = longest + (_HEADER if header else 0)
-    raw = _np.frombuffer(b"".join(flat), dtype=_np.uint8)
-    return raw.reshape(values.shape + (width,))
-
-
-def strings_of(slot, header=True):
-    """A uint8 slot [shape..., width] (see string_bytes) as the StringTensor of that shape."""
-    raw = _np.asarray(slot.numpy() if hasattr(slot, "numpy") else slot, dtype=_np.uint8)
-    rows = raw.reshape(-1, raw.shape[-1])
-    values = _np.empty(len(rows), dtype=object)
-    for i, row in enumerate(rows):
-        if header:
-            n = int.from_bytes(row[:_HEADER].tobytes(), "little")
-            values[i] = row[_HEADER:_HEADER + n].tobytes()
-        else:
-            values[i] = row.tobytes()
-    return StringTensor(values.reshape(raw.shape[:-1]))
-
-
 def is_structure(value):
     """tf.data's nests: tuples (and namedtuples) and dicts. Lists are tensors, as in tf.data."""
     return isinstance(value, (tuple, dict))
@@ -174,8 +144,7 @@ def pack_as(tree, leaves):
             return tuple(build(v) for v in s)
         return next(it)
 
-    out = build(tree)
-    return out
+    return build(tree)
 
 
 def paths(tree, prefix=""):
@@ -203,14 +172,14 @@ def normalized(value, where="an element"):
 
 
 def to_leaf(value, spec=None, where="an element"):
-    """A component as what the C++ side carries: a Tensor (numeric) or uint8 bytes (string). `spec`, when known,
-    fixes the dtype that Python data converts to."""
+    """A component as the C++ pipeline carries it: a Tensor or a StringTensor. `spec`, when known, fixes the dtype
+    that Python data converts to."""
     value = normalized(value, where)
     if (spec is not None and spec.dtype is string) or (spec is None and is_string(value)):
         if not is_string(value):
             raise TypeError(f"{where} is a {type(value).__name__} where the dataset has a tf.string; return strings "
                             "for every element")
-        return tensor_of(string_bytes(value))
+        return value if isinstance(value, StringTensor) else StringTensor(_bytes_array(value))
     if spec is not None and is_string(value):
         raise TypeError(f"{where} is a string where the dataset has a {spec.dtype.name} tensor; return the same "
                         "types for every element")
@@ -227,51 +196,40 @@ def to_leaf(value, spec=None, where="an element"):
         raise type(e)(f"{where}: {e}") from None
 
 
-def tensor_of(array):
-    from .. import _core
+def _bytes_array(value):
+    """Strings (str, bytes or an array of them) as an object array of bytes of their shape."""
+    values = _np.asarray(value, dtype=object)
+    out = _np.empty(values.size, dtype=object)
+    out[:] = [v.encode() if isinstance(v, str) else bytes(v) for v in values.reshape(-1)]
+    return out.reshape(values.shape)
 
-    return _core.convert_to_tensor(_np.require(array, requirements="C"))  # ascontiguousarray makes 0-d 1-d
 
-
-def spec_of(leaf_value, tensor):
-    """The TensorSpec of a component given as `leaf_value` and carried as `tensor`."""
-    if is_string(leaf_value):
-        return TensorSpec(tensor.shape[:-1], string)
-    return TensorSpec(tensor.shape, tensor.dtype)
+def spec_of(leaf):
+    """The TensorSpec of a Tensor or StringTensor leaf."""
+    return TensorSpec(leaf.shape, leaf.dtype)
 
 
 class Structure:
-    """An element's nest of TensorSpecs and how its leaves sit in the C++ element's slots.
+    """An element's nest of TensorSpecs: what map functions must return, and what turns the nest the C++ pipeline
+    hands over (tuples where TF has namedtuples) into TensorFlow's element."""
 
-    `layout` is None for one leaf per slot, else, for a packed structure, one (dtype, rank) per leaf: the rank of
-    the tensor that carries one element's leaf (for strings, one more than the leaf's: the bytes' axis). A packed row
-    is the shape of each leaf's tensor (uint64s, little-endian) and then their bytes; rows of one batch are
-    zero-padded to the widest (so strings of any lengths batch) and must agree on the numbers' shapes.
-    """
-
-    def __init__(self, tree, layout=None):
+    def __init__(self, tree):
         self.tree = tree
         self.specs = flatten(tree)
-        self.layout = layout
         # The common shapes, which encode and decode handle without walking the nest: one tensor, a flat tuple.
         self._single = isinstance(tree, TensorSpec)
         self._flat_tuple = type(tree) is tuple and all(isinstance(s, TensorSpec) for s in tree)
-        self._strings = [s.dtype is string for s in self.specs]
+        self._named = _has_namedtuple(tree)
         self._enums = [None if s.dtype is string else s.dtype._lockstep_dtype for s in self.specs]
         self._names = None
 
-    packed = property(lambda self: self.layout is not None)
-
     @classmethod
-    def of_value(cls, value, leaves=None):
-        """The structure of one concrete element `value` whose leaves convert to `leaves` (tensors or bytes)."""
-        flat = [normalized(v) for v in flatten(value)]
-        leaves = leaves if leaves is not None else [to_leaf(v) for v in flat]
-        specs = [spec_of(v, t) for v, t in zip(flat, leaves)]
-        return cls(pack_as(value, specs), layout_of(specs, leaves) if len(specs) > 3 else None)
+    def of_value(cls, value):
+        """The structure of one concrete element `value`."""
+        return cls(pack_as(value, [spec_of(to_leaf(v)) for v in flatten(value)]))
 
     def with_specs(self, specs):
-        return Structure(pack_as(self.tree, specs), self.layout)
+        return Structure(pack_as(self.tree, specs))
 
     def batched(self, batch_size):
         return self.with_specs([s._with_shape([batch_size] + list(s.shape)) for s in self.specs])
@@ -279,9 +237,8 @@ class Structure:
     def unbatched(self):
         return self.with_specs([s._with_shape(list(s.shape)[1:]) for s in self.specs])
 
-    # ---- Python values <-> slots ----
     def encode(self, value, where="map()"):
-        """The slots (at most three tensors) carrying `value`, which must have this structure."""
+        """`value`, which must have this structure, as the nest of Tensors and StringTensors C++ carries."""
         if self._single and not is_structure(value):
             flat = [value]
         elif (self._flat_tuple and type(value) is tuple and len(value) == len(self.specs)
@@ -300,90 +257,21 @@ class Structure:
                 leaves.append(v)
             else:
                 leaves.append(to_leaf(v, s, f"{where}: component {name}"))
-        if not self.packed:
-            return leaves
-        return [self._pack(leaves, self._names, where)]
+        if self._single:
+            return leaves[0]
+        return tuple(leaves) if self._flat_tuple else pack_as(self.tree, leaves)
 
-    def _pack(self, leaves, names, where):
-        shapes, parts = [], []
-        for t, (dtype, rank), name in zip(leaves, self.layout, names):
-            if len(t.shape) != rank:
-                raise ValueError(f"{where}: component {name} has rank {len(t.shape)} but {rank} in the first element; "
-                                 "give every element's component one rank")
-            shapes.extend(t.shape)
-            parts.append(_np.ascontiguousarray(t.numpy()).reshape(-1).view(_np.uint8))
-        return tensor_of(_np.concatenate([_np.array(shapes, dtype="<u8").view(_np.uint8)] + parts))
-
-    def decode(self, slots):
-        """The Python element (a nest of Tensors and StringTensors) that `slots` carry."""
-        if self.packed:
-            leaves = self._unpack(slots[0])
-        elif not any(self._strings):
-            if self._single:
-                return slots[0]
-            if self._flat_tuple:
-                return tuple(slots)
-            leaves = slots
-        else:
-            leaves = [strings_of(t) if is_str else t for t, is_str in zip(slots, self._strings)]
-        return pack_as(self.tree, leaves)
-
-    def _unpack(self, slot):
-        raw = slot.numpy()
-        batch = raw.shape[:-1]
-        rows = raw.reshape(-1, raw.shape[-1])
-        width = 8 * sum(rank for _, rank in self.layout)
-        headers = _np.ascontiguousarray(rows[:, :width]).view("<u8")
-        if len(rows) == 0 or (headers == headers[0]).all():  # one shape per leaf in all rows: slice columns
-            out = []
-            for (dtype, _), shape, column in self._columns(rows, headers[0] if len(rows) else None):
-                if dtype is string:
-                    out.append(strings_of(column.reshape(batch + shape)))
-                else:
-                    out.append(tensor_of(column.view(dtype.as_numpy_dtype).reshape(batch + shape)))
-            return out
-        per_row = [self._columns(row[None], header) for row, header in zip(rows, headers)]
-        out = []
-        for i, (dtype, _) in enumerate(self.layout):
-            if dtype is string:  # strings of other lengths in other rows
-                values = _np.stack([strings_of(r[i][2].reshape(r[i][1]))._values for r in per_row])
-                out.append(StringTensor(values.reshape(batch + values.shape[1:])))
-                continue
-            shapes = {r[i][1] for r in per_row}
-            if len(shapes) > 1:
-                raise ValueError(f"batch: the elements of a batch have component {i} of shapes {sorted(shapes)}; "
-                                 "elements of one batch must match: map them to one shape first")
-            column = _np.concatenate([r[i][2] for r in per_row])
-            out.append(tensor_of(column.view(dtype.as_numpy_dtype).reshape(batch + shapes.pop())))
-        return out
-
-    def _columns(self, rows, header):
-        """(layout entry, shape, bytes [rows, n]) of each leaf of packed rows that share `header`."""
-        if header is None:
-            return [(entry, (0,) * entry[1], _np.zeros((0, 0), _np.uint8)) for entry in self.layout]
-        out, at, offset = [], 0, 8 * len(header)
-        for dtype, rank in self.layout:
-            shape = tuple(int(d) for d in header[at:at + rank])
-            at += rank
-            item = 1 if dtype is string else _np.dtype(dtype.as_numpy_dtype).itemsize
-            n = int(_np.prod(shape, dtype=_np.int64)) * item
-            out.append(((dtype, rank), shape, _np.ascontiguousarray(rows[:, offset:offset + n])))
-            offset += n
-        return out
-
-    def slots_from_tensors(self, leaves):
-        """Slots for whole-dataset leaves (from_tensor_slices): one per leaf, or packed rows."""
-        if not self.packed:
-            return leaves
-        n = leaves[0].shape[0]
-        rows = [_np.ascontiguousarray(t.numpy()).reshape(n, -1).view(_np.uint8) for t in leaves]
-        header = _np.array([d for t in leaves for d in list(t.shape)[1:]], dtype="<u8").view(_np.uint8)
-        return [tensor_of(_np.concatenate([_np.tile(header, (n, 1))] + rows, axis=1))]
+    def decode(self, value):
+        """The Python element (TensorFlow's nest) of the C++ element `value` the binding handed over."""
+        return pack_as(self.tree, flatten(value)) if self._named else value
 
 
-def layout_of(specs, leaves):
-    """The packed layout of one element's leaves (tensors or string bytes) described by specs."""
-    return [(s.dtype, len(t.shape)) for s, t in zip(specs, leaves)]
+def _has_namedtuple(tree):
+    if isinstance(tree, dict):
+        return any(_has_namedtuple(v) for v in tree.values())
+    if isinstance(tree, tuple):
+        return hasattr(tree, "_fields") or any(_has_namedtuple(v) for v in tree)
+    return False
 
 
 def same_nest(a, b):
@@ -416,3 +304,6 @@ def _nest_map(fn, value):
         return tuple(_nest_map(fn, v) for v in value)
     return fn(value)
 
+
+if hasattr(_lockstep, "data"):  # the C++ pipeline hands string leaves over as this class
+    _lockstep.data._set_string_tensor_class(StringTensor)

@@ -65,6 +65,7 @@ def make_csv_dataset(file_pattern, batch_size, column_names=None, column_default
     cpp = _C.Dataset.make_csv_dataset(str(file_pattern), int(batch_size), options)
     features = [n for n in names if (select_columns is None or n in select_columns) and n != label_name]
     first = next(cpp.without_shuffles().make_iterator(0))
+    first = first if isinstance(first, tuple) else (first,)  # (features, label), or features alone
     specs = tuple(TensorSpec([None] + list(t.shape)[1:], t.dtype) for t in first)
     batches = Dataset(cpp, Structure(specs if label_name else specs[0]))
 

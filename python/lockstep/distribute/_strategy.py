@@ -530,9 +530,9 @@ class DistributedIterator:
         per_replica = self._cpp.next()
         if per_replica is None:
             raise StopIteration
-        pack = getattr(self._dataset._source, "_pack_element", None)
-        if pack is not None:
-            per_replica = [pack(e) for e in per_replica]
+        source = self._dataset._source
+        if hasattr(source, "_element_of"):  # TF's namedtuples, where the dataset has them
+            per_replica = [source._element_of(e) for e in per_replica]
         return _regroup(per_replica)
 
     def get_next(self):

@@ -1,5 +1,5 @@
 """tf.io: TFRecord files, tf.train.Example parsing and gfile, over lockstep's C++ (data/tfrecord.h, data/example.h,
-core/gfile.h). Strings are tf.string StringTensors (lockstep carries them as bytes; see lockstep/data/_structure.py).
+core/gfile.h). Strings are tf.string StringTensors (see lockstep/data/_structure.py).
 """
 import collections as _collections
 
@@ -7,7 +7,6 @@ import numpy as _np
 
 from .. import _unimplemented, dtypes as _dtypes
 from .._lockstep import io as _io
-from .._tensor import Tensor as _Tensor
 from ..data import _structure
 from ..data._readers import compression_name as _compression_name
 from . import gfile  # noqa: F401
@@ -58,7 +57,7 @@ def _spec(features):
             continue
         default = f.default_value
         if default is not None and dtype == _dtypes.string:
-            default = _structure.string_bytes(default, header=False)
+            default = _structure.to_leaf(default, _structure.TensorSpec(None, dtype), f"feature {key!r}'s default_value")
         shape = [] if f.shape is None else [int(d) for d in f.shape]
         spec[key] = ("fixed", shape, dtype, default)
     return spec
@@ -74,8 +73,6 @@ def _record(serialized, what):
         return serialized.encode()
     if isinstance(serialized, (bytes, bytearray, memoryview)):
         return bytes(serialized)
-    if isinstance(serialized, _Tensor) and serialized.dtype == _dtypes.uint8:
-        return serialized.numpy().tobytes()
     raise TypeError(f"{what}: serialized must be a serialized tf.train.Example (a tf.string), got "
                     f"{type(serialized).__name__}")
 
@@ -86,7 +83,7 @@ def _result(parsed, spec):
     for key, (kind, *rest) in spec.items():
         dtype = rest[-2] if kind == "fixed" else rest[0]
         if kind == "fixed":
-            out[key] = _structure.strings_of(dense[key], header=False) if dtype == _dtypes.string else dense[key]
+            out[key] = dense[key]
         else:
             indices, values, dense_shape = sparse[key]
             if dtype == _dtypes.string:

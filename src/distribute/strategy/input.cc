@@ -42,8 +42,8 @@ std::optional<data::Dataset> shard_by_file(const data::Dataset& dataset, int n, 
   data::NodePtr sharded = shard_files(dataset.node_ptr(), n, index, fewest);
   if (sharded && fewest >= static_cast<size_t>(n)) return data::Dataset(std::move(sharded), dataset.options());
   LS_CHECK(policy != Policy::FILE || sharded, ValueError,
-           "auto-shard policy FILE needs a dataset read from files (TFRecordDataset, make_csv_dataset); this one comes "
-           "from tensors: use AUTO or DATA");
+           "auto-shard policy FILE needs a dataset read from files (TFRecordDataset, TextLineDataset, "
+           "make_csv_dataset); this one comes from tensors: use AUTO or DATA");
   LS_CHECK(policy != Policy::FILE, ValueError, "auto-shard policy FILE: the dataset reads ", fewest, " file(s) but there are ",
            n, " workers, so some would read nothing; split the data into at least ", n, " files, or use AUTO or DATA");
   return std::nullopt;
