@@ -5,8 +5,8 @@
 #include <optional>
 #include <set>
 
+#include "../models/models-impl.h"
 #include "lockstep/core/logging.h"
-#include "../model-impl.h"
 
 namespace lockstep::keras {
 

@@ -1,4 +1,4 @@
-// What the saved-model directory (model.cc) and the .keras archive (keras_archive.cc) share.
+// What the saved-model directory (models/model.cc) and the .keras archive (keras_archive.cc) share.
 #pragma once
 #include <functional>
 #include <memory>

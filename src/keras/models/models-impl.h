@@ -1,10 +1,11 @@
-// The state behind a Model handle (Sequential or functional), shared by model.cc, functional.cc and training.cc.
+// The state behind a Model handle (Sequential or functional), shared by model.cc, sequential.cc, functional.cc and
+// training.cc (and saving/checkpointing.cc).
 #pragma once
 #include <mutex>
 #include <optional>
 
 #include "lockstep/distribute/strategy/strategy.h"
-#include "lockstep/keras/model.h"
+#include "lockstep/keras/models/model.h"
 
 namespace lockstep::keras {
 

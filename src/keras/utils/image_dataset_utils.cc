@@ -1,7 +1,7 @@
 // image_dataset_from_directory as Keras 3 does it (keras/src/utils/image_dataset_utils.py, dataset_utils.py):
 // index the files (os.walk order), shuffle the list with numpy's RandomState, split off the validation files,
 // then range(files).shuffle(8 batches, seed) in tf.data's order -> map(read, decode, resize) -> batch -> prefetch.
-#include "lockstep/keras/utils.h"
+#include "lockstep/keras/utils/image_dataset_utils.h"
 
 #include <algorithm>
 #include <filesystem>

@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "lockstep/core/logging.h"
-#include "model-impl.h"
+#include "models-impl.h"
 
 namespace lockstep::keras {
 

@@ -1,47 +1,25 @@
-// Model and Sequential: building, calling, summary, weights, configs, and saving (the functional graph itself
-// is in functional.cc).
-#include "lockstep/keras/model.h"
+// Model: building, calling, summary, weights, configs, and saving (the functional graph itself is in
+// functional.cc, Sequential's own methods in sequential.cc).
+#include "lockstep/keras/models/model.h"
 
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
-#include "keras-impl.h"
+#include "../keras-impl.h"
+#include "../saving/saving-impl.h"
 #include "lockstep/core/files.h"
 #include "lockstep/core/logging.h"
 #include "lockstep/core/version.h"
 #include "lockstep/distribute/collective/cross_worker.h"
+#include "lockstep/keras/models/sequential.h"
 #include "lockstep/train/safetensors.h"
-#include "model-impl.h"
-#include "saving-impl.h"
+#include "models-impl.h"
 
 namespace lockstep::keras {
 
 namespace fs = std::filesystem;
-
-Sequential::Sequential() : Sequential(std::vector<LayerHandle>{}) {}
-
-Sequential::Sequential(std::vector<LayerHandle> layers, std::string name) : Model(std::make_shared<State>()) {
-  s_->name = name.empty() ? detail::unique_name("Sequential") : std::move(name);
-  if (distribute::has_strategy()) s_->strategy = &distribute::get_strategy();
-  for (LayerHandle& l : layers) add(std::move(l));
-}
-
-void Sequential::add(LayerHandle handle) {
-  if (auto input = std::dynamic_pointer_cast<layers::InputLayer>(handle.ptr)) {
-    LS_CHECK(s_->layers.empty() && !s_->input, ValueError, "an Input can only be the first layer of Sequential model \"",
-             s_->name, "\"");
-    s_->input = input;
-    build(input->shape());
-    return;
-  }
-  s_->layers.push_back(handle.ptr);
-  if (s_->built) {  // keep a built model built: the new layer gets its weights now
-    s_->layers.back()->ensure_built(s_->output_shape);
-    s_->output_shape = s_->layers.back()->compute_output_shape(s_->output_shape);
-  }
-}
 
 void Model::build(const Shape& input_shape) {
   if (s_->graph) {  // built at construction
@@ -308,25 +286,6 @@ Model model_from_json(const std::string& json) {
 }
 }  // namespace models
 
-Sequential Sequential::from_config(const nlohmann::json& config) {
-  LS_CHECK(!config.is_object() || !config.contains("input_layers"), ValueError, "model config \"",
-           config.value("name", ""), "\" is a functional model's, not a Sequential one: use keras::Model::from_config");
-  try {
-    std::vector<LayerHandle> layers;
-    for (const auto& l : config.at("layers")) layers.emplace_back(layers::from_config(l));
-    Sequential model(std::move(layers), config.value("name", ""));
-    if (!model.built() && config.contains("build_input_shape") && config["build_input_shape"].is_array()) {
-      std::vector<int64_t> shape;  // Keras 3's [null, features...]
-      for (size_t i = 1; i < config["build_input_shape"].size(); ++i)
-        shape.push_back(detail::json_int(config["build_input_shape"][i], "build_input_shape"));
-      model.build(Shape(shape));
-    }
-    return model;
-  } catch (const nlohmann::json::exception& e) {
-    throw ValueError(make_message("invalid Sequential config: ", e.what()));
-  }
-}
-
 namespace {
 // save_weights' file, written here (the chief's part).
 void write_weights(const Model& model, const std::string& path) {
@@ -519,13 +478,6 @@ void detail::compile_from_config(Model& model, const nlohmann::json& cc, const s
   }
   CompileOptions compile{.optimizer = optimizer, .loss = loss, .metrics = std::move(metric_refs)};
   model.compile(std::move(compile));
-}
-
-Sequential Sequential::load_model(const std::string& dir, LoadOptions options) {
-  Model model = Model::load_model(dir, options);
-  LS_CHECK(!model.s_->graph, ValueError, "the model saved at ", dir,
-           " is a functional model, not a Sequential one: load it with keras::Model::load_model");
-  return Sequential(model.s_);
 }
 
 Model Model::load_model(const std::string& dir, LoadOptions options) {

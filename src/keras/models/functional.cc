@@ -6,9 +6,9 @@
 #include <set>
 #include <unordered_map>
 
-#include "keras-impl.h"
+#include "../keras-impl.h"
 #include "lockstep/keras/layers.h"
-#include "model-impl.h"
+#include "models-impl.h"
 
 namespace lockstep::keras {
 
