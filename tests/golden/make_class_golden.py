@@ -32,20 +32,63 @@ def tensor_json(a):
     return {"shape": list(a.shape), "dtype": str(a.dtype), "values": a.reshape(-1).tolist()}
 
 
-# (name, class, arguments). The arguments are recorded with the config: Keras 3.15's Huber.get_config() leaves
-# delta out.
+def softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return (e / e.sum(axis=-1, keepdims=True)).astype(np.float32)
+
+
+# Each loss's (y_true, y_pred), [5, 3], of the kind the loss expects.
+def regression():
+    return floats(5, 3, scale=2), floats(5, 3, scale=2)
+
+
+def distributions():  # rows that sum to 1
+    return softmax(floats(5, 3, scale=2)), softmax(floats(5, 3, scale=2))
+
+
+def distributions_and_stray_predictions():  # predictions in [-0.1, 1.1]: some are clipped
+    return softmax(floats(5, 3, scale=2)), floats(5, 3, scale=0.6) + np.float32(0.5)
+
+
+def counts():  # counts and positive rates
+    return rng.poisson(2, size=(5, 3)).astype(np.float32), np.exp(floats(5, 3)).astype(np.float32)
+
+
+def signs():  # labels -1 or 1
+    return np.where(floats(5, 3) > 0, 1, -1).astype(np.float32), floats(5, 3, scale=2)
+
+
+def bits():  # labels 0 or 1, which hinge takes as -1 or 1
+    return (floats(5, 3) > 0).astype(np.float32), floats(5, 3, scale=2)
+
+
+# (name, class, arguments, data). The arguments are recorded with the config: Keras 3.15's Huber.get_config()
+# leaves delta out.
 LOSSES = [
-    ("huber_default", keras.losses.Huber, {}),
-    ("huber_delta_0.3_sum", keras.losses.Huber, {"delta": 0.3, "reduction": "sum"}),
-    ("huber_delta_2_none", keras.losses.Huber, {"delta": 2.0, "reduction": "none"}),
+    ("huber_default", keras.losses.Huber, {}, regression),
+    ("huber_delta_0.3_sum", keras.losses.Huber, {"delta": 0.3, "reduction": "sum"}, regression),
+    ("huber_delta_2_none", keras.losses.Huber, {"delta": 2.0, "reduction": "none"}, regression),
+    ("kl_divergence_default", keras.losses.KLDivergence, {}, distributions),
+    ("kl_divergence_clipped_sum", keras.losses.KLDivergence, {"reduction": "sum"}, distributions_and_stray_predictions),
+    ("kl_divergence_none", keras.losses.KLDivergence, {"reduction": "none"}, distributions),
+    ("poisson_default", keras.losses.Poisson, {}, counts),
+    ("poisson_sum", keras.losses.Poisson, {"reduction": "sum"}, counts),
+    ("poisson_none", keras.losses.Poisson, {"reduction": "none"}, counts),
+    ("log_cosh_default", keras.losses.LogCosh, {}, regression),
+    ("log_cosh_sum", keras.losses.LogCosh, {"reduction": "sum"}, regression),
+    ("log_cosh_none", keras.losses.LogCosh, {"reduction": "none"}, regression),
+    ("hinge_default", keras.losses.Hinge, {}, signs),
+    ("hinge_binary_labels_sum", keras.losses.Hinge, {"reduction": "sum"}, bits),
+    ("hinge_other_labels_none", keras.losses.Hinge, {"reduction": "none"}, regression),
 ]
 
 
 def loss_rows():
     out = []
-    for name, klass, arguments in LOSSES:
+    for name, klass, arguments, data in LOSSES:
         loss = klass(**arguments)
-        y_true, y_pred, weights = floats(5, 3, scale=2), floats(5, 3, scale=2), np.abs(floats(5))
+        y_true, y_pred = data()
+        weights = np.abs(floats(5))
         for weighted in (False, True):
             p = tf.Variable(y_pred)
             with tf.GradientTape() as tape:
@@ -63,6 +106,10 @@ OPTIMIZERS = [
     ("adamw_default", lambda: keras.optimizers.AdamW()),
     ("adamw_lr_0.01_decay_0.1", lambda: keras.optimizers.AdamW(learning_rate=0.01, weight_decay=0.1)),
     ("adamw_amsgrad", lambda: keras.optimizers.AdamW(learning_rate=0.005, weight_decay=0.02, amsgrad=True)),
+    ("adagrad_default", lambda: keras.optimizers.Adagrad()),
+    ("adagrad_lr_0.05", lambda: keras.optimizers.Adagrad(learning_rate=0.05)),
+    ("adagrad_no_initial_accumulator", lambda: keras.optimizers.Adagrad(learning_rate=0.02,
+                                                                        initial_accumulator_value=0.0, epsilon=1e-3)),
 ]
 STEPS = 10
 

@@ -1,11 +1,12 @@
 """Makes tests/golden/layers_golden.json: forward values of the layers lockstep added for Keras models
 (GlobalAveragePooling2D, GlobalMaxPooling2D, Embedding, LayerNormalization, Rescaling, Add, Concatenate,
-AveragePooling2D, Activation, UpSampling2D, Conv1D), computed by Keras on small inputs with set weights, with each
-layer's Keras config; Conv1D's rows also hold TF's gradients of sum(y * upstream).
+AveragePooling2D, Activation, UpSampling2D, Conv1D, MaxPooling1D, AveragePooling1D, GlobalAveragePooling1D,
+GlobalMaxPooling1D), computed by Keras on small inputs with set weights, with each layer's Keras config; the rows of
+Conv1D and the 1-D poolings also hold TF's gradients of sum(y * upstream).
 The test (layers_golden_test.cc) builds each layer from that config, loads the weights and compares.
 
 Generated with TensorFlow 2.21.0 / Keras 3.15.1. Rerun from the source root:
-    /work/tfvenv/bin/python tests/golden/make_layers_golden.py   (any venv with tensorflow-cpu)
+    build/venv/bin/python3 tests/golden/make_layers_golden.py   (any venv with tensorflow-cpu)
 """
 import json
 import os
@@ -71,9 +72,32 @@ CASES += [
      [conv1d_floats(1, 6, 3)]),
 ]
 
+# The 1-D poolings' inputs, from a generator of their own; their rows hold gradients too.
+rng_pooling1d = np.random.RandomState(15)
+
+
+def pooling1d_floats(*shape):
+    return rng_pooling1d.uniform(-1, 1, size=shape).astype(np.float32)
+
+
+POOLING1D_CASES = [
+    ("max_pooling1d", layers.MaxPooling1D(), [pooling1d_floats(2, 7, 3)]),
+    ("max_pooling1d_same", layers.MaxPooling1D(3, strides=2, padding="same"), [pooling1d_floats(2, 8, 2)]),
+    ("max_pooling1d_strides1", layers.MaxPooling1D(pool_size=3, strides=1), [pooling1d_floats(1, 6, 2)]),
+    ("average_pooling1d", layers.AveragePooling1D(3, strides=1), [pooling1d_floats(2, 6, 3)]),
+    ("average_pooling1d_same", layers.AveragePooling1D(2, padding="same"), [pooling1d_floats(1, 7, 2)]),
+    ("average_pooling1d_same_strides3", layers.AveragePooling1D(4, strides=3, padding="same"),
+     [pooling1d_floats(2, 9, 2)]),
+    ("global_average_pooling1d", layers.GlobalAveragePooling1D(), [pooling1d_floats(2, 5, 3)]),
+    ("global_average_pooling1d_keepdims", layers.GlobalAveragePooling1D(keepdims=True), [pooling1d_floats(2, 4, 3)]),
+    ("global_max_pooling1d", layers.GlobalMaxPooling1D(), [pooling1d_floats(2, 5, 3)]),
+    ("global_max_pooling1d_keepdims", layers.GlobalMaxPooling1D(keepdims=True), [pooling1d_floats(2, 4, 3)]),
+]
+CASES += POOLING1D_CASES
+
 # Rows that also hold the gradients of sum(y * upstream) with respect to the input and each weight (TF's
 # GradientTape), the upstream gradient drawn from a generator of its own.
-WITH_GRADIENTS = {"conv1d", "conv1d_same", "conv1d_causal"}
+WITH_GRADIENTS = {"conv1d", "conv1d_same", "conv1d_causal"} | {name for name, _, _ in POOLING1D_CASES}
 rng_upstream = np.random.RandomState(14)
 
 

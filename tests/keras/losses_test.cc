@@ -124,6 +124,30 @@ TEST(Losses, MeanAbsoluteError) {
   EXPECT_DOUBLE_EQ((*get("mean_absolute_error"))(f64({1, 2}, Shape{2, 1}), f64({2, 0}, Shape{2, 1})).item<double>(), 1.5);
 }
 
+TEST(Losses, KLDivergencePoissonLogCoshAndHinge) {
+  const Tensor t = f64({0.2, 0.8, 0.5, 0.5}, Shape{2, 2}), p = f64({0.4, 0.6, 0.9, 0.1}, Shape{2, 2});
+  auto kl = [](double a, double b) { return a * std::log(a / b); };
+  expect_values(kl_divergence(t, p), {kl(0.2, 0.4) + kl(0.8, 0.6), kl(0.5, 0.9) + kl(0.5, 0.1)});
+  // Both are clipped to [1e-7, 1]: a zero label adds nothing, a negative prediction counts as 1e-7.
+  expect_values(kl_divergence(f64({0, 1}, Shape{1, 2}), f64({0.5, -1}, Shape{1, 2})), {kl(1e-7, 0.5) + kl(1, 1e-7)},
+                1e-9);
+  auto pois = [](double a, double b) { return b - a * std::log(b + 1e-7); };
+  expect_values(poisson(f64({1, 3, 0, 2}, Shape{2, 2}), f64({0.5, 2, 1, 4}, Shape{2, 2})),
+                {(pois(1, 0.5) + pois(3, 2)) / 2, (pois(0, 1) + pois(2, 4)) / 2}, 1e-9);
+  expect_values(log_cosh(t, p), {(std::log(std::cosh(0.2)) + std::log(std::cosh(-0.2))) / 2,
+                                 (std::log(std::cosh(0.4)) + std::log(std::cosh(-0.4))) / 2});
+  // Labels of -1 and 1 are used as they are; labels all 0 or 1 become -1 and 1 first; others are used as they are.
+  const Tensor scores = f64({0.3, -2, 1.5, 0.5}, Shape{2, 2});
+  expect_values(hinge(f64({1, -1, -1, 1}, Shape{2, 2}), scores), {(0.7 + 0) / 2, (2.5 + 0.5) / 2});
+  expect_values(hinge(f64({1, 0, 0, 1}, Shape{2, 2}), scores), {(0.7 + 0) / 2, (2.5 + 0.5) / 2});
+  expect_values(hinge(f64({0.5, 0, 0, 1}, Shape{2, 2}), scores), {(0.85 + 1) / 2, (1 + 0.5) / 2});
+  EXPECT_EQ(get("kld")->class_name(), "KLDivergence");
+  EXPECT_EQ(get("KLD")->name(), "kl_divergence");
+  EXPECT_EQ(get("poisson")->name(), "poisson");
+  EXPECT_EQ(get("log_cosh")->name(), "log_cosh");
+  EXPECT_EQ(get("hinge")->class_name(), "Hinge");
+}
+
 // ---- reductions and sample weights ----
 
 TEST(Losses, ReductionsAndSampleWeights) {
@@ -197,6 +221,10 @@ TEST(Losses, GradientsMatchFiniteDifferences) {
   check_gradient(*BinaryCrossentropy({.from_logits = true}), bits, logits, s33, w3);
   check_gradient(*BinaryCrossentropy({.label_smoothing = 0.1}), bits, probs, s33);
   check_gradient(*MeanSquaredError({.reduction = Reduction::SUM}), onehot, logits, s33, w3);
+  check_gradient(*KLDivergence(), f64(probs, s33), {0.4, 0.4, 0.2, 0.3, 0.3, 0.4, 0.1, 0.6, 0.3}, s33, w3);
+  check_gradient(*Poisson({.reduction = Reduction::SUM}), bits, probs, s33, w3);
+  check_gradient(*LogCosh(), onehot, logits, s33, w3);
+  check_gradient(*Hinge(), bits, logits, s33, w3);
 }
 
 TEST(Losses, BinaryCrossentropyFromLogitsHasTFsGradientAtZero) {
@@ -254,11 +282,11 @@ TEST(Losses, GetByName) {
   EXPECT_EQ(get("MSE")->name(), "mean_squared_error");
   EXPECT_EQ(get("mean_squared_error")->reduction(), Reduction::SUM_OVER_BATCH_SIZE);  // Keras 3's default
   try {
-    get("hinge");
+    get("squared_hinge");
     FAIL() << "unknown loss accepted";
   } catch (const ValueError& e) {
     const std::string msg = e.what();
-    EXPECT_NE(msg.find("'hinge'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("'squared_hinge'"), std::string::npos) << msg;
     for (const char* name :
          {"sparse_categorical_crossentropy", "categorical_crossentropy", "binary_crossentropy", "mse"})
       EXPECT_NE(msg.find(name), std::string::npos) << msg;

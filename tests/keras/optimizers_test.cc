@@ -16,14 +16,14 @@ using Vec = std::vector<double>;
 
 // Keras 3's formulas, one element at a time, in double. `slots` holds what the optimizer keeps.
 struct Reference {
-  std::string kind;  // "sgd", "rmsprop", "adam"
-  double lr, momentum = 0, rho = 0.9, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7;
+  std::string kind;  // "sgd", "rmsprop", "adam", "adagrad"
+  double lr, momentum = 0, rho = 0.9, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7, initial_accumulator = 0.1;
   bool nesterov = false, centered = false, amsgrad = false;
 
   // Applies `grads` (one vector per step) to w and returns the weights after each step.
   std::vector<Vec> run(Vec w, const std::vector<Vec>& grads, const std::function<double(int64_t)>& lr_at = {}) const {
     const size_t n = w.size();
-    Vec m(n, 0), v(n, 0), a(n, 0), vhat(n, 0);
+    Vec m(n, 0), v(n, 0), a(n, 0), vhat(n, 0), accumulator(n, initial_accumulator);
     std::vector<Vec> out;
     for (size_t step = 0; step < grads.size(); ++step) {
       const double l = lr_at ? lr_at(static_cast<int64_t>(step)) : lr, t = static_cast<double>(step + 1);
@@ -50,6 +50,9 @@ struct Reference {
           } else {
             w[i] -= increment;
           }
+        } else if (kind == "adagrad") {
+          accumulator[i] += g * g;
+          w[i] -= l * g / std::sqrt(accumulator[i] + epsilon);
         } else {
           const double alpha = l * std::sqrt(1 - std::pow(beta_2, t)) / (1 - std::pow(beta_1, t));
           m[i] += (g - m[i]) * (1 - beta_1);
@@ -96,6 +99,10 @@ std::vector<Case> cases() {
       {"adam_amsgrad",
        [] { return Adam({.learning_rate = 0.1, .beta_2 = 0.5, .amsgrad = true}); },
        {.kind = "adam", .lr = 0.1, .beta_2 = 0.5, .amsgrad = true}},
+      {"adagrad", [] { return Adagrad({.learning_rate = 0.1}); }, {.kind = "adagrad", .lr = 0.1}},
+      {"adagrad_no_initial_accumulator",
+       [] { return Adagrad({.learning_rate = 0.05, .initial_accumulator_value = 0, .epsilon = 1e-3}); },
+       {.kind = "adagrad", .lr = 0.05, .epsilon = 1e-3, .initial_accumulator = 0}},
   };
 }
 
@@ -378,7 +385,11 @@ TEST(Optimizers, GetConfig) {
   auto r = RMSprop({.centered = true})->get_config();
   EXPECT_DOUBLE_EQ(r["rho"].get<double>(), 0.9);
   EXPECT_EQ(r["centered"], true);
+  auto g = Adagrad({.initial_accumulator_value = 0.5})->get_config();
+  EXPECT_DOUBLE_EQ(g["initial_accumulator_value"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(g["epsilon"].get<double>(), 1e-7);
   EXPECT_THROW(SGD({.momentum = 1.5}), ValueError);
+  EXPECT_THROW(Adagrad({.initial_accumulator_value = -1}), ValueError);
 }
 
 // The slot groups of Keras 3's build(), which order the slots in a .keras file.
@@ -391,6 +402,18 @@ TEST(Optimizers, KerasSlotGroupsFollowKerasBuild) {
             (Groups{{"velocity"}, {"momentum"}, {"average_gradient"}}));
   EXPECT_EQ(Adam()->keras_slot_groups(), (Groups{{"momentum", "velocity"}}));
   EXPECT_EQ(Adam({.amsgrad = true})->keras_slot_groups(), (Groups{{"momentum", "velocity"}, {"velocity_hat"}}));
+  EXPECT_EQ(Adagrad()->keras_slot_groups(), (Groups{{"accumulator"}}));
+}
+
+// Adagrad's accumulators start at initial_accumulator_value (Keras' Constant initializer), in state() too.
+TEST(Optimizers, AdagradAccumulatorsStartAtTheirInitialValue) {
+  auto opt = Adagrad({.initial_accumulator_value = 0.25});
+  Variable w = variable<float>(kW0);
+  opt->build({w});
+  const auto state = opt->state();
+  ASSERT_EQ(state.size(), 2u);
+  EXPECT_EQ(state[1].first, "Adagrad/w/accumulator");
+  for (float a : state[1].second.to_vector<float>()) EXPECT_FLOAT_EQ(a, 0.25f);
 }
 
 }  // namespace

@@ -88,7 +88,7 @@ TEST(Registry, UnknownNamesAreErrorsListingTheRegisteredOnes) {
   });
   EXPECT_EQ(optimizer, "optimizer class 'Nadam' is not supported by lockstep (it has " +
                            join_names(optimizers::registry().names(), ", ") + ")");
-  const std::string loss = error_of<ValueError>([] { losses::get("hinge"); });
+  const std::string loss = error_of<ValueError>([] { losses::get("squared_hinge"); });
   for (const std::string& name : losses::registry().identifiers())
     EXPECT_NE(loss.find("'" + name + "'"), std::string::npos) << loss;
   EXPECT_NE(error_of<ValueError>([] { activations::get("swish"); }).find("'relu', 'softmax'"), std::string::npos);

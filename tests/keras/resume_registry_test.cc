@@ -58,6 +58,10 @@ const std::map<std::string, Sample>& samples() {
       {"Concatenate", {json::object(), {6}, Sample::kTwoBranches}},
       {"UpSampling2D", {json::object(), {3, 3, 2}}},
       {"Conv1D", {{{"filters", 2}, {"kernel_size", 3}, {"padding", "causal"}, {"activation", "relu"}}, {6, 3}}},
+      {"MaxPooling1D", {{{"pool_size", 2}}, {6, 3}}},
+      {"AveragePooling1D", {{{"pool_size", 3}, {"strides", 1}, {"padding", "same"}}, {6, 3}}},
+      {"GlobalAveragePooling1D", {json::object(), {6, 3}}},
+      {"GlobalMaxPooling1D", {{{"keepdims", true}}, {6, 3}}},
   };
   return table;
 }

@@ -1,6 +1,7 @@
-// Keras optimizers (tf.keras.optimizers: SGD, RMSprop, Adam, AdamW) and learning-rate schedules: every header
-// under include/lockstep/keras/optimizers/, one optimizer each, with the base Optimizer and the registry.
+// Keras optimizers (tf.keras.optimizers: SGD, RMSprop, Adam, AdamW, Adagrad) and learning-rate schedules: every
+// header under include/lockstep/keras/optimizers/, one optimizer each, with the base Optimizer and the registry.
 #pragma once
+#include "lockstep/keras/optimizers/adagrad.h"
 #include "lockstep/keras/optimizers/adam.h"
 #include "lockstep/keras/optimizers/optimizer.h"
 #include "lockstep/keras/optimizers/registry.h"

@@ -45,7 +45,8 @@ def signature(kind, class_name):
 
 
 def method_signature(name):
-    """Keras' signature of Model.`name` (fit, evaluate, predict), self first, from its C++ table (keras/model.h)."""
+    """Keras' signature of Model.`name` (fit, evaluate, predict), self first, from its C++ table
+    (keras/models/training.h)."""
     self = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
     return inspect.Signature([self] + [_parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD)
                                        for p in tables()["model method"][name]])

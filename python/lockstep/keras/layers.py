@@ -548,5 +548,7 @@ class ReLU(_RegistryLayer):
 # Keras' other spellings.
 MaxPool2D, AvgPool2D = MaxPooling2D, AveragePooling2D  # noqa: F821
 GlobalAvgPool2D, GlobalMaxPool2D = GlobalAveragePooling2D, GlobalMaxPooling2D  # noqa: F821
+MaxPool1D, AvgPool1D = MaxPooling1D, AveragePooling1D  # noqa: F821
+GlobalAvgPool1D, GlobalMaxPool1D = GlobalAveragePooling1D, GlobalMaxPooling1D  # noqa: F821
 
 _unimplemented.install(globals(), "tf.keras.layers")

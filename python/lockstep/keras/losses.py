@@ -1,5 +1,6 @@
 """tf.keras.losses: the loss classes of lockstep's C++ loss registry with Keras' arguments (reduction included, with
 the old tf.keras.losses.Reduction names), Keras' per-example functions, and Loss subclasses written in Python."""
+import inspect
 import json
 
 from .. import _lockstep, _unimplemented
@@ -89,45 +90,43 @@ def _snake(name):
 _registry.define(globals(), "loss", Loss)
 
 
-# ---- per-example functions; compile() takes them by name (their _keras_name), so the C++ loss runs them ----
+# ---- per-example functions (tf.keras.losses.mse, huber, ...), one for each short name of each registered loss
+# (its registry aliases, with TF's upper-case spellings MSE, MAE, KLD), taking the class's own arguments. A function
+# makes its C++ loss from the arguments and returns the loss's per-example values; compile() takes it by name (its
+# _keras_name), so the C++ loss runs it. ----
 
-def _function(name):
-    def wrap(fn):
-        fn._keras_name = name
-        return fn
-
-    return wrap
+_SHARED = ("reduction", "name", "dtype")  # what every loss class takes, and no function does
 
 
-@_function("sparse_categorical_crossentropy")
-def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, ignore_class=None, axis=-1):
-    return _l.sparse_categorical_crossentropy(y_true, y_pred, bool(from_logits), 0.0)
+def _per_example_function(class_name, function_name):
+    own = [p for p in _registry.signature("loss", class_name).parameters.values() if p.name not in _SHARED]
+    sig = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                             for n in ("y_true", "y_pred")] + own)
+
+    def fn(*args, **kwargs):
+        bound = sig.bind(*args, **kwargs)
+        bound.apply_defaults()
+        y_true, y_pred = bound.arguments.pop("y_true"), bound.arguments.pop("y_pred")
+        # Keras takes any truthy from_logits; the C++ table wants a bool where its default is one.
+        config = {k: bool(v) if isinstance(sig.parameters[k].default, bool) else v
+                  for k, v in bound.arguments.items() if v is not None}
+        return _l.from_config(class_name, _serial.dumps(config)).call(y_true, y_pred)
+
+    fn.__name__ = fn.__qualname__ = function_name
+    fn.__signature__ = sig
+    fn.__doc__ = f"tf.keras.losses.{function_name}: the per-example values of {class_name}."
+    fn._keras_name = function_name
+    return fn
 
 
-@_function("categorical_crossentropy")
-def categorical_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, axis=-1):
-    return _l.categorical_crossentropy(y_true, y_pred, bool(from_logits), float(label_smoothing))
+def _define_per_example_functions(namespace):
+    for alias, class_name in _registry.aliases("loss").items():
+        namespace[alias] = _per_example_function(class_name, alias)
+        if _unimplemented.tf_has("tf.keras.losses", alias.upper()):
+            namespace[alias.upper()] = namespace[alias]
 
 
-@_function("binary_crossentropy")
-def binary_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, axis=-1):
-    return _l.binary_crossentropy(y_true, y_pred, bool(from_logits), float(label_smoothing))
-
-
-@_function("mean_squared_error")
-def mean_squared_error(y_true, y_pred):
-    return _l.mean_squared_error(y_true, y_pred, False, 0.0)
-
-
-mse = MSE = mean_squared_error
-
-
-@_function("mean_absolute_error")
-def mean_absolute_error(y_true, y_pred):
-    return _l.mean_absolute_error(y_true, y_pred, False, 0.0)
-
-
-mae = MAE = mean_absolute_error
+_define_per_example_functions(globals())
 
 
 def get(identifier):

@@ -120,7 +120,9 @@ const Registry<LayerPtr>& registry() {
       "layer", {entry<InputLayer>(), entry<Reshape>(), entry<Flatten>(), entry<Conv2D>(), entry<MaxPooling2D>(),
                 entry<AveragePooling2D>(), entry<GlobalAveragePooling2D>(), entry<GlobalMaxPooling2D>(), entry<Dense>(),
                 entry<Dropout>(), entry<BatchNormalization>(), entry<LayerNormalization>(), entry<Activation>(),
-                entry<Embedding>(), entry<Normalization>(), entry<LeakyReLU>(), entry<Rescaling>(), entry<Add>(), entry<Concatenate>(), entry<UpSampling2D>(), entry<Conv1D>()});
+                entry<Embedding>(), entry<Normalization>(), entry<LeakyReLU>(), entry<Rescaling>(), entry<Add>(), entry<Concatenate>(), entry<UpSampling2D>(), entry<Conv1D>(),
+                entry<MaxPooling1D>(), entry<AveragePooling1D>(), entry<GlobalAveragePooling1D>(),
+                entry<GlobalMaxPooling1D>()});
   return r;
 }
 

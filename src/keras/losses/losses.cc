@@ -1,5 +1,5 @@
 // Keras losses as in Keras 3 (keras/losses/losses.py and the TensorFlow backend's cross-entropies), composed
-// of differentiable ops, and the Loss objects that wrap them.
+// of differentiable ops, and the Loss objects that wrap them, each with its parameter table and factory.
 #include "lockstep/keras/losses/losses.h"
 
 #include <cmath>
@@ -11,6 +11,14 @@
 namespace lockstep::keras::losses {
 
 using detail::as_dtype;
+using detail::dtype_param;
+using detail::from_logits_param;
+using detail::label_smoothing_param;
+using detail::last_axis_param;
+using detail::name_param;
+using detail::options_from;
+using detail::reduction_param;
+using detail::reduction_params;
 using detail::without_last_axis;
 
 namespace {
@@ -85,13 +93,26 @@ Tensor binary_crossentropy(const Tensor& y_true, const Tensor& y_pred, bool from
 }
 
 namespace {
-// A regression loss: `elementwise` of the difference, averaged over the last axis.
-Tensor mean_over_last_axis(const char* loss, const Tensor& y_true, const Tensor& y_pred,
-                           const std::function<Tensor(const Tensor&)>& elementwise) {
+// y_true in y_pred's dtype and both at one rank (Keras' LossFunctionWrapper), checked to have one shape.
+std::pair<Tensor, Tensor> aligned(const char* loss, const Tensor& y_true, const Tensor& y_pred) {
   check_has_classes(loss, y_pred);
   auto [t, p] = squeeze_or_expand_to_same_rank(as_dtype(y_true, y_pred.dtype()), y_pred);
   check_same_shape(loss, t, p);
+  return {t, p};
+}
+
+// A regression loss: `elementwise` of the difference, averaged over the last axis.
+Tensor mean_over_last_axis(const char* loss, const Tensor& y_true, const Tensor& y_pred,
+                           const std::function<Tensor(const Tensor&)>& elementwise) {
+  auto [t, p] = aligned(loss, y_true, y_pred);
   return reduce_mean(elementwise(p - t), {-1});
+}
+
+// log(1 + exp(x)) without overflow: max(x, 0) + log(1 + exp(-|x|)), written with where() so that the gradient is
+// sigmoid(x) everywhere (TF's softplus).
+Tensor softplus(const Tensor& x) {
+  Tensor zero = zeros_like(x), nonnegative = greater_equal(x, zero);
+  return where(nonnegative, x, zero) + log(1.0 + exp(where(nonnegative, -x, x)));
 }
 }  // namespace
 
@@ -113,6 +134,34 @@ Tensor huber(const Tensor& y_true, const Tensor& y_pred, double delta) {
   });
 }
 
+Tensor kl_divergence(const Tensor& y_true, const Tensor& y_pred) {
+  auto [t, p] = aligned("kl_divergence", y_true, y_pred);
+  auto clip = [](const Tensor& x) { return minimum(maximum(x, scalar(kEpsilon, x.dtype())), scalar(1, x.dtype())); };
+  t = clip(t);
+  return reduce_sum(t * log(t / clip(p)), {-1});
+}
+
+Tensor poisson(const Tensor& y_true, const Tensor& y_pred) {
+  auto [t, p] = aligned("poisson", y_true, y_pred);
+  return reduce_mean(p - t * log(p + kEpsilon), {-1});
+}
+
+Tensor log_cosh(const Tensor& y_true, const Tensor& y_pred) {
+  return mean_over_last_axis("log_cosh", y_true, y_pred, [](const Tensor& x) {
+    return x + softplus(x * -2.0) - std::log(2.0);
+  });
+}
+
+Tensor hinge(const Tensor& y_true, const Tensor& y_pred) {
+  auto [t, p] = aligned("hinge", y_true, y_pred);
+  // Keras decides on the whole batch: labels that are all 0 or 1 become -1 or 1. Decided on the device, without
+  // reading the labels back: neither_count is 0 exactly when every label is 0 or 1.
+  const Tensor neither = cast(not_equal(t, zeros_like(t)), t.dtype()) * cast(not_equal(t, ones_like(t)), t.dtype());
+  const Tensor binary = equal(reduce_sum(neither), scalar(0, t.dtype()));
+  t = where(binary, 2.0 * t - 1.0, t);
+  return reduce_mean(maximum(1.0 - t * p, zeros_like(p)), {-1});
+}
+
 LossFunctionWrapper::LossFunctionWrapper(Fn fn, Reduction reduction, std::string name, nlohmann::json config,
                                          std::string class_name)
     : Loss(reduction, std::move(name)), fn_(std::move(fn)), config_(std::move(config)),
@@ -131,6 +180,23 @@ std::shared_ptr<Loss> SparseCategoricalCrossentropy(SparseCategoricalCrossentrop
       },
       o.reduction, o.name, nlohmann::json{{"from_logits", o.from_logits}}, "SparseCategoricalCrossentropy");
 }
+std::vector<Param> sparse_categorical_crossentropy_params() {
+  const SparseCategoricalCrossentropyOptions d;
+  return {from_logits_param(d.from_logits), Param::fixed("ignore_class", nullptr, "not implemented by lockstep"),
+          reduction_param(d.reduction), last_axis_param(), name_param(d.name), dtype_param()};
+}
+std::shared_ptr<Loss> sparse_categorical_crossentropy_from_config(const nlohmann::json& c) {
+  return SparseCategoricalCrossentropy(options_from<SparseCategoricalCrossentropyOptions>(c));
+}
+
+namespace {
+template <typename Options>
+std::vector<Param> crossentropy_params() {
+  const Options d;
+  return {from_logits_param(d.from_logits), label_smoothing_param(d.label_smoothing), last_axis_param(),
+          reduction_param(d.reduction), name_param(d.name), dtype_param()};
+}
+}  // namespace
 
 std::shared_ptr<Loss> CategoricalCrossentropy(CategoricalCrossentropyOptions o) {
   return std::make_shared<LossFunctionWrapper>(
@@ -139,6 +205,12 @@ std::shared_ptr<Loss> CategoricalCrossentropy(CategoricalCrossentropyOptions o) 
       },
       o.reduction, o.name, nlohmann::json{{"from_logits", o.from_logits}, {"label_smoothing", o.label_smoothing}},
       "CategoricalCrossentropy");
+}
+std::vector<Param> categorical_crossentropy_params() {
+  return crossentropy_params<CategoricalCrossentropyOptions>();
+}
+std::shared_ptr<Loss> categorical_crossentropy_from_config(const nlohmann::json& c) {
+  return CategoricalCrossentropy(options_from<CategoricalCrossentropyOptions>(c));
 }
 
 std::shared_ptr<Loss> BinaryCrossentropy(BinaryCrossentropyOptions o) {
@@ -149,10 +221,27 @@ std::shared_ptr<Loss> BinaryCrossentropy(BinaryCrossentropyOptions o) {
       o.reduction, o.name, nlohmann::json{{"from_logits", o.from_logits}, {"label_smoothing", o.label_smoothing}},
       "BinaryCrossentropy");
 }
+std::vector<Param> binary_crossentropy_params() { return crossentropy_params<BinaryCrossentropyOptions>(); }
+std::shared_ptr<Loss> binary_crossentropy_from_config(const nlohmann::json& c) {
+  return BinaryCrossentropy(options_from<BinaryCrossentropyOptions>(c));
+}
 
 std::shared_ptr<Loss> MeanSquaredError(MeanSquaredErrorOptions o) {
   return std::make_shared<LossFunctionWrapper>(mean_squared_error, o.reduction, o.name, nlohmann::json::object(),
                                                "MeanSquaredError");
+}
+std::vector<Param> mean_squared_error_params() { return reduction_params<MeanSquaredErrorOptions>(); }
+std::shared_ptr<Loss> mean_squared_error_from_config(const nlohmann::json& c) {
+  return MeanSquaredError(options_from<MeanSquaredErrorOptions>(c));
+}
+
+std::shared_ptr<Loss> MeanAbsoluteError(MeanAbsoluteErrorOptions o) {
+  return std::make_shared<LossFunctionWrapper>(mean_absolute_error, o.reduction, o.name, nlohmann::json::object(),
+                                               "MeanAbsoluteError");
+}
+std::vector<Param> mean_absolute_error_params() { return reduction_params<MeanAbsoluteErrorOptions>(); }
+std::shared_ptr<Loss> mean_absolute_error_from_config(const nlohmann::json& c) {
+  return MeanAbsoluteError(options_from<MeanAbsoluteErrorOptions>(c));
 }
 
 std::shared_ptr<Loss> Huber(HuberOptions o) {
@@ -161,10 +250,48 @@ std::shared_ptr<Loss> Huber(HuberOptions o) {
       [delta = o.delta](const Tensor& t, const Tensor& p) { return huber(t, p, delta); }, o.reduction, o.name,
       nlohmann::json{{"delta", o.delta}}, "Huber");
 }
+std::vector<Param> huber_params() {
+  const HuberOptions d;
+  return {{"delta", d.delta, "where the loss turns from quadratic to linear"}, reduction_param(d.reduction),
+          name_param(d.name), dtype_param()};
+}
+std::shared_ptr<Loss> huber_from_config(const nlohmann::json& c) {
+  HuberOptions o = options_from<HuberOptions>(c);
+  o.delta = c.at("delta").get<double>();
+  return Huber(o);
+}
 
-std::shared_ptr<Loss> MeanAbsoluteError(MeanAbsoluteErrorOptions o) {
-  return std::make_shared<LossFunctionWrapper>(mean_absolute_error, o.reduction, o.name, nlohmann::json::object(),
-                                               "MeanAbsoluteError");
+std::shared_ptr<Loss> KLDivergence(KLDivergenceOptions o) {
+  return std::make_shared<LossFunctionWrapper>(kl_divergence, o.reduction, o.name, nlohmann::json::object(),
+                                               "KLDivergence");
+}
+std::vector<Param> kl_divergence_params() { return reduction_params<KLDivergenceOptions>(); }
+std::shared_ptr<Loss> kl_divergence_from_config(const nlohmann::json& c) {
+  return KLDivergence(options_from<KLDivergenceOptions>(c));
+}
+
+std::shared_ptr<Loss> Poisson(PoissonOptions o) {
+  return std::make_shared<LossFunctionWrapper>(poisson, o.reduction, o.name, nlohmann::json::object(), "Poisson");
+}
+std::vector<Param> poisson_params() { return reduction_params<PoissonOptions>(); }
+std::shared_ptr<Loss> poisson_from_config(const nlohmann::json& c) {
+  return Poisson(options_from<PoissonOptions>(c));
+}
+
+std::shared_ptr<Loss> LogCosh(LogCoshOptions o) {
+  return std::make_shared<LossFunctionWrapper>(log_cosh, o.reduction, o.name, nlohmann::json::object(), "LogCosh");
+}
+std::vector<Param> log_cosh_params() { return reduction_params<LogCoshOptions>(); }
+std::shared_ptr<Loss> log_cosh_from_config(const nlohmann::json& c) {
+  return LogCosh(options_from<LogCoshOptions>(c));
+}
+
+std::shared_ptr<Loss> Hinge(HingeOptions o) {
+  return std::make_shared<LossFunctionWrapper>(hinge, o.reduction, o.name, nlohmann::json::object(), "Hinge");
+}
+std::vector<Param> hinge_params() { return reduction_params<HingeOptions>(); }
+std::shared_ptr<Loss> hinge_from_config(const nlohmann::json& c) {
+  return Hinge(options_from<HingeOptions>(c));
 }
 
 }  // namespace lockstep::keras::losses

@@ -99,4 +99,43 @@ std::shared_ptr<Optimizer> AdamW(AdamWOptions o) {
                                          o.weight_decay);
 }
 
+std::vector<Param> adam_params() {
+  const AdamOptions d;
+  return detail::with_base({{"learning_rate", d.learning_rate.to_json(), "a number or a LearningRateSchedule"},
+                            {"beta_1", d.beta_1, "the first moment's decay"},
+                            {"beta_2", d.beta_2, "the second moment's decay"},
+                            {"epsilon", d.epsilon, "added to the denominator"},
+                            {"amsgrad", d.amsgrad, "AMSGrad: divide by the largest second moment yet"}});
+}
+
+std::shared_ptr<Optimizer> adam_from_config(const nlohmann::json& c) {
+  return Adam({.learning_rate = detail::learning_rate_of(c),
+               .beta_1 = c.at("beta_1").get<double>(),
+               .beta_2 = c.at("beta_2").get<double>(),
+               .epsilon = c.at("epsilon").get<double>(),
+               .amsgrad = c.at("amsgrad").get<bool>(),
+               .name = detail::name_of(c, "Adam")});
+}
+
+std::vector<Param> adamw_params() {
+  const AdamWOptions d;
+  return detail::with_base(
+      {{"learning_rate", d.learning_rate.to_json(), "a number or a LearningRateSchedule"},
+       {"weight_decay", d.weight_decay, "each step removes weight_decay * learning_rate of each weight"},
+       {"beta_1", d.beta_1, "the first moment's decay"},
+       {"beta_2", d.beta_2, "the second moment's decay"},
+       {"epsilon", d.epsilon, "added to the denominator"},
+       {"amsgrad", d.amsgrad, "AMSGrad: divide by the largest second moment yet"}});
+}
+
+std::shared_ptr<Optimizer> adamw_from_config(const nlohmann::json& c) {
+  return AdamW({.learning_rate = detail::learning_rate_of(c),
+                .weight_decay = c.at("weight_decay").get<double>(),
+                .beta_1 = c.at("beta_1").get<double>(),
+                .beta_2 = c.at("beta_2").get<double>(),
+                .epsilon = c.at("epsilon").get<double>(),
+                .amsgrad = c.at("amsgrad").get<bool>(),
+                .name = detail::name_of(c, "AdamW")});
+}
+
 }  // namespace lockstep::keras::optimizers

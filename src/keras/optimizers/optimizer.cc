@@ -13,11 +13,16 @@
 #include "lockstep/kernels/cuda/kernels.h"
 #include "lockstep/kernels/cuda/runtime.h"
 #include "lockstep/tensor/ops.h"
+#include "optimizers-impl.h"
 
 namespace lockstep::keras::optimizers {
 
-Optimizer::Optimizer(std::string name, LearningRate learning_rate, std::vector<std::string> slot_names)
-    : name_(std::move(name)), learning_rate_(std::move(learning_rate)), slot_names_(std::move(slot_names)) {
+Optimizer::Optimizer(std::string name, LearningRate learning_rate, std::vector<std::string> slot_names,
+                     double slot_initial_value)
+    : name_(std::move(name)),
+      learning_rate_(std::move(learning_rate)),
+      slot_names_(std::move(slot_names)),
+      slot_initial_value_(slot_initial_value) {
   LS_CHECK(slot_names_.size() <= kMaxSlots, ValueError, "optimizer ", name_, " asks for ", slot_names_.size(),
            " slots; at most ", kMaxSlots, " are supported");
 }
@@ -36,7 +41,7 @@ Optimizer::Slots& Optimizer::slots_for(const Variable& v) {
   // model's structure, so a model rebuilt in a new process (whose layers may be named differently) restores.
   auto p = pending_.find(slots_.size());
   for (size_t i = 0; i < slot_names_.size(); ++i) {
-    Tensor t = zeros(v.shape(), v.dtype(), v.value().device());  // state lives beside its variable
+    Tensor t = full(v.shape(), slot_initial_value_, v.dtype(), v.value().device());  // state lives beside its variable
     if (p != pending_.end() && p->second[i].defined()) {
       LS_CHECK(p->second[i].shape() == t.shape(), ValueError, "optimizer state for slot '", slot_names_[i],
                "' of variable ", slots_.size(), " has shape ", p->second[i].shape().str(), " but variable '", v.name(),
@@ -318,6 +323,23 @@ nlohmann::json Optimizer::get_config() const {
 std::vector<std::vector<std::string>> Optimizer::keras_slot_groups() const {
   if (slot_names_.empty()) return {};
   return {slot_names_};
+}
+
+// The arguments get_config() writes above, in Keras' order: lockstep's optimizers have no weight decay (but AdamW),
+// clipping, EMA, loss scaling or gradient accumulation yet.
+std::vector<Param> detail::with_base(std::vector<Param> own) {
+  const char* no = "not implemented by lockstep";
+  // AdamW declares weight_decay among its own arguments.
+  if (std::none_of(own.begin(), own.end(), [](const Param& p) { return p.name == "weight_decay"; }))
+    own.push_back(Param::fixed("weight_decay", nullptr, "not implemented by lockstep but in AdamW"));
+  for (Param p : {Param::fixed("clipnorm", nullptr, no),
+                  Param::fixed("clipvalue", nullptr, no), Param::fixed("global_clipnorm", nullptr, no),
+                  Param::fixed("use_ema", false, no), Param::fixed("ema_momentum", 0.99, no),
+                  Param::fixed("ema_overwrite_frequency", nullptr, no), Param::fixed("loss_scale_factor", nullptr, no),
+                  Param::fixed("gradient_accumulation_steps", nullptr, no),
+                  Param{"name", nullptr, "the optimizer's name; None is its class name"}})
+    own.push_back(std::move(p));
+  return own;
 }
 
 }  // namespace lockstep::keras::optimizers

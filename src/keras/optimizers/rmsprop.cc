@@ -89,4 +89,22 @@ std::shared_ptr<Optimizer> RMSprop(RMSpropOptions options) {
   return std::make_shared<RMSpropOptimizer>(std::move(options));
 }
 
+std::vector<Param> rmsprop_params() {
+  const RMSpropOptions d;
+  return detail::with_base({{"learning_rate", d.learning_rate.to_json(), "a number or a LearningRateSchedule"},
+                            {"rho", d.rho, "the decay of the squared gradients' average"},
+                            {"momentum", d.momentum, "the velocity's decay"},
+                            {"epsilon", d.epsilon, "added to the denominator"},
+                            {"centered", d.centered, "divide by the gradients' variance, not their second moment"}});
+}
+
+std::shared_ptr<Optimizer> rmsprop_from_config(const nlohmann::json& c) {
+  return RMSprop({.learning_rate = detail::learning_rate_of(c),
+                  .rho = c.at("rho").get<double>(),
+                  .momentum = c.at("momentum").get<double>(),
+                  .epsilon = c.at("epsilon").get<double>(),
+                  .centered = c.at("centered").get<bool>(),
+                  .name = detail::name_of(c, "RMSprop")});
+}
+
 }  // namespace lockstep::keras::optimizers

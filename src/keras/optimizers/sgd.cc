@@ -61,4 +61,18 @@ std::shared_ptr<Optimizer> SGD(SGDOptions options) {
   return std::make_shared<SGDOptimizer>(std::move(options));
 }
 
+std::vector<Param> sgd_params() {
+  const SGDOptions d;
+  return detail::with_base({{"learning_rate", d.learning_rate.to_json(), "a number or a LearningRateSchedule"},
+                            {"momentum", d.momentum, "the velocity's decay; 0 is plain SGD"},
+                            {"nesterov", d.nesterov, "Nesterov's momentum"}});
+}
+
+std::shared_ptr<Optimizer> sgd_from_config(const nlohmann::json& c) {
+  return SGD({.learning_rate = detail::learning_rate_of(c),
+              .momentum = c.at("momentum").get<double>(),
+              .nesterov = c.at("nesterov").get<bool>(),
+              .name = detail::name_of(c, "SGD")});
+}
+
 }  // namespace lockstep::keras::optimizers

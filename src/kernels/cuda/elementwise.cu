@@ -816,6 +816,16 @@ __global__ void adam_kernel(int64_t n, T* w, const T* g, T* m, T* v, T* vhat, T 
   }
 }
 
+template <typename T>
+__global__ void adagrad_kernel(int64_t n, T* w, const T* g, T* accumulator, T lr, T eps) {
+  for (int64_t i = thread_index(); i < n; i += thread_count()) {
+    const T gi = g[i];
+    const T sum = rn::add(accumulator[i], rn::mul(gi, gi));
+    accumulator[i] = sum;
+    w[i] = rn::sub(w[i], rn::div(rn::mul(lr, gi), rn::sqrt(rn::add(sum, eps))));
+  }
+}
+
 }  // namespace
 
 // momentum is null when the optimizer has no momentum slot (momentum 0), as the CPU's plain rule.
@@ -849,6 +859,11 @@ void adam_update(int64_t n, T* w, const T* g, T* m, T* v, T* vhat, T alpha, T on
   run(adam_kernel<T, false>);
 }
 
+template <typename T> void adagrad_update(int64_t n, T* w, const T* g, T* accumulator, T lr, T eps) {
+  if (n == 0) return;
+  launch("adagrad_kernel", adagrad_kernel<T>, n, n, w, g, accumulator, lr, eps);
+}
+
 template void sgd_update<float>(int64_t, float*, const float*, float*, float, float, bool);
 template void sgd_update<double>(int64_t, double*, const double*, double*, double, double, bool);
 template void rmsprop_update<float>(int64_t, float*, const float*, float*, float*, float*, float, float, float, float,
@@ -858,5 +873,7 @@ template void rmsprop_update<double>(int64_t, double*, const double*, double*, d
 template void adam_update<float>(int64_t, float*, const float*, float*, float*, float*, float, float, float, float);
 template void adam_update<double>(int64_t, double*, const double*, double*, double*, double*, double, double, double,
                                   double);
+template void adagrad_update<float>(int64_t, float*, const float*, float*, float, float);
+template void adagrad_update<double>(int64_t, double*, const double*, double*, double, double);
 
 }  // namespace lockstep::kernels::cuda

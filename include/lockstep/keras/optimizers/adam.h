@@ -1,7 +1,9 @@
 // keras.optimizers.Adam and AdamW (Adam with decoupled weight decay), one update rule.
 #pragma once
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "lockstep/keras/optimizers/optimizer.h"
 
@@ -30,5 +32,11 @@ struct AdamWOptions {
 
 std::shared_ptr<Optimizer> Adam(AdamOptions options = {});
 std::shared_ptr<Optimizer> AdamW(AdamWOptions options = {});
+// The registry's entries (registry.cc): Keras' arguments, defaults from the options structs, and the optimizer a
+// complete config describes.
+std::vector<Param> adam_params();
+std::shared_ptr<Optimizer> adam_from_config(const nlohmann::json& config);
+std::vector<Param> adamw_params();
+std::shared_ptr<Optimizer> adamw_from_config(const nlohmann::json& config);
 
 }  // namespace lockstep::keras::optimizers

@@ -2,7 +2,6 @@
 // the slot variables with their saving; each optimizer adds only its update rule, a fused in-place loop over raw
 // float32 or float64 pointers.
 #pragma once
-#pragma once
 #include <array>
 #include <concepts>
 #include <map>
@@ -91,8 +90,10 @@ class Optimizer {
 
  protected:
   static constexpr size_t kMaxSlots = 3;
-  // `slot_names` are the per-variable state tensors update_step receives, in this order (at most kMaxSlots).
-  Optimizer(std::string name, LearningRate learning_rate, std::vector<std::string> slot_names);
+  // `slot_names` are the per-variable state tensors update_step receives, in this order (at most kMaxSlots); each
+  // starts every element at `slot_initial_value` (Adagrad's initial_accumulator_value; 0 for the others).
+  Optimizer(std::string name, LearningRate learning_rate, std::vector<std::string> slot_names,
+            double slot_initial_value = 0);
 
   struct Step {
     double learning_rate;  // at the current iterations()
@@ -100,7 +101,7 @@ class Optimizer {
     bool on_gpu = false;   // the pointers are the current GPU's memory: run the rule's CUDA kernel
   };
   // Updates n elements of one variable in place. slots[i] points at the slot_names[i] state of the same
-  // elements (zero-initialised). May be called on sub-ranges of a variable in parallel.
+  // elements (starting at slot_initial_value). May be called on sub-ranges of a variable in parallel.
   virtual void update_step(float* w, const float* g, float* const* slots, int64_t n, const Step& step) const = 0;
   virtual void update_step(double* w, const double* g, double* const* slots, int64_t n, const Step& step) const = 0;
 
@@ -142,6 +143,7 @@ class Optimizer {
   std::string name_;
   LearningRate learning_rate_;
   std::vector<std::string> slot_names_;
+  double slot_initial_value_;
   int64_t iterations_ = 0;
   Step step_{};  // of the update begin_update started
   std::vector<Slots> slots_;                         // in creation order, which state() keeps

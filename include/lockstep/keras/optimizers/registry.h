@@ -9,7 +9,7 @@
 
 namespace lockstep::keras::optimizers {
 
-// Every optimizer lockstep has, by Keras class name, with Keras' short names ("sgd", "rmsprop", "adam", "adamw").
+// Every optimizer lockstep has, by Keras class name, with Keras' short names ("sgd", "rmsprop", "adam", "adamw", "adagrad").
 const Registry<std::shared_ptr<Optimizer>>& registry();
 // An optimizer by short or class name (any case) with default options; ValueError listing the short names otherwise.
 std::shared_ptr<Optimizer> get(const std::string& identifier);

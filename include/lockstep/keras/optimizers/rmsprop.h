@@ -1,7 +1,9 @@
 // keras.optimizers.RMSprop: steps scaled by a moving average of squared gradients.
 #pragma once
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "lockstep/keras/optimizers/optimizer.h"
 
@@ -17,5 +19,9 @@ struct RMSpropOptions {
 };
 
 std::shared_ptr<Optimizer> RMSprop(RMSpropOptions options = {});
+// The registry's entry (registry.cc): Keras' arguments, defaults from RMSpropOptions, and the RMSprop a complete
+// config describes.
+std::vector<Param> rmsprop_params();
+std::shared_ptr<Optimizer> rmsprop_from_config(const nlohmann::json& config);
 
 }  // namespace lockstep::keras::optimizers

@@ -62,6 +62,8 @@ void rmsprop_update(int64_t n, T* w, const T* g, T* v, T* m, T* a, T lr, T rho, 
 // m, v and vhat (null unless amsgrad); alpha = lr * sqrt(1 - beta2^t) / (1 - beta1^t).
 template <typename T>
 void adam_update(int64_t n, T* w, const T* g, T* m, T* v, T* vhat, T alpha, T one_minus_b1, T one_minus_b2, T eps);
+// accumulator += g^2, then w -= lr * g / sqrt(accumulator + eps).
+template <typename T> void adagrad_update(int64_t n, T* w, const T* g, T* accumulator, T lr, T eps);
 
 // ---- linear algebra and neural-network kernels (nn.cu); T is float or double ----
 // As cpu::matmul, with cuBLAS (strided batched GEMM). TF32 is never used: float32 products are full float32.

@@ -5,13 +5,13 @@
 
 namespace lockstep::keras::layers {
 
-class GlobalAveragePooling2D : public GlobalPooling2D {
+class GlobalAveragePooling2D : public GlobalPooling {
  public:
   static constexpr const char* kClassName = "GlobalAveragePooling2D";
   static std::shared_ptr<GlobalAveragePooling2D> from_config(const nlohmann::json& config);
   static std::vector<Param> params();  // Keras' arguments (registry.h)
   explicit GlobalAveragePooling2D(GlobalPooling2DOptions options = {})
-      : GlobalPooling2D(kClassName, std::move(options)) {}
+      : GlobalPooling(kClassName, 2, std::move(options)) {}
   LayerPtr clone() const override { return std::make_shared<GlobalAveragePooling2D>(*this); }
 
  protected:

@@ -5,14 +5,14 @@
 
 namespace lockstep::keras::layers {
 
-class MaxPooling2D : public Pooling2D {
+class MaxPooling2D : public Pooling {
  public:
   static constexpr const char* kClassName = "MaxPooling2D";
   static std::shared_ptr<MaxPooling2D> from_config(const nlohmann::json& config);
   static std::vector<Param> params();  // Keras' arguments (registry.h)
   LayerPtr clone() const override { return std::make_shared<MaxPooling2D>(*this); }
   explicit MaxPooling2D(int64_t pool_size = 2, Pooling2DOptions options = {})
-      : Pooling2D(kClassName, pool_size, std::move(options)) {}
+      : Pooling(kClassName, 2, pool_size, std::move(options)) {}
 
  protected:
   Tensor call(const Tensor& x, bool training) override;

@@ -1,0 +1,21 @@
+// keras.layers.AveragePooling1D: the mean of each window of sequences (batch, steps, features).
+#pragma once
+#include "lockstep/keras/layers/layer.h"
+#include "lockstep/keras/layers/pooling/base_pooling.h"
+
+namespace lockstep::keras::layers {
+
+class AveragePooling1D : public Pooling {
+ public:
+  static constexpr const char* kClassName = "AveragePooling1D";
+  static std::shared_ptr<AveragePooling1D> from_config(const nlohmann::json& config);
+  static std::vector<Param> params();  // Keras' arguments (registry.h)
+  LayerPtr clone() const override { return std::make_shared<AveragePooling1D>(*this); }
+  explicit AveragePooling1D(int64_t pool_size = 2, Pooling2DOptions options = {})
+      : Pooling(kClassName, 1, pool_size, std::move(options)) {}
+
+ protected:
+  Tensor call(const Tensor& x, bool training) override;
+};
+
+}  // namespace lockstep::keras::layers
