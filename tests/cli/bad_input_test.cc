@@ -314,7 +314,7 @@ std::function<void(const fs::path&, const Fixtures&)> writes_file(const std::str
 const std::vector<Case> kCases = {
     // -- lockstep train's flags (train_flags_test has more numeric edges) --
     {"train_unknown_model", kTrainHere + "--model resnet50", "--model"},
-    {"train_unknown_optimizer", kTrainHere + "--optimizer adagrad", "--optimizer"},
+    {"train_unknown_optimizer", kTrainHere + "--optimizer nadam", "--optimizer"},
     {"train_unknown_loop", kTrainHere + "--loop eager", "--loop"},
     {"train_unknown_compression", kTrainHere + "--gradient-compression float8", "--gradient-compression"},
     {"train_unknown_flag", kTrainHere + "--learning_rate 0.1", "--learning_rate"},
@@ -645,8 +645,8 @@ const std::vector<Case> kCases = {
      saved_model(config([](Json& c) { c["config"].erase("layers"); }))},
     {"model_unknown_optimizer", "evaluate --model @/model --dataset DATA", "compile_config", "",
      saved_model(config([](Json& c) { c["compile_config"]["optimizer"] = "adagrad-plus"; }))},
-    {"model_unknown_optimizer_class", "evaluate --model @/model --dataset DATA", "Adagrad", "",
-     saved_model(config([](Json& c) { c["compile_config"]["optimizer"]["class_name"] = "Adagrad"; }))},
+    {"model_unknown_optimizer_class", "evaluate --model @/model --dataset DATA", "Nadam", "",
+     saved_model(config([](Json& c) { c["compile_config"]["optimizer"]["class_name"] = "Nadam"; }))},
     {"model_unknown_activation", "evaluate --model @/model --dataset DATA", "swishy", "",
      saved_model(config([](Json& c) { layer(c, 2)["activation"] = "swishy"; }))},
     {"model_weights_truncated", "evaluate --model @/model --dataset DATA", "truncated", "",

@@ -122,7 +122,7 @@ INSTANTIATE_TEST_SUITE_P(
                       BadInput{"corrupt_idx", "--dataset CORRUPT", "train-images-idx3-ubyte"},
                       BadInput{"truncated_idx", "--dataset TRUNCATED", "train-images-idx3-ubyte"},
                       BadInput{"shape_mismatch", "--dataset WIDE", "32, 32)"},
-                      BadInput{"unknown_optimizer", "--dataset DATA --optimizer adagrad", "adagrad"},
+                      BadInput{"unknown_optimizer", "--dataset DATA --optimizer nadam", "nadam"},
                       BadInput{"unknown_model", "--dataset DATA --model resnet", "resnet"},
                       BadInput{"zero_batch", "--dataset DATA --batch-size 0", "batch-size"},
                       BadInput{"unknown_flag", "--dataset DATA --epoch 3", "--epoch"},
