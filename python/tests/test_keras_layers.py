@@ -117,3 +117,12 @@ def test_normalization_adapts_and_agrees_with_tensorflow_also_through_a_keras_fi
     np.testing.assert_allclose(float(tf.keras.losses.MeanAbsoluteError()(y[:, None], model(x))),
                                float(real.keras.losses.MeanAbsoluteError()(y[:, None], np.asarray(model(x)))),
                                rtol=1e-5)
+
+
+def test_a_mask_is_refused_rather_than_ignored():
+    import lockstep as tf
+
+    x = np.ones((2, 4, 3), np.float32)
+    with pytest.raises(NotImplementedError, match="mask= is not implemented"):
+        tf.keras.layers.GlobalAveragePooling1D()(x, mask=np.array([[True] * 4] * 2))
+    assert tf.keras.layers.GlobalAveragePooling1D()(x, mask=None).shape == (2, 3)

@@ -365,6 +365,9 @@ class _RegistryLayer(Layer):
         object.__setattr__(self, name, value)
 
     def __call__(self, inputs, *args, training=None, mask=None, **kwargs):
+        if mask is not None:  # ignoring it would average or attend over the masked steps: a wrong answer
+            raise NotImplementedError(f"{type(self).__name__}: mask= is not implemented by lockstep's layers; "
+                                      "drop the masked steps from the data, or call without a mask")
         if isinstance(inputs, KerasTensor):
             return KerasTensor(self._cpp.call_symbolic(inputs._cpp, training))
         if _symbolic(inputs):
