@@ -10,7 +10,17 @@ import pytest
 
 # Everything a test or a library under test writes to the temporary directory (pytest's tmp_path, TensorFlow's
 # autograph files, the workers a test starts) goes into one directory removed when the session ends.
-_TMP = tempfile.mkdtemp(prefix="lockstep-pytest-")
+# A session that was killed (ctest's timeout) cannot remove its own: the next one removes those whose process is gone.
+def _remove_orphans(root, prefix):
+    for path in pathlib.Path(root).glob(prefix + "*"):
+        pid = path.name[len(prefix):].split("-")[0]
+        if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+_PREFIX = "lockstep-pytest-"
+_remove_orphans(tempfile.gettempdir(), _PREFIX)
+_TMP = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-")
 os.environ["TMPDIR"] = tempfile.tempdir = _TMP
 atexit.register(shutil.rmtree, _TMP, ignore_errors=True)
 
