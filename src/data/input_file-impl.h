@@ -3,6 +3,8 @@
 #pragma once
 #include <cstdint>
 #include <cstdio>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +30,7 @@ class InputFile {
   // Continues at `offset` (for GZIP zlib decompresses up to it again). DataLossError when the file is shorter.
   void seek(uint64_t offset);
   const std::string& path() const { return path_; }
+  bool gzipped() const { return gzip_; }
   // A plain file whose first bytes are gzip's magic number: what a reader names when the data makes no sense.
   bool starts_like_gzip() const { return starts_like_gzip_; }
 
@@ -47,5 +50,19 @@ std::string describe_files(const std::vector<std::string>& files);
 
 // Checks compression_type ("" or "GZIP") for `reader`'s error message.
 void check_compression_type(const std::string& compression_type, const char* reader);
+
+// What a source that reads its files front to back, one item at a time (TFRecordDataset, TextLineDataset), gives
+// file_reader(): the rest (the node, auto-shard FILE, the iterator and its saved state) is shared.
+struct FileReader {
+  const char* name;              // "TFRecordDataset": the node's op and the errors' subject
+  const char* unit;              // "record": the saved state's key for the items read from the current file
+  std::string compression_type;  // "" or "GZIP"
+  // The next item of `in`, `index` items into it, or nullopt at its end; a damaged file throws DataLossError.
+  std::function<std::optional<Element>(InputFile& in, int64_t index)> read_one;
+};
+
+// The source node of `reader` over `files` (checked: known compression, no empty name). Its iterator's state is
+// {"file", reader.unit, "offset"}: the file being read, the items read from it and the byte offset after them.
+Dataset file_reader(std::vector<std::string> files, FileReader reader);
 
 }  // namespace lockstep::data::detail
