@@ -185,55 +185,28 @@ void bind_callbacks(nb::module_& k) {
 
 // ---- layers ----
 
-// A layer written in Python as a C++ layer, in one of two places:
-// - a Python model with its own call() (a tf.keras.Model subclass) as the one layer of a C++ Sequential model, so
-//   that compile/fit/evaluate/predict and the callbacks run it in the C++ loop. It holds the object weakly (the
-//   object owns that C++ model) and builds it for the data's shape.
-// - a Python layer or model called on symbolic tensors: a node of a functional model, which is what keeps it (held
-//   strongly). Its first symbolic call builds it for all its inputs' shapes (_output_shape_for).
-// Either way its weights and losses (regularization, add_loss) are the Python object's, and calls run its Python
-// code holding the GIL, recorded on the tape by the ops it calls.
+// A layer or model written in Python (a subclass of tf.keras.layers.Layer or tf.keras.Model) as a C++ layer: every
+// such Python object has one, made by Layer.__init__, which holds the object weakly (the object owns it). What the
+// object's attributes hold (lockstep's layers, other Python layers, Variables) and its add_weight and add_loss
+// are tracked in C++ (Layer::track), so its weights, losses, random streams and trainable flag are the C++ layer's,
+// as any layer's. Calls and builds run the object's Python code holding the GIL, recorded on the tape by the ops it
+// calls. Two places call it from C++:
+// - a functional model's node (a symbolic call), through held(): a copy that keeps the object alive, since the
+//   graph may be all that holds it. Its first symbolic call builds it for all its inputs' shapes (_output_shape_for).
+// - a subclassed model's own call() as the one layer of a C++ Sequential model, so that compile/fit/evaluate/
+//   predict and the callbacks run it in the C++ loop; building it builds the model for the data's shape.
 class PythonLayer : public keras::Layer {
  public:
-  PythonLayer(nb::handle obj, const std::string& class_name, const std::string& name, bool wrapped_model)
-      : Layer(class_name, name),
-        ref_(wrapped_model ? nb::steal(PyWeakref_NewRef(obj.ptr(), nullptr)) : nb::borrow(obj)),
-        wrapped_model_(wrapped_model) {}
+  PythonLayer(nb::handle obj, const std::string& class_name, const std::string& name)
+      : Layer(class_name, name), ref_(nb::steal(PyWeakref_NewRef(obj.ptr(), nullptr))) {}
   keras::LayerPtr clone() const override { return std::make_shared<PythonLayer>(*this); }
+  // A copy sharing what this one tracks, holding the Python object strongly.
+  keras::LayerPtr held() const {
+    auto copy = std::make_shared<PythonLayer>(*this);
+    copy->strong_ = PyRef(object());
+    return copy;
+  }
 
-  // The Python object's variables. Replica threads read the list while others ask again, so it is replaced only
-  // when the Python list has changed (its layers are built once; then never).
-  const std::vector<Variable>& weights() const override {
-    nb::gil_scoped_acquire gil;
-    std::vector<Variable> now = nb::cast<std::vector<Variable>>(object().attr("weights"));
-    std::lock_guard lock(*mutex_);
-    const bool same = now.size() == weights_->size() &&
-                      std::equal(now.begin(), now.end(), weights_->begin(),
-                                 [](const Variable& a, const Variable& b) { return a.unique_id() == b.unique_id(); });
-    if (!same) *weights_ = std::move(now);
-    return *weights_;
-  }
-  // Which of them train is the Python object's answer too (its own trainable flag and its sublayers').
-  std::vector<Variable> trainable_weights() const override {
-    nb::gil_scoped_acquire gil;
-    return nb::cast<std::vector<Variable>>(object().attr("trainable_weights"));
-  }
-  std::vector<Variable> non_trainable_weights() const override {
-    nb::gil_scoped_acquire gil;
-    return nb::cast<std::vector<Variable>>(object().attr("non_trainable_weights"));
-  }
-  std::vector<Tensor> losses() const override {
-    nb::gil_scoped_acquire gil;
-    std::vector<Tensor> out;
-    for (nb::handle t : object().attr("losses")) out.push_back(to_tensor(t));
-    return out;
-  }
-  // Those of lockstep's layers that the Python object holds (its Dropout attributes), so a checkpoint of the model
-  // saves them as it saves a C++ model's.
-  std::vector<distribute::ReplicaRandomPtr> random_streams() const override {
-    nb::gil_scoped_acquire gil;
-    return nb::cast<std::vector<distribute::ReplicaRandomPtr>>(object().attr("_lockstep_random_streams")());
-  }
   Shape compute_output_shape(const Shape& input_shape) const override {
     nb::gil_scoped_acquire gil;
     return output_shape(with_batch(input_shape));
@@ -253,9 +226,8 @@ class PythonLayer : public keras::Layer {
 
  protected:
   void build(const Shape& input_shape) override {
-    if (!wrapped_model_) return;  // a node's layer is built by its first symbolic call, for all its inputs
     nb::gil_scoped_acquire gil;
-    object().attr("build")(with_batch(input_shape));
+    object().attr("_maybe_build")(with_batch(input_shape));
     weights();  // filled while the build holds the other replicas back
   }
   Tensor call(const Tensor& x, bool training) override {
@@ -280,15 +252,29 @@ class PythonLayer : public keras::Layer {
     return Shape(nb::cast<std::vector<int64_t>>(object().attr("_output_shape_for")(input_shape)));
   }
   nb::object object() const {
-    if (!wrapped_model_) return nb::borrow(ref_.get());
     nb::handle obj(PyWeakref_GetObject(ref_.get().ptr()));
-    LS_CHECK(!obj.is_none(), RuntimeError, "the Python model of layer '", name(), "' no longer exists");
+    LS_CHECK(!obj.is_none(), RuntimeError, "the Python object of layer '", name(), "' no longer exists");
     return nb::borrow(obj);
   }
-  PyRef ref_;
-  bool wrapped_model_;
-  std::shared_ptr<std::vector<Variable>> weights_ = std::make_shared<std::vector<Variable>>();
-  std::shared_ptr<std::mutex> mutex_ = std::make_shared<std::mutex>();
+  PyRef ref_;     // the weak reference
+  PyRef strong_;  // held(): the object itself
+};
+
+// A regularizer written in Python (a function of the weight, or a tf.keras.regularizers object) given to a Python
+// layer's add_weight: called holding the GIL.
+class PythonRegularizer final : public keras::regularizers::Regularizer {
+ public:
+  explicit PythonRegularizer(nb::handle fn) : fn_(nb::borrow(fn)) {}
+  Tensor operator()(const Tensor& w) const override {
+    nb::gil_scoped_acquire gil;
+    return to_tensor(fn_.get()(w));
+  }
+  nlohmann::json get_config() const override {
+    throw ValueError("a Python layer's regularizer has no config lockstep can save; use save_weights");
+  }
+
+ private:
+  PyRef fn_;
 };
 
 void bind_layers(nb::module_& k) {
@@ -311,6 +297,17 @@ void bind_layers(nb::module_& k) {
       .def("non_trainable_weights", &keras::Layer::non_trainable_weights)
       .def("losses", &keras::Layer::losses)
       .def("_random_streams", &keras::Layer::random_streams)
+      .def("sublayers", &keras::Layer::sublayers)
+      .def("track", nb::overload_cast<keras::LayerPtr>(&keras::Layer::track))
+      // add_weight's and Variable attributes' weights; a regularizer (any callable: Python runs it) adds its penalty.
+      .def(
+          "track_weight",
+          [](keras::Layer& l, const Variable& v, nb::handle regularizer) {
+            l.track(v, regularizer.is_none() ? nullptr : std::make_shared<PythonRegularizer>(regularizer));
+          },
+          nb::arg("weight"), nb::arg("regularizer").none())
+      .def("add_call_loss", [](keras::Layer& l, nb::handle loss) { l.add_call_loss(to_tensor(loss)); })
+      .def("clear_call_losses", &keras::Layer::clear_call_losses)
       .def("count_params", &keras::Layer::count_params)
       .def("build",
            [](keras::Layer& l, const std::vector<std::optional<int64_t>>& shape) {
@@ -335,20 +332,22 @@ void bind_layers(nb::module_& k) {
              nb::gil_scoped_release unlocked;
              return l(ts, {.training = training});
            })
-      .def("call_symbolic",
-           [](keras::Layer& l, const keras::KerasTensor& x, std::optional<bool> training) { return l(x, training); },
-           nb::arg("x"), nb::arg("training") = nb::none())
-      .def("call_symbolic_list",
-           [](keras::Layer& l, const std::vector<keras::KerasTensor>& xs, std::optional<bool> training) {
-             return l(xs, training);
-           },
-           nb::arg("xs"), nb::arg("training") = nb::none());
+      .def(
+          "call_symbolic",
+          [](keras::Layer& l, const keras::KerasTensor& x, std::optional<bool> training) { return l(x, training); },
+          nb::arg("x"), nb::arg("training") = nb::none())
+      .def(
+          "call_symbolic_list",
+          [](keras::Layer& l, const std::vector<keras::KerasTensor>& xs, std::optional<bool> training) {
+            return l(xs, training);
+          },
+          nb::arg("xs"), nb::arg("training") = nb::none());
+  nb::class_<PythonLayer, keras::Layer>(k, "PythonLayer",
+                                        "The C++ layer of a Layer or Model subclass written in Python.")
+      .def("held", &PythonLayer::held);
 
   nb::module_ layers = k.def_submodule("layers");
   layers.def("names", [] { return kl::registry().names(); });
-  layers.def("python_model", [](nb::handle model, const std::string& name) -> keras::LayerPtr {
-    return std::make_shared<PythonLayer>(model, "PythonModel", name, true);
-  });
   layers.def("adapt", [](const keras::LayerPtr& layer, nb::handle data) {
     auto normalization = std::dynamic_pointer_cast<kl::Normalization>(layer);
     LS_CHECK(normalization, ValueError, "layer \"", layer->name(), "\" has no adapt(): only Normalization does");
@@ -356,8 +355,9 @@ void bind_layers(nb::module_& k) {
     nb::gil_scoped_release unlocked;
     normalization->adapt(t);
   });
-  layers.def("python_layer", [](nb::handle layer, const std::string& class_name, const std::string& name)
-                                 -> keras::LayerPtr { return std::make_shared<PythonLayer>(layer, class_name, name, false); });
+  layers.def("python_layer", [](nb::handle layer, const std::string& class_name, const std::string& name) {
+    return std::make_shared<PythonLayer>(layer, class_name, name);
+  });
   layers.def("from_config", [](const std::string& class_name, const std::string& config) {
     return kl::from_config({{"class_name", class_name}, {"config", json::parse(config)}});
   });
@@ -413,26 +413,6 @@ void bind_losses(nb::module_& k) {
     return std::shared_ptr<kls::Loss>(
         std::make_shared<kls::LossFunctionWrapper>(python_function(fn), reduction_from_name(reduction), name));
   });
-  auto per_example = [&](const char* name, auto fn) {
-    l.def(name, [fn](nb::handle y_true, nb::handle y_pred, bool from_logits, double label_smoothing) {
-      Tensor p = to_tensor(y_pred), t = to_tensor(y_true);
-      nb::gil_scoped_release unlocked;
-      return fn(t, p, from_logits, label_smoothing);
-    });
-  };
-  per_example("sparse_categorical_crossentropy", [](const Tensor& t, const Tensor& p, bool logits, double) {
-    return kls::sparse_categorical_crossentropy(t, p, logits);
-  });
-  per_example("categorical_crossentropy", [](const Tensor& t, const Tensor& p, bool logits, double smoothing) {
-    return kls::categorical_crossentropy(t, p, logits, smoothing);
-  });
-  per_example("binary_crossentropy", [](const Tensor& t, const Tensor& p, bool logits, double smoothing) {
-    return kls::binary_crossentropy(t, p, logits, smoothing);
-  });
-  per_example("mean_squared_error",
-              [](const Tensor& t, const Tensor& p, bool, double) { return kls::mean_squared_error(t, p); });
-  per_example("mean_absolute_error",
-              [](const Tensor& t, const Tensor& p, bool, double) { return kls::mean_absolute_error(t, p); });
 }
 
 void bind_metrics(nb::module_& k) {
@@ -721,9 +701,22 @@ void bind_model(nb::module_& k) {
            })
       .def("summary_string", &keras::Model::summary_string)
       .def("count_params", &keras::Model::count_params)
-      .def("variables", &keras::Model::variables)
-      .def("trainable_variables", &keras::Model::trainable_variables)
-      .def("non_trainable_variables", &keras::Model::non_trainable_variables)
+      // What Python's Layer reads of any layer's C++ object (a model's is its layers'), by the Layer binding's names.
+      .def("sublayers", &keras::Model::layers)
+      .def("weights", &keras::Model::variables)
+      .def("trainable_weights", &keras::Model::trainable_variables)
+      .def("non_trainable_weights", &keras::Model::non_trainable_variables)
+      .def("_random_streams", &keras::Model::random_streams)
+      // A model is trainable while all its layers are; setting it sets theirs (and their sublayers').
+      .def_prop_rw(
+          "trainable",
+          [](const keras::Model& m) {
+            const auto& ls = m.layers();
+            return std::all_of(ls.begin(), ls.end(), [](const keras::LayerPtr& l) { return l->trainable(); });
+          },
+          [](keras::Model& m, bool trainable) {
+            for (const keras::LayerPtr& l : m.layers()) l->set_trainable(trainable);
+          })
       .def("losses",
            [](const keras::Model& m) {
              nb::gil_scoped_release unlocked;

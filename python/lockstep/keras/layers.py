@@ -88,39 +88,51 @@ del _name, _function
 
 class Layer(_Module):
     """tf.keras.layers.Layer, a tf.Module (as in Keras 2). lockstep's own layers (Dense, Conv2D...) are C++ ones
-    (_RegistryLayer); a subclass
-    written in Python defines build(input_shape) with add_weight and call(inputs[, training]), made of lockstep's ops
-    and layers, and runs eagerly (in models called directly and in custom training loops)."""
+    (_RegistryLayer). A subclass written in Python defines build(input_shape) with add_weight and call(inputs[,
+    training]), made of lockstep's ops and layers, and runs eagerly (in models called directly and in custom
+    training loops). Either way the layer is a C++ layer (self._cpp): a Python subclass's tracks, in C++, the
+    layers and Variables its attributes hold and the weights and losses it adds, and reads its weights, losses and
+    trainable flag from there, as every layer does."""
 
     def __init__(self, trainable=True, name=None, dtype=None, autocast=True, **kwargs):
         unknown = {k: v for k, v in kwargs.items() if k not in _LEGACY}
         if unknown:
             raise _serial.UnrecognizedArgumentsError(f"Unrecognized keyword arguments passed to "
                                                      f"{type(self).__name__}: {unknown}")
-        object.__setattr__(self, "_trainable", bool(trainable))
-        object.__setattr__(self, "_own_weights", [])
-        object.__setattr__(self, "_sublayers", [])
-        self._cpp = None
-        self._name = name or _unique_name(type(self).__name__)
-        self._regularized, self.built = [], False
+        cpp = _k.layers.python_layer(self, type(self).__name__, name or _unique_name(type(self).__name__))
+        object.__setattr__(self, "_cpp", cpp)
+        _serial.remember(self, cpp)
+        cpp.trainable = bool(trainable)
+        self.built = False
         self._input_shape, self._batch_size = _legacy_input_shape(kwargs), kwargs.get("batch_size")
 
     def __setattr__(self, name, value):
         # Layers and Variables assigned to attributes (alone, in lists or in dicts) are this layer's sublayers and
-        # weights, as Keras tracks them.
-        if "_sublayers" in self.__dict__ and not name.startswith("_"):
+        # weights, as Keras tracks them: in C++, where its weights are read.
+        cpp = self.__dict__.get("_cpp")
+        if isinstance(cpp, _k.Layer) and not name.startswith("_"):
             from .._variable import Variable
 
             items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else [value]
             for item in items:
-                if isinstance(item, Layer) and item is not self and all(item is not l for l in self._sublayers):
-                    self._sublayers.append(item)
-                elif isinstance(item, Variable) and all(item is not v for v in self._own_weights):
-                    self._own_weights.append(item)
+                if isinstance(item, Layer) and item is not self:
+                    for layer in item._tracked_layers():
+                        cpp.track(layer)
+                elif isinstance(item, Variable):
+                    cpp.track_weight(item, None)
         object.__setattr__(self, name, value)
+
+    def _tracked_layers(self):
+        """The C++ layers a layer holding this one tracks: this one (a model of lockstep's layers: its layers)."""
+        return [self._cpp]
 
     def build(self, input_shape):
         pass
+
+    def _maybe_build(self, input_shape):
+        if not self.built:
+            self.build(input_shape)
+            self.built = True
 
     def call(self, inputs, *args, **kwargs):
         raise NotImplementedError(f"Layer {type(self).__name__} does not have a `call()` method implemented.")
@@ -131,25 +143,29 @@ class Layer(_Module):
                 raise NotImplementedError(f"calling the Python layer {type(self).__name__} on symbolic tensors with "
                                           "arguments other than the inputs and training is not implemented by lockstep")
             return self._symbolic_call(inputs, training)
-        if not self.built:
-            if isinstance(inputs, (list, tuple)):
-                self.build([TensorShape(getattr(i, "shape", None)) for i in inputs])
-            else:
-                shape = getattr(inputs, "shape", None)
-                self.build(None if shape is None else TensorShape(shape))
-            self.built = True
-        object.__setattr__(self, "_call_losses", [])  # add_loss keeps the losses of the latest call, as Keras
+        if isinstance(inputs, (list, tuple)):
+            self._maybe_build([TensorShape(getattr(i, "shape", None)) for i in inputs])
+        else:
+            shape = getattr(inputs, "shape", None)
+            self._maybe_build(None if shape is None else TensorShape(shape))
+        self._cpp.clear_call_losses()  # add_loss keeps the losses of the latest call, as Keras
         if training is not None and "training" in inspect.signature(self.call).parameters:
             kwargs["training"] = training
         return self.call(inputs, *args, **kwargs)
 
     def _symbolic_call(self, inputs, training=None):
-        """A call on symbolic tensors: this object becomes a node of the functional model (a C++ layer that runs
-        its Python call), built on the first call for the inputs' shapes; a second call shares its weights. A
-        training argument given here fixes the mode of this call (Keras 2's base_model(x, training=False))."""
+        """A call on symbolic tensors: this object becomes a node of the functional model (its C++ layer, held by
+        the graph with this object), built on the first call for the inputs' shapes; a second call shares its
+        weights. A training argument given here fixes the mode of this call (Keras 2's base_model(x,
+        training=False))."""
         node = self.__dict__.get("_node")
         if node is None:
-            node = _k.layers.python_layer(self, type(self).__name__, self.name)
+            cpp = self._cpp
+            if not isinstance(cpp, _k.PythonLayer):  # a model of lockstep's layers, called as a layer
+                cpp = _k.layers.python_layer(self, type(self).__name__, self.name)
+                for layer in self._tracked_layers():
+                    cpp.track(layer)
+            node = cpp.held()
             _serial.remember(self, node)
             object.__setattr__(self, "_node", node)
         if isinstance(inputs, KerasTensor):
@@ -161,9 +177,7 @@ class Layer(_Module):
         gives the output's shape without the batch axis (-1 where unknown) from compute_output_shape when the
         subclass defines it, else from a call on zeros (a batch of one, training=False)."""
         shapes = [TensorShape(s) for s in input_shape] if isinstance(input_shape, list) else TensorShape(input_shape)
-        if not self.built:
-            self.build(shapes)
-            self.built = True
+        self._maybe_build(shapes)
         if type(self).compute_output_shape is not Layer.compute_output_shape:
             out = TensorShape(self.compute_output_shape(shapes))
         else:
@@ -182,24 +196,19 @@ class Layer(_Module):
     def _module_attributes(self, attribute_name=None):
         """What tf.Module's walk sees of this layer: a C++ layer's or model's weights (its attributes do not hold
         them), else its attributes, as any Module's."""
-        if attribute_name is None and self.__dict__.get("_cpp") is not None:
+        if attribute_name is None and not isinstance(self._cpp, _k.PythonLayer):
             return [("weights", list(self.weights))]
         return _Module._module_attributes(self, attribute_name)
 
     def _lockstep_random_streams(self):
         """The random streams of lockstep's layers in this one, in tracking order: what a checkpoint saves per
         worker of a model that runs Python code (its Dropout attributes), as it does for lockstep's own models."""
-        cpp = self.__dict__.get("_cpp")
-        if cpp is not None:
-            return cpp._random_streams()
-        return [s for layer in self._sublayers for s in layer._lockstep_random_streams()]
+        return self._cpp._random_streams()
 
     def add_loss(self, loss):
         """A loss this call adds (an activity penalty): model.losses and fit's loss include it until the next
         call of this layer replaces it."""
-        if callable(loss):
-            loss = loss()
-        self.__dict__.setdefault("_call_losses", []).append(loss)
+        self._cpp.add_call_loss(loss() if callable(loss) else loss)
 
     # add_weight's positional parameters: Keras 2 puts the name first, Keras 3 the shape.
     _ADD_WEIGHT_KERAS2 = ("name", "shape", "dtype", "initializer", "regularizer", "trainable", "constraint")
@@ -224,59 +233,29 @@ class Layer(_Module):
         value = init(shape, dtype=kwargs.get("dtype") or "float32")
         variable = Variable(value, trainable=bool(kwargs.get("trainable", True)),
                             name=f"{self.name}/{kwargs.get('name') or 'variable'}")
-        self._own_weights.append(variable)
-        if kwargs.get("regularizer") is not None:
-            self._regularized.append((variable, regularizers.get(kwargs["regularizer"])))
+        regularizer = kwargs.get("regularizer")
+        self._cpp.track_weight(variable, None if regularizer is None else regularizers.get(regularizer))
         return variable
 
-    def _layers_below(self):
-        return [l for l in self._sublayers]
-
     @property
-    def name(self):
-        return self._name
+    def _tracked_sublayers(self):
+        """The layers it tracks, in order, as Python objects (a subclassed model's layers)."""
+        return [_RegistryLayer._wrap(layer) for layer in self._cpp.sublayers()]
 
-    @property
-    def weights(self):
-        out, seen = [], set()
-        for v in self._own_weights + [w for l in self._layers_below() for w in l.weights]:
-            if id(v) not in seen:
-                seen.add(id(v))
-                out.append(v)
-        return out
-
-    variables = weights
-
-    @property
-    def trainable_weights(self):
-        """Nothing when the layer is frozen; else its own trainable variables and its sublayers' trainable ones."""
-        if not self.trainable:
-            return []
-        out = [v for v in self._own_weights if v.trainable] + [w for l in self._layers_below() for w in l.trainable_weights]
-        return [v for i, v in enumerate(out) if all(v is not u for u in out[:i])]
-
-    @property
-    def non_trainable_weights(self):
-        trainable = self.trainable_weights
-        return [v for v in self.weights if all(v is not t for t in trainable)]
-
-    trainable_variables, non_trainable_variables = trainable_weights, non_trainable_weights
+    name = property(lambda self: self._cpp.name)
+    weights = variables = property(lambda self: self._cpp.weights())
+    trainable_weights = trainable_variables = property(lambda self: self._cpp.trainable_weights())
+    non_trainable_weights = non_trainable_variables = property(lambda self: self._cpp.non_trainable_weights())
+    losses = property(lambda self: self._cpp.losses())
 
     @property
     def trainable(self):
-        return self.__dict__.get("_trainable", True)
+        return self._cpp.trainable
 
     @trainable.setter
     def trainable(self, value):
         """Freezes (or thaws) the layer and every layer inside it, as Keras does; compile again afterwards."""
-        object.__setattr__(self, "_trainable", bool(value))
-        for layer in self._layers_below():
-            layer.trainable = value
-
-    @property
-    def losses(self):
-        return ([r(v) for v, r in self._regularized] + list(self.__dict__.get("_call_losses", [])) +
-                [t for l in self._layers_below() for t in l.losses])
+        self._cpp.trainable = bool(value)
 
     dtype = variable_dtype = property(lambda self: "float32")
     compute_dtype = property(lambda self: "float32")
@@ -290,7 +269,7 @@ class Layer(_Module):
         return cls(**config)
 
     def count_params(self):
-        return int(sum(int(_np.prod(v.shape)) for v in self.weights))
+        return self._cpp.count_params()
 
     def get_weights(self):
         return [v.numpy() for v in self.weights]
@@ -383,12 +362,7 @@ class _RegistryLayer(Layer):
         dims = list(TensorShape(input_shape))
         return (dims[0],) + _shape_tuple(self._cpp.compute_output_shape(dims[1:]))
 
-    name = property(lambda self: self._cpp.name)
     built = property(lambda self: self._cpp.built)
-    weights = variables = property(lambda self: self._cpp.weights())
-    trainable_weights = trainable_variables = property(lambda self: self._cpp.trainable_weights())
-    non_trainable_weights = non_trainable_variables = property(lambda self: self._cpp.non_trainable_weights())
-    losses = property(lambda self: self._cpp.losses())
     compute_dtype = property(lambda self: "bfloat16" if self._cpp.dtype_policy == "mixed_bfloat16" else "float32")
 
     @property
@@ -397,23 +371,12 @@ class _RegistryLayer(Layer):
 
         return Policy(self._cpp.dtype_policy)
 
-    @property
-    def trainable(self):
-        return self._cpp.trainable
-
-    @trainable.setter
-    def trainable(self, value):
-        self._cpp.trainable = bool(value)
-
     def get_config(self):
         return json.loads(self._cpp.get_config())
 
     @classmethod
     def from_config(cls, config):
         return cls._wrap(_k.layers.from_config(cls._class_name or config["class_name"], json.dumps(config)))
-
-    def count_params(self):
-        return self._cpp.count_params()
 
     def __getattr__(self, name):
         # A weight by its Keras attribute name: dense.kernel, dense.bias, norm.gamma.

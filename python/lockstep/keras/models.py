@@ -65,13 +65,6 @@ class _RunScope:
         return self._scope.__exit__(*exc) if self._scope is not None else False
 
 
-def _either(cpp, python):
-    """A property that reads the C++ model, or runs `python` (a function or a Layer property) for a subclass with
-    its own call()."""
-    python = python.fget if isinstance(python, property) else python
-    return property(lambda self: cpp(self) if self._cpp is not None else python(self))
-
-
 class Model(_layers.Layer):
     """tf.keras.Model: the functional API (Model(inputs, outputs)); Sequential is a Model too."""
 
@@ -127,7 +120,7 @@ class Model(_layers.Layer):
     # ---- calling ----
 
     def __call__(self, inputs, training=None, mask=None, **kwargs):
-        if self._cpp is None:
+        if not self._graph:
             return _layers.Layer.__call__(self, inputs, training=training, **kwargs)
         if _layers._symbolic(inputs):  # a model used as a layer of a functional model
             return self._symbolic_call(inputs, training)
@@ -137,14 +130,14 @@ class Model(_layers.Layer):
         return self._cpp.call(self._adjust_rank(inputs), bool(training))
 
     def call(self, inputs, training=None, mask=None):
-        if self._cpp is None:
+        if not self._graph:
             return _layers.Layer.call(self, inputs)
         return self(inputs, training=training)
 
     def _adjust_rank(self, x):
         """Keras' rank adjustment of a single-input model's data: a rank one short of an input whose last axis is 1
         gains that axis (fit(xs, ys) on a 1-D xs for Dense(1, input_shape=[1])), one long of it loses it."""
-        if self._cpp is None or self._list_inputs or not self._cpp.built or isinstance(x, (list, tuple)):
+        if not self._graph or self._list_inputs or not self._cpp.built or isinstance(x, (list, tuple)):
             return x
         ndim = getattr(x, "ndim", None)
         if ndim is None:
@@ -160,28 +153,26 @@ class Model(_layers.Layer):
 
     # ---- structure ----
 
-    # Each property reads the C++ model, or for a subclass with its own call() what Layer tracks in Python.
-    name = _either(lambda self: self._cpp.name, _layers.Layer.name)
-    layers = _either(lambda self: [_layers._RegistryLayer._wrap(layer) for layer in self._cpp.layers],
-                     lambda self: list(self._sublayers))
-    weights = variables = _either(lambda self: self._cpp.variables(), _layers.Layer.weights)
-    trainable_weights = trainable_variables = _either(lambda self: self._cpp.trainable_variables(),
-                                                      _layers.Layer.trainable_weights)
-    non_trainable_weights = non_trainable_variables = _either(lambda self: self._cpp.non_trainable_variables(),
-                                                              _layers.Layer.non_trainable_weights)
-    losses = _either(lambda self: self._cpp.losses(), _layers.Layer.losses)
+    # name, weights, losses and trainable are Layer's: they read self._cpp, a C++ model (its layers') or the
+    # C++ layer of a subclass with its own call() (what it tracks).
+    layers = property(lambda self: self._tracked_sublayers)
 
-    def _layers_below(self):
-        """The layers `trainable` reaches (Layer's setter freezes them): the C++ model's, or a subclass's own."""
-        return self.layers if self._cpp is not None else _layers.Layer._layers_below(self)
+    @property
+    def _graph(self):
+        """A model of lockstep's layers (functional, Sequential, loaded), run by C++; else a subclass with its own
+        call(), or a Sequential holding Python layers, run from Python."""
+        return not isinstance(self._cpp, _k.PythonLayer)
+
+    def _tracked_layers(self):
+        return self._cpp.sublayers() if self._graph else [self._cpp]
 
     @property
     def built(self):
-        return self._cpp.built if self._cpp is not None else self.__dict__.get("_built", False)
+        return self._cpp.built if self._graph else self.__dict__.get("_built", False)
 
     @built.setter
     def built(self, value):
-        if self._cpp is not None:
+        if self._graph:
             raise AttributeError("built is read-only for this model")
         self.__dict__["_built"] = value
 
@@ -190,7 +181,7 @@ class Model(_layers.Layer):
         if self.inputs:
             shapes = [tuple(t.shape) for t in self.inputs]
             return shapes if self._list_inputs else shapes[0]
-        if self._cpp is None:
+        if not self._graph:
             return _layers.Layer.input_shape.fget(self)
         return (None,) + tuple(self._cpp.input_shape())
 
@@ -216,15 +207,19 @@ class Model(_layers.Layer):
     def get_layer(self, name=None, index=None):
         if index is not None:
             return self.layers[index]
-        if self._cpp is None:
-            for layer in self._sublayers:
+        if not self._graph:
+            for layer in self.layers:
                 if layer.name == name:
                     return layer
-            raise ValueError(f"No such layer: {name}. Existing layers are: {[l.name for l in self._sublayers]}.")
+            raise ValueError(f"No such layer: {name}. Existing layers are: {[l.name for l in self.layers]}.")
         return _layers._RegistryLayer._wrap(self._cpp.get_layer(name))
 
+    def _maybe_build(self, input_shape):
+        if not self.built:
+            self.build(input_shape)
+
     def build(self, input_shape):
-        if self._cpp is not None:
+        if self._graph:
             return self._cpp.build(list(input_shape)[1:])
         # A subclass builds its layers by running call() on a batch of one, as Keras builds it symbolically.
         if not self.built and input_shape is not None:
@@ -233,14 +228,14 @@ class Model(_layers.Layer):
 
     def summary(self, line_length=None, positions=None, print_fn=None, expand_nested=False, show_trainable=False,
                 layer_range=None):
-        text = self._cpp.summary_string() if self._cpp is not None else self._python_summary()
+        text = self._cpp.summary_string() if self._graph else self._python_summary()
         (print_fn or print)(text.rstrip("\n"))
 
     def _python_summary(self):
         if not self.built:
             raise ValueError("This model has not yet been built. Build the model first by calling it on a batch of "
                              "data.")
-        rows = [f" {l.name} ({type(l).__name__})".ljust(45) + f"{l.count_params()}" for l in self._sublayers]
+        rows = [f" {l.name} ({type(l).__name__})".ljust(45) + f"{l.count_params()}" for l in self.layers]
         total = self.count_params()
         trainable = int(sum(int(_np.prod(v.shape)) for v in self.trainable_variables))
         rule = "_" * 65
@@ -248,14 +243,8 @@ class Model(_layers.Layer):
                          ["=" * 65, f"Total params: {total:,}", f"Trainable params: {trainable:,}",
                           f"Non-trainable params: {total - trainable:,}", rule])
 
-    def count_params(self):
-        return self._cpp.count_params() if self._cpp is not None else _layers.Layer.count_params(self)
-
-    def get_weights(self):
-        return self._cpp.get_weights() if self._cpp is not None else _layers.Layer.get_weights(self)
-
     def set_weights(self, weights):
-        if self._cpp is None:
+        if not self._graph:
             return _layers.Layer.set_weights(self, weights)
         self._cpp.set_weights(list(weights))
 
@@ -276,7 +265,7 @@ class Model(_layers.Layer):
     # ---- compile and the training loop ----
 
     def _needs_graph(self, what):
-        if self._cpp is None:
+        if not self._graph:
             raise NotImplementedError(
                 f"{what} of a model that runs Python code ({type(self).__name__}: a subclass with its own call(), or "
                 "holding Python layers) is not implemented by lockstep (see docs/python.md): use save_weights, or "
@@ -287,11 +276,11 @@ class Model(_layers.Layer):
         """The C++ model that compiles, trains, evaluates and saves weights: this model's own, or for a subclass
         with its own call() a Sequential model whose one layer calls it, made in the strategy scope the model was
         made in."""
-        if self._cpp is not None:
+        if self._graph:
             return self._cpp
         if self.__dict__.get("_wrapper") is None:
             with _RunScope(self):
-                self.__dict__["_wrapper"] = _k.Sequential([_k.layers.python_model(self, self.name)], self.name)
+                self.__dict__["_wrapper"] = _k.Sequential([self._cpp], self.name)
         return self._wrapper
 
     def compile(self, optimizer="rmsprop", loss=None, loss_weights=None, metrics=None, weighted_metrics=None,
@@ -506,19 +495,19 @@ class Sequential(Model):
                             f"{type(layer)}.")
         if isinstance(layer, _layers.InputLayer) and self._entries:
             raise ValueError("an Input can only be the first layer of a Sequential model")
-        if self._cpp is not None and (layer._cpp is None or isinstance(layer, Model)):
+        if self._graph and (isinstance(layer._cpp, _k.PythonLayer) or isinstance(layer, Model)):
             self._run_in_python()
         if not self._entries and layer._input_shape is not None and not isinstance(layer, _layers.InputLayer):
             self.__dict__["_entries"].append(_layers.InputLayer(shape=layer._input_shape,
                                                                 batch_size=layer._batch_size))
-            if self._cpp is not None:
+            if self._graph:
                 self._cpp.add(self._entries[0]._cpp)
         self.__dict__["_entries"].append(layer)
-        if self._cpp is not None:
+        if self._graph:
             self._cpp.add(layer._cpp)
             return
         if not isinstance(layer, _layers.InputLayer):
-            self._sublayers.append(layer)
+            self._track_entry(layer)
         first = self._entries[0]
         if isinstance(first, _layers.InputLayer):
             self.__dict__["_built"] = False
@@ -528,13 +517,21 @@ class Sequential(Model):
         """From a C++ Sequential to one whose layers run from Python (a Python layer or a model was added)."""
         name = self._cpp.name
         _layers.Layer.__init__(self, name=name)
-        self._sublayers.extend(e for e in self._entries if not isinstance(e, _layers.InputLayer))
+        for entry in self._entries:
+            if not isinstance(entry, _layers.InputLayer):
+                self._track_entry(entry)
+
+    def _track_entry(self, layer):
+        for cpp in layer._tracked_layers():
+            self._cpp.track(cpp)
 
     def call(self, inputs, training=None, mask=None):
-        if self._cpp is not None:
+        if self._graph:
             return Model.call(self, inputs, training=training)
         x = inputs
-        for layer in self._sublayers:
+        for layer in self._entries:
+            if isinstance(layer, _layers.InputLayer):
+                continue
             x = layer(x, training=training)
         return x
 

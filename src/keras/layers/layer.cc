@@ -1,6 +1,7 @@
 // keras.layers.Layer: naming, weights, building, dtype casting and shape checks shared by every layer.
 #include "lockstep/keras/layers/layer.h"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <mutex>
@@ -51,7 +52,9 @@ thread_local int64_t* t_weights_left = nullptr;  // elements a WeightBudget stil
 WeightBudget::WeightBudget(int64_t max_elements) : left_(max_elements), outer_(t_weights_left) {
   t_weights_left = &left_;
 }
-WeightBudget::~WeightBudget() { t_weights_left = outer_; }
+WeightBudget::~WeightBudget() {
+  t_weights_left = outer_;
+}
 }  // namespace detail
 
 void clear_session() {
@@ -62,7 +65,9 @@ void clear_session() {
 // ---- Layer ----
 
 Layer::Layer(std::string class_name, std::string name)
-    : class_name_(std::move(class_name)), name_(name.empty() ? detail::unique_name(class_name_) : std::move(name)) {}
+    : class_name_(std::move(class_name)),
+      name_(name.empty() ? detail::unique_name(class_name_) : std::move(name)),
+      tracked_(std::make_shared<Tracked>()) {}
 
 // The replicas of a strategy call the same model on their threads at once, and the first call builds each
 // layer: one thread builds it while the others wait (TSan caught two replicas building one layer). Recursive
@@ -80,9 +85,9 @@ void Layer::ensure_built(const Shape& input_shape) {
 void Layer::check_input(const Tensor& x) const {
   if (weights_.empty()) return;  // only layers with weights fix their input's feature shape
   const Shape got = without_batch(x.shape());
-  LS_CHECK(got.rank() == built_shape_.rank() && got[-1] == built_shape_[-1], ValueError, "Input 0 of layer \"",
-           name_, "\" is incompatible with the layer: expected shape=", detail::with_none(built_shape_), ", found shape=",
-           x.shape().str());
+  LS_CHECK(got.rank() == built_shape_.rank() && got[-1] == built_shape_[-1], ValueError, "Input 0 of layer \"", name_,
+           "\" is incompatible with the layer: expected shape=", detail::with_none(built_shape_),
+           ", found shape=", x.shape().str());
 }
 
 Tensor Layer::operator()(const Tensor& x, CallOptions options) {
@@ -131,28 +136,139 @@ Tensor Layer::autocast(const Variable& v) const {
 }
 
 nlohmann::json Layer::get_config() const {
-  const nlohmann::json policy = {{"module", "keras"}, {"class_name", "DTypePolicy"},
-                                 {"config", {{"name", dtype_policy_.name()}}}, {"registered_name", nullptr}};
+  const nlohmann::json policy = {{"module", "keras"},
+                                 {"class_name", "DTypePolicy"},
+                                 {"config", {{"name", dtype_policy_.name()}}},
+                                 {"registered_name", nullptr}};
   return {{"name", name_}, {"trainable", trainable()}, {"dtype", policy}};
 }
 
-std::vector<Variable> Layer::trainable_weights() const {
+// ---- tracking ----
+
+struct Layer::Tracked {
+  mutable std::mutex mutex;
+  std::vector<LayerPtr> sublayers;
+  std::vector<Variable> weights;
+  std::vector<std::pair<Variable, regularizers::RegularizerPtr>> regularized;
+  std::vector<Tensor> call_losses;
+  // weights() of a layer that tracks anything: replaced only when it changes, so replicas that read it while
+  // another asks again keep a valid list.
+  std::vector<Variable> all;
+};
+
+namespace {
+// `vs` without its repeats (the same variable reached through two sublayers), in order.
+std::vector<Variable> once_each(std::vector<Variable> vs) {
   std::vector<Variable> out;
-  for (const Variable& v : weights())
-    if (v.trainable() && trainable()) out.push_back(v);
+  for (Variable& v : vs)
+    if (std::none_of(out.begin(), out.end(), [&](const Variable& u) { return u.unique_id() == v.unique_id(); }))
+      out.push_back(std::move(v));
   return out;
+}
+bool same_variables(const std::vector<Variable>& a, const std::vector<Variable>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](const Variable& x, const Variable& y) { return x.unique_id() == y.unique_id(); });
+}
+}  // namespace
+
+void Layer::track(LayerPtr sublayer) {
+  LS_CHECK(sublayer, ValueError, "layer \"", name_, "\": track() needs a layer, got null");
+  std::lock_guard lock(tracked_->mutex);
+  std::vector<LayerPtr>& subs = tracked_->sublayers;
+  // A copy of this layer (its functional-graph handle) shares its state: tracking it would count it twice.
+  if (sublayer->tracked_ == tracked_ ||
+      std::any_of(subs.begin(), subs.end(), [&](const LayerPtr& l) { return l->tracked_ == sublayer->tracked_; }))
+    return;
+  subs.push_back(std::move(sublayer));
+}
+
+void Layer::track(const Variable& weight, regularizers::RegularizerPtr regularizer) {
+  std::lock_guard lock(tracked_->mutex);
+  std::vector<Variable>& own = tracked_->weights;
+  if (std::any_of(own.begin(), own.end(), [&](const Variable& v) { return v.unique_id() == weight.unique_id(); }))
+    return;
+  own.push_back(weight);
+  if (regularizer) tracked_->regularized.emplace_back(weight, std::move(regularizer));
+}
+
+std::vector<LayerPtr> Layer::sublayers() const {
+  std::lock_guard lock(tracked_->mutex);
+  return tracked_->sublayers;
+}
+
+void Layer::add_call_loss(Tensor loss) {
+  std::lock_guard lock(tracked_->mutex);
+  tracked_->call_losses.push_back(std::move(loss));
+}
+
+void Layer::clear_call_losses() {
+  std::lock_guard lock(tracked_->mutex);
+  tracked_->call_losses.clear();
+}
+
+const std::vector<Variable>& Layer::weights() const {
+  std::lock_guard lock(tracked_->mutex);
+  if (tracked_->weights.empty() && tracked_->sublayers.empty()) return weights_;
+  std::vector<Variable> now = weights_;
+  now.insert(now.end(), tracked_->weights.begin(), tracked_->weights.end());
+  for (const LayerPtr& l : tracked_->sublayers) {
+    const std::vector<Variable>& theirs = l->weights();
+    now.insert(now.end(), theirs.begin(), theirs.end());
+  }
+  now = once_each(std::move(now));
+  if (!same_variables(now, tracked_->all)) tracked_->all = std::move(now);
+  return tracked_->all;
+}
+
+std::vector<Variable> Layer::trainable_weights() const {
+  if (!trainable()) return {};
+  std::vector<Variable> out;
+  for (const Variable& v : weights_)
+    if (v.trainable()) out.push_back(v);
+  std::lock_guard lock(tracked_->mutex);
+  for (const Variable& v : tracked_->weights)
+    if (v.trainable()) out.push_back(v);
+  for (const LayerPtr& l : tracked_->sublayers) {
+    std::vector<Variable> theirs = l->trainable_weights();
+    out.insert(out.end(), theirs.begin(), theirs.end());
+  }
+  return once_each(std::move(out));
 }
 
 std::vector<Variable> Layer::non_trainable_weights() const {
+  const std::vector<Variable> trainable = trainable_weights();
   std::vector<Variable> out;
   for (const Variable& v : weights())
-    if (!v.trainable() || !trainable()) out.push_back(v);
+    if (std::none_of(trainable.begin(), trainable.end(),
+                     [&](const Variable& t) { return t.unique_id() == v.unique_id(); }))
+      out.push_back(v);
   return out;
+}
+
+void Layer::set_trainable(bool trainable) {
+  *trainable_ = trainable;
+  for (const LayerPtr& l : sublayers()) l->set_trainable(trainable);
 }
 
 std::vector<Tensor> Layer::losses() const {
   std::vector<Tensor> out;
   for (const auto& [v, reg] : regularized_) out.push_back((*reg)(v));
+  std::lock_guard lock(tracked_->mutex);
+  for (const auto& [v, reg] : tracked_->regularized) out.push_back((*reg)(v));
+  out.insert(out.end(), tracked_->call_losses.begin(), tracked_->call_losses.end());
+  for (const LayerPtr& l : tracked_->sublayers) {
+    std::vector<Tensor> theirs = l->losses();
+    out.insert(out.end(), theirs.begin(), theirs.end());
+  }
+  return out;
+}
+
+std::vector<distribute::ReplicaRandomPtr> Layer::random_streams() const {
+  std::vector<distribute::ReplicaRandomPtr> out = random_streams_;
+  for (const LayerPtr& l : sublayers()) {
+    std::vector<distribute::ReplicaRandomPtr> theirs = l->random_streams();
+    out.insert(out.end(), theirs.begin(), theirs.end());
+  }
   return out;
 }
 

@@ -4,11 +4,10 @@
 #pragma once
 #include <array>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "lockstep/autograd/ops.h"
 #include "lockstep/autograd/variable.h"
@@ -86,21 +85,36 @@ class Layer : public std::enable_shared_from_this<Layer> {
   DType compute_dtype() const { return dtype_policy_.compute_dtype(); }
   void set_dtype_policy(mixed_precision::DTypePolicy policy) { dtype_policy_ = std::move(policy); }
 
-  // Virtual, with losses() and the split below, for a layer whose weights live elsewhere: a Python layer or model.
-  virtual const std::vector<Variable>& weights() const { return weights_; }
-  virtual std::vector<Variable> trainable_weights() const;
-  virtual std::vector<Variable> non_trainable_weights() const;
+  // Its own weights (add_weight's, then track()'s), then its tracked sublayers', each once, in that order. The
+  // reference stays valid until the list changes (a sublayer is built or tracked).
+  const std::vector<Variable>& weights() const;
+  // Nothing when the layer is frozen; else its own trainable weights and its sublayers' trainable ones.
+  std::vector<Variable> trainable_weights() const;
+  std::vector<Variable> non_trainable_weights() const;
   // Keras' layer.trainable: a frozen layer's weights are all non-trainable (fit and the optimizer leave them
-  // alone), and a frozen BatchNormalization runs in inference mode. Copies of a layer share the setting, as they
-  // share the weights; set it before compile, as Keras asks.
+  // alone), and a frozen BatchNormalization runs in inference mode. Freezing a layer freezes its tracked
+  // sublayers. Copies of a layer share the setting, as they share the weights; set it before compile, as Keras asks.
   bool trainable() const { return *trainable_; }
-  void set_trainable(bool trainable) { *trainable_ = trainable; }
-  // Regularization penalties of this layer's weights, computed now (differentiable).
-  virtual std::vector<Tensor> losses() const;
+  void set_trainable(bool trainable);
+  // Regularization penalties of this layer's weights, computed now (differentiable), the losses its latest call
+  // added (add_call_loss), then its sublayers'.
+  std::vector<Tensor> losses() const;
   int64_t count_params() const;
-  // The random streams call() draws from, in a fixed order: the layer's own (add_random_stream), or a Python
-  // layer's sublayers'. Checkpoints of a model save every replica's position in each, per worker.
-  virtual std::vector<distribute::ReplicaRandomPtr> random_streams() const { return random_streams_; }
+  // The random streams call() draws from, in a fixed order: the layer's own (add_random_stream), then its tracked
+  // sublayers'. Checkpoints of a model save every replica's position in each, per worker.
+  std::vector<distribute::ReplicaRandomPtr> random_streams() const;
+
+  // Keras' attribute tracking, for a layer made of other layers (what a Python subclass's attributes hold, or a
+  // C++ layer's members): a tracked sublayer's weights, losses and random streams count as this layer's. Tracking
+  // one twice, or this layer itself, does nothing. Copies of the layer share what it tracks.
+  void track(LayerPtr sublayer);
+  // A weight made elsewhere (a Python subclass's add_weight, a Variable attribute), with its penalty if any.
+  void track(const Variable& weight, regularizers::RegularizerPtr regularizer = nullptr);
+  std::vector<LayerPtr> sublayers() const;
+  // A loss added by the call running now (Keras' add_loss, an activity penalty); each call starts afresh with
+  // clear_call_losses().
+  void add_call_loss(Tensor loss);
+  void clear_call_losses();
 
  protected:
   virtual void build(const Shape& /*input_shape*/) {}
@@ -128,6 +142,8 @@ class Layer : public std::enable_shared_from_this<Layer> {
   std::vector<Variable> weights_;
   std::vector<distribute::ReplicaRandomPtr> random_streams_;
   std::vector<std::pair<Variable, regularizers::RegularizerPtr>> regularized_;
+  struct Tracked;  // what track() and add_call_loss() keep, shared by the layer's copies
+  std::shared_ptr<Tracked> tracked_;
   std::weak_ptr<Layer> graph_copy_;  // the copy a functional graph holds of this object, while it lives
   // A symbolic call's node; list_input when called with a list (merging layers).
   KerasTensor record_call(const std::vector<KerasTensor>& xs, bool list_input, std::optional<bool> training);
@@ -138,9 +154,9 @@ namespace detail {
 struct Node {
   LayerPtr layer;  // null for a model input
   std::vector<KerasTensor> inputs;
-  bool list_input = false;  // called with a list (merging layers)
+  bool list_input = false;       // called with a list (merging layers)
   std::optional<bool> training;  // fixed by the symbolic call, else the model's
-  Shape shape;              // the output's, without batch
+  Shape shape;                   // the output's, without batch
   DType dtype = DType::float32;
   std::string input_name;  // a model input: its InputLayer's name
   uint64_t id = 0;         // increasing with each call: orders one layer's nodes as Keras numbers them
@@ -152,7 +168,8 @@ struct LayerHandle {
   LayerPtr ptr;
   template <typename L, typename = std::enable_if_t<std::is_base_of_v<Layer, L>>>
   LayerHandle(L layer) : ptr(std::make_shared<L>(std::move(layer))) {}
-  template <typename L> LayerHandle(std::shared_ptr<L> layer) : ptr(std::move(layer)) {}
+  template <typename L>
+  LayerHandle(std::shared_ptr<L> layer) : ptr(std::move(layer)) {}
 };
 
 // Forgets the layer-name counters, so the next Conv2D is "conv2d" again (keras.backend.clear_session).
