@@ -126,3 +126,29 @@ def test_a_mask_is_refused_rather_than_ignored():
     with pytest.raises(NotImplementedError, match="mask= is not implemented"):
         tf.keras.layers.GlobalAveragePooling1D()(x, mask=np.array([[True] * 4] * 2))
     assert tf.keras.layers.GlobalAveragePooling1D()(x, mask=None).shape == (2, 3)
+
+
+def test_a_window_of_another_rank_is_refused_as_keras_refuses_it():
+    import lockstep as tf
+
+    with pytest.raises(ValueError, match=r"pool_size=\[2,2\] must be an integer or a list of 1 integer"):
+        tf.keras.layers.MaxPooling1D(pool_size=[2, 2])
+    with pytest.raises(ValueError, match=r"strides=\[1\] must be an integer or a list of 2 integers"):
+        tf.keras.layers.MaxPooling2D(strides=[1])
+    assert tf.keras.layers.AveragePooling1D(pool_size=[3]).get_config()["pool_size"] in (3, [3], (3,))
+
+
+def test_a_functional_model_records_build_configs_where_keras_does(tf):
+    """Keras writes a layer's build_config only for layers that build something: none for the poolings."""
+    import json
+
+    real = tensorflow_or_skip()
+
+    def layers_with_build_config(k):
+        i = k.Input((8, 3))
+        x = k.layers.AveragePooling1D(2)(k.layers.MaxPooling1D()(i))
+        o = k.layers.Concatenate()([k.layers.GlobalAveragePooling1D()(x), k.layers.GlobalMaxPooling1D()(x)])
+        model = k.Model(i, k.layers.Dense(2)(o))
+        return {l["class_name"]: "build_config" in l for l in json.loads(model.to_json())["config"]["layers"]}
+
+    assert layers_with_build_config(tf.keras) == layers_with_build_config(real.keras)

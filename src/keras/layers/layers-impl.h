@@ -19,7 +19,9 @@
 namespace lockstep::keras::detail {
 
 // A shape without its first (batch) axis.
-inline Shape without_batch(const Shape& s) { return Shape(std::vector<int64_t>(s.dims().begin() + 1, s.dims().end())); }
+inline Shape without_batch(const Shape& s) {
+  return Shape(std::vector<int64_t>(s.dims().begin() + 1, s.dims().end()));
+}
 
 // An option lockstep does not implement: one error naming the layer and the option.
 inline void check_supported(bool ok, const std::string& cls, const std::string& name, const std::string& option,
@@ -76,8 +78,9 @@ class ConfigReader {
   const std::string& name() const { return name_; }
   // A key that must be absent, null or one of `allowed` (TF writes the defaults).
   void only(const char* key, std::initializer_list<nlohmann::json> allowed = {}) const;
-  // A size given as n or [n, n] (Keras' tuples): lockstep's pooling and convolution are square.
-  int64_t square(const char* key) const;
+  // A window's size given as n or as `rank` equal sizes ([n] or [n, n], Keras' tuples): lockstep's pooling and
+  // convolution windows are square.
+  int64_t window(const char* key, int rank = 2) const;
   // The activation's name, "" for linear; only built-in activations by name.
   std::string activation() const;
   InitializerRef initializer(const char* key, const char* fallback) const;
@@ -92,14 +95,14 @@ class ConfigReader {
 // ---- pooling: what MaxPooling2D and AveragePooling2D, and the two global poolings, share ----
 
 template <typename Pooling>
-std::shared_ptr<Pooling> pooling_from_config(const nlohmann::json& c) {
+std::shared_ptr<Pooling> pooling_from_config(const nlohmann::json& c, int rank = 2) {
   const ConfigReader r(Pooling::kClassName, c);
   const bool strided = c.contains("strides") && !c["strides"].is_null();
   return std::make_shared<Pooling>(
-      r.square("pool_size"),
-      layers::Pooling2DOptions{.strides = strided ? std::optional(r.square("strides")) : std::nullopt,
-                               .padding = c.value("padding", "valid"),
-                               .name = r.name()});
+      r.window("pool_size", rank),
+      layers::PoolingOptions{.strides = strided ? std::optional(r.window("strides", rank)) : std::nullopt,
+                             .padding = c.value("padding", "valid"),
+                             .name = r.name()});
 }
 
 // Pooling's arguments; `pool_size` is Keras' default pool size (AveragePooling2D has none).
@@ -113,9 +116,9 @@ inline std::vector<Param> pooling_params(const nlohmann::json& pool_size) {
 
 template <typename Pooling>
 std::shared_ptr<Pooling> global_pooling_from_config(const nlohmann::json& c) {
-  return std::make_shared<Pooling>(layers::GlobalPooling2DOptions{.keepdims = c.value("keepdims", false),
-                                                                  .data_format = c.value("data_format", "channels_last"),
-                                                                  .name = c.value("name", "")});
+  return std::make_shared<Pooling>(layers::GlobalPoolingOptions{.keepdims = c.value("keepdims", false),
+                                                                .data_format = c.value("data_format", "channels_last"),
+                                                                .name = c.value("name", "")});
 }
 
 inline std::vector<Param> global_pooling_params() {

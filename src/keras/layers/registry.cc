@@ -39,10 +39,12 @@ void ConfigReader::only(const char* key, std::initializer_list<nlohmann::json> a
                                 "); change the model or file an issue"));
 }
 
-int64_t ConfigReader::square(const char* key) const {
+int64_t ConfigReader::window(const char* key, int rank) const {
   const nlohmann::json& v = c_.at(key);
   if (!v.is_array()) return json_int(v, key);
-  LS_CHECK(!v.empty(), ValueError, "layer '", name_, "' (", cls_, "): ", key, " is an empty list");
+  LS_CHECK(v.size() == static_cast<size_t>(rank), ValueError, "layer '", name_, "' (", cls_, "): ", key, "=",
+           v.dump().substr(0, 60), " must be an integer or a list of ", rank, " integer", rank == 1 ? "" : "s",
+           " (the layer has ", rank, " spatial dimension", rank == 1 ? "" : "s", ")");
   const int64_t n = json_int(v[0], key);
   for (const nlohmann::json& d : v)
     LS_CHECK(json_int(d, key) == n, ValueError, "layer '", name_, "' (", cls_, "): ", key, "=", v.dump(),
@@ -94,7 +96,8 @@ Registry<LayerPtr>::Entry entry() {
             if constexpr (std::is_same_v<L, InputLayer>) {
               return L::from_config(own);
             } else {
-              const nlohmann::json c = complete_config(make_message("layer '", own.value("name", ""), "' (", L::kClassName, ")"), base_params(), own);
+              const nlohmann::json c = complete_config(
+                  make_message("layer '", own.value("name", ""), "' (", L::kClassName, ")"), base_params(), own);
               LayerPtr layer = L::from_config(c);
               if (c.contains("dtype")) layer->set_dtype_policy(policy_from_config(c["dtype"]));
               layer->set_trainable(c.value("trainable", true));
@@ -116,13 +119,31 @@ std::vector<Param> base_params() {
 
 const Registry<LayerPtr>& registry() {
   // Every layer class, once; a list rather than registrar objects (lockstep/keras/registry.h says why).
-  static const Registry<LayerPtr> r(
-      "layer", {entry<InputLayer>(), entry<Reshape>(), entry<Flatten>(), entry<Conv2D>(), entry<MaxPooling2D>(),
-                entry<AveragePooling2D>(), entry<GlobalAveragePooling2D>(), entry<GlobalMaxPooling2D>(), entry<Dense>(),
-                entry<Dropout>(), entry<BatchNormalization>(), entry<LayerNormalization>(), entry<Activation>(),
-                entry<Embedding>(), entry<Normalization>(), entry<LeakyReLU>(), entry<Rescaling>(), entry<Add>(), entry<Concatenate>(), entry<UpSampling2D>(), entry<Conv1D>(),
-                entry<MaxPooling1D>(), entry<AveragePooling1D>(), entry<GlobalAveragePooling1D>(),
-                entry<GlobalMaxPooling1D>()});
+  static const Registry<LayerPtr> r("layer", {entry<InputLayer>(),
+                                              entry<Reshape>(),
+                                              entry<Flatten>(),
+                                              entry<Conv2D>(),
+                                              entry<MaxPooling2D>(),
+                                              entry<AveragePooling2D>(),
+                                              entry<GlobalAveragePooling2D>(),
+                                              entry<GlobalMaxPooling2D>(),
+                                              entry<Dense>(),
+                                              entry<Dropout>(),
+                                              entry<BatchNormalization>(),
+                                              entry<LayerNormalization>(),
+                                              entry<Activation>(),
+                                              entry<Embedding>(),
+                                              entry<Normalization>(),
+                                              entry<LeakyReLU>(),
+                                              entry<Rescaling>(),
+                                              entry<Add>(),
+                                              entry<Concatenate>(),
+                                              entry<UpSampling2D>(),
+                                              entry<Conv1D>(),
+                                              entry<MaxPooling1D>(),
+                                              entry<AveragePooling1D>(),
+                                              entry<GlobalAveragePooling1D>(),
+                                              entry<GlobalMaxPooling1D>()});
   return r;
 }
 
@@ -141,7 +162,9 @@ LayerPtr from_config(const nlohmann::json& j) {
 }
 
 nlohmann::json serialize(const Layer& layer, const Shape* input_shape) {
-  nlohmann::json j = {{"module", "keras.layers"}, {"class_name", layer.class_name()}, {"config", layer.get_config()},
+  nlohmann::json j = {{"module", "keras.layers"},
+                      {"class_name", layer.class_name()},
+                      {"config", layer.get_config()},
                       {"registered_name", nullptr}};
   // Keras records the build shape of layers that build something (weights, or Flatten's input spec).
   if (input_shape && (!layer.weights().empty() || layer.class_name() == "Flatten")) {

@@ -241,8 +241,16 @@ nlohmann::json functional_config(const Model::State& s) {
     nlohmann::json kwargs = nlohmann::json::object();
     if (cls == "Dropout") kwargs["training"] = false;
     if (cls == "BatchNormalization") kwargs["mask"] = nullptr;
-    static const std::set<std::string> kNoBuild = {"Activation",   "AveragePooling2D",   "Dropout",
-                                                   "MaxPooling2D", "GlobalMaxPooling2D", "GlobalAveragePooling2D",
+    static const std::set<std::string> kNoBuild = {"Activation",
+                                                   "AveragePooling1D",
+                                                   "AveragePooling2D",
+                                                   "Dropout",
+                                                   "MaxPooling1D",
+                                                   "MaxPooling2D",
+                                                   "GlobalAveragePooling1D",
+                                                   "GlobalAveragePooling2D",
+                                                   "GlobalMaxPooling1D",
+                                                   "GlobalMaxPooling2D",
                                                    "Reshape"};
     const std::vector<const Node*>& nodes = nodes_of.at(l.get());
     nlohmann::json inbound = nlohmann::json::array();

@@ -1,5 +1,5 @@
-"""tf.keras.optimizers: the optimizers of lockstep's C++ optimizer registry (SGD, RMSprop, Adam) with Keras'
-arguments. learning_rate and iterations read like Keras' variables (.numpy(), .assign(), arithmetic);
+"""tf.keras.optimizers: the optimizers of lockstep's C++ optimizer registry (SGD, RMSprop, Adam, AdamW, Adagrad)
+with Keras' arguments. learning_rate and iterations read like Keras' variables (.numpy(), .assign(), arithmetic);
 apply_gradients runs the C++ update (all-reduced across replicas inside strategy.run)."""
 import json
 

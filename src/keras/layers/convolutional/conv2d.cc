@@ -46,8 +46,8 @@ std::vector<Param> Conv2D::params() {
 std::shared_ptr<Conv2D> Conv2D::from_config(const nlohmann::json& c) {
   const ConfigReader r(kClassName, c);
   return std::make_shared<Conv2D>(
-      detail::json_int(c.at("filters"), "filters"), r.square("kernel_size"),
-      Conv2DOptions{.strides = r.square("strides"),
+      detail::json_int(c.at("filters"), "filters"), r.window("kernel_size"),
+      Conv2DOptions{.strides = r.window("strides"),
                     .padding = c.value("padding", "valid"),
                     .activation = r.activation(),
                     .use_bias = c.value("use_bias", true),

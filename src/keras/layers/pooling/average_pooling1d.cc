@@ -10,7 +10,7 @@ Tensor AveragePooling1D::call(const Tensor& x, bool) { return pool(x, nn::avg_po
 
 std::vector<Param> AveragePooling1D::params() { return detail::pooling1d_params(kRequired); }
 std::shared_ptr<AveragePooling1D> AveragePooling1D::from_config(const nlohmann::json& c) {
-  return detail::pooling_from_config<AveragePooling1D>(c);
+  return detail::pooling_from_config<AveragePooling1D>(c, 1);
 }
 
 }  // namespace lockstep::keras::layers

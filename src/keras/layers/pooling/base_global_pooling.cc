@@ -7,7 +7,7 @@ namespace lockstep::keras::layers {
 
 using detail::check_supported;
 
-GlobalPooling::GlobalPooling(std::string class_name, int rank, GlobalPooling2DOptions options)
+GlobalPooling::GlobalPooling(std::string class_name, int rank, GlobalPoolingOptions options)
     : Layer(std::move(class_name), options.name), rank_(rank), keepdims_(options.keepdims) {
   check_supported(options.data_format == "channels_last", this->class_name(), name(),
                   "data_format=\"" + options.data_format + "\"",

@@ -5,7 +5,7 @@
 
 namespace lockstep::keras::layers {
 
-Pooling::Pooling(std::string class_name, int rank, int64_t pool_size, Pooling2DOptions options)
+Pooling::Pooling(std::string class_name, int rank, int64_t pool_size, PoolingOptions options)
     : Layer(std::move(class_name), options.name), rank_(rank) {
   int64_t stride = options.strides.value_or(pool_size);
   LS_CHECK(pool_size > 0 && stride > 0, ValueError, "pool_size and strides must be positive, got ", pool_size, " and ", stride);

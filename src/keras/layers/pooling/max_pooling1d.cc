@@ -10,7 +10,7 @@ Tensor MaxPooling1D::call(const Tensor& x, bool) { return pool(x, nn::max_pool2d
 
 std::vector<Param> MaxPooling1D::params() { return detail::pooling1d_params(2); }
 std::shared_ptr<MaxPooling1D> MaxPooling1D::from_config(const nlohmann::json& c) {
-  return detail::pooling_from_config<MaxPooling1D>(c);
+  return detail::pooling_from_config<MaxPooling1D>(c, 1);
 }
 
 }  // namespace lockstep::keras::layers

@@ -11,7 +11,7 @@ class AveragePooling1D : public Pooling {
   static std::shared_ptr<AveragePooling1D> from_config(const nlohmann::json& config);
   static std::vector<Param> params();  // Keras' arguments (registry.h)
   LayerPtr clone() const override { return std::make_shared<AveragePooling1D>(*this); }
-  explicit AveragePooling1D(int64_t pool_size = 2, Pooling2DOptions options = {})
+  explicit AveragePooling1D(int64_t pool_size = 2, PoolingOptions options = {})
       : Pooling(kClassName, 1, pool_size, std::move(options)) {}
 
  protected:

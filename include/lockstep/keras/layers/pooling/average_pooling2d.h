@@ -11,7 +11,7 @@ class AveragePooling2D : public Pooling {
   static std::shared_ptr<AveragePooling2D> from_config(const nlohmann::json& config);
   static std::vector<Param> params();  // Keras' arguments (registry.h)
   LayerPtr clone() const override { return std::make_shared<AveragePooling2D>(*this); }
-  explicit AveragePooling2D(int64_t pool_size = 2, Pooling2DOptions options = {})
+  explicit AveragePooling2D(int64_t pool_size = 2, PoolingOptions options = {})
       : Pooling(kClassName, 2, pool_size, std::move(options)) {}
 
  protected:

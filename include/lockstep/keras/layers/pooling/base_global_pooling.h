@@ -4,7 +4,7 @@
 
 namespace lockstep::keras::layers {
 
-struct GlobalPooling2DOptions {  // the options of every global pooling, 1-D or 2-D (the name is the 2-D layers')
+struct GlobalPoolingOptions {                 // the options of every global pooling, 1-D or 2-D
   bool keepdims = false;                      // keep the pooled axes as size 1: (batch, 1, 1, channels)
   std::string data_format = "channels_last";  // the only layout lockstep has
   std::string name = "";
@@ -13,7 +13,7 @@ struct GlobalPooling2DOptions {  // the options of every global pooling, 1-D or 
 // (batch, channels), or with keepdims (batch, 1, channels) and (batch, 1, 1, channels).
 class GlobalPooling : public Layer {
  public:
-  GlobalPooling(std::string class_name, int rank, GlobalPooling2DOptions options);
+  GlobalPooling(std::string class_name, int rank, GlobalPoolingOptions options);
   Shape compute_output_shape(const Shape& input_shape) const override;
   nlohmann::json get_config() const override;
 

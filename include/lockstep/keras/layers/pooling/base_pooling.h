@@ -4,7 +4,7 @@
 
 namespace lockstep::keras::layers {
 
-struct Pooling2DOptions {  // the options of every window pooling, 1-D or 2-D (the name is the 2-D layers')
+struct PoolingOptions {                           // the options of every window pooling, 1-D or 2-D
   std::optional<int64_t> strides = std::nullopt;  // defaults to pool_size
   std::string padding = "valid";
   std::string name = "";
@@ -13,7 +13,7 @@ struct Pooling2DOptions {  // the options of every window pooling, 1-D or 2-D (t
 // (batch, steps, features) for rank 1 and NHWC for rank 2; a sequence is pooled as an image of height 1.
 class Pooling : public Layer {
  public:
-  Pooling(std::string class_name, int rank, int64_t pool_size, Pooling2DOptions options);
+  Pooling(std::string class_name, int rank, int64_t pool_size, PoolingOptions options);
   Shape compute_output_shape(const Shape& input_shape) const override;
   nlohmann::json get_config() const override;
 

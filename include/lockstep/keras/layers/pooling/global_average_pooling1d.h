@@ -10,7 +10,8 @@ class GlobalAveragePooling1D : public GlobalPooling {
   static constexpr const char* kClassName = "GlobalAveragePooling1D";
   static std::shared_ptr<GlobalAveragePooling1D> from_config(const nlohmann::json& config);
   static std::vector<Param> params();  // Keras' arguments (registry.h)
-  explicit GlobalAveragePooling1D(GlobalPooling2DOptions options = {}) : GlobalPooling(kClassName, 1, std::move(options)) {}
+  explicit GlobalAveragePooling1D(GlobalPoolingOptions options = {})
+      : GlobalPooling(kClassName, 1, std::move(options)) {}
   LayerPtr clone() const override { return std::make_shared<GlobalAveragePooling1D>(*this); }
 
  protected:

@@ -10,7 +10,7 @@ class GlobalAveragePooling2D : public GlobalPooling {
   static constexpr const char* kClassName = "GlobalAveragePooling2D";
   static std::shared_ptr<GlobalAveragePooling2D> from_config(const nlohmann::json& config);
   static std::vector<Param> params();  // Keras' arguments (registry.h)
-  explicit GlobalAveragePooling2D(GlobalPooling2DOptions options = {})
+  explicit GlobalAveragePooling2D(GlobalPoolingOptions options = {})
       : GlobalPooling(kClassName, 2, std::move(options)) {}
   LayerPtr clone() const override { return std::make_shared<GlobalAveragePooling2D>(*this); }
 

@@ -10,7 +10,7 @@ class GlobalMaxPooling1D : public GlobalPooling {
   static constexpr const char* kClassName = "GlobalMaxPooling1D";
   static std::shared_ptr<GlobalMaxPooling1D> from_config(const nlohmann::json& config);
   static std::vector<Param> params();  // Keras' arguments (registry.h)
-  explicit GlobalMaxPooling1D(GlobalPooling2DOptions options = {}) : GlobalPooling(kClassName, 1, std::move(options)) {}
+  explicit GlobalMaxPooling1D(GlobalPoolingOptions options = {}) : GlobalPooling(kClassName, 1, std::move(options)) {}
   LayerPtr clone() const override { return std::make_shared<GlobalMaxPooling1D>(*this); }
 
  protected:

@@ -10,7 +10,7 @@ class GlobalMaxPooling2D : public GlobalPooling {
   static constexpr const char* kClassName = "GlobalMaxPooling2D";
   static std::shared_ptr<GlobalMaxPooling2D> from_config(const nlohmann::json& config);
   static std::vector<Param> params();  // Keras' arguments (registry.h)
-  explicit GlobalMaxPooling2D(GlobalPooling2DOptions options = {}) : GlobalPooling(kClassName, 2, std::move(options)) {}
+  explicit GlobalMaxPooling2D(GlobalPoolingOptions options = {}) : GlobalPooling(kClassName, 2, std::move(options)) {}
   LayerPtr clone() const override { return std::make_shared<GlobalMaxPooling2D>(*this); }
 
  protected:
