@@ -18,7 +18,7 @@ import numpy as np
 import lockstep as tf
 
 KILL_TASK, KILL_STEP, MARKER = int(os.environ["KILL_TASK"]), int(os.environ["KILL_STEP"]), os.environ["KILL_MARKER"]
-BACKUP, LOOP = os.environ["BACKUP_DIR"], os.environ["LOOP"]
+BACKUP, LOOP, MODEL = os.environ["BACKUP_DIR"], os.environ["LOOP"], os.environ["MODEL"]
 
 strategy = tf.distribute.MultiWorkerMirroredStrategy()
 task = strategy.cluster_resolver.task_id
@@ -38,10 +38,41 @@ y = rng.randint(0, 4, 480).astype("int64")
 global_batch = 8 * strategy.num_replicas_in_sync
 dataset = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(480, seed=3).repeat().batch(global_batch)
 
+
+
+class Head(tf.keras.layers.Layer):
+    # A Python layer holding a Dropout: its stream is found through two levels of tracking.
+
+    def __init__(self):
+        super().__init__()
+        self.parts = [tf.keras.layers.Dense(16), tf.keras.layers.Dropout(0.5)]
+
+    def call(self, x, training=None):
+        return self.parts[1](self.parts[0](x), training=training)
+
+
+class Subclassed(tf.keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.conv = tf.keras.layers.Conv2D(4, 3, activation="relu")
+        self.flatten = tf.keras.layers.Flatten()
+        self.dropout = tf.keras.layers.Dropout(0.25)
+        self.head = Head()
+        self.out = tf.keras.layers.Dense(4)
+
+    def call(self, x, training=None):
+        return self.out(self.head(self.dropout(self.flatten(self.conv(x)), training=training), training=training))
+
+
 with strategy.scope():
-    model = tf.keras.Sequential([tf.keras.Input(shape=(8, 8, 1)), tf.keras.layers.Conv2D(4, 3, activation="relu"),
-                                 tf.keras.layers.Flatten(), tf.keras.layers.Dropout(0.25), tf.keras.layers.Dense(16),
-                                 tf.keras.layers.Dropout(0.5), tf.keras.layers.Dense(4)])
+    if MODEL == "subclass":
+        model = Subclassed()
+        model.build((None, 8, 8, 1))
+    else:
+        model = tf.keras.Sequential([tf.keras.Input(shape=(8, 8, 1)), tf.keras.layers.Conv2D(4, 3, activation="relu"),
+                                     tf.keras.layers.Flatten(), tf.keras.layers.Dropout(0.25),
+                                     tf.keras.layers.Dense(16), tf.keras.layers.Dropout(0.5),
+                                     tf.keras.layers.Dense(4)])
 
 if LOOP == "fit":
     class Killer(tf.keras.callbacks.Callback):
@@ -85,12 +116,12 @@ print(f"WEIGHTS {task} {digest}", flush=True)
 """
 
 
-def launch(tmp_path, workers, loop, kill_task, kill_step, tag):
+def launch(tmp_path, workers, loop, kill_task, kill_step, tag, model):
     script = tmp_path / "program.py"
     script.write_text(PROGRAM)
     env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
     env.update(KILL_TASK=str(kill_task), KILL_STEP=str(kill_step), KILL_MARKER=str(tmp_path / f"{tag}.killed"),
-               BACKUP_DIR=str(tmp_path / f"{tag}.backup"), LOOP=loop, OMP_NUM_THREADS="1")
+               BACKUP_DIR=str(tmp_path / f"{tag}.backup"), LOOP=loop, MODEL=model, OMP_NUM_THREADS="1")
     r = subprocess.run([str(BIN_DIR / "lockstep"), "launch", "-n", str(workers), "--max-restarts", "2", "--", PYTHON,
                         str(script)], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
@@ -104,16 +135,19 @@ def launch(tmp_path, workers, loop, kill_task, kill_step, tag):
     return digests[0], r
 
 
-@pytest.mark.parametrize("workers, loop, kill_task, kill_step", [
-    (2, "fit", 0, 8),   # the chief, mid-epoch, 2 steps after a backup
-    (2, "ctl", 1, 10),  # the other worker, in the custom loop
-    (3, "fit", 2, 13),  # a non-chief of three, in epoch 3
-    (3, "ctl", 0, 7),   # the chief of three, one step after a save
+@pytest.mark.parametrize("workers, loop, kill_task, kill_step, model", [
+    (2, "fit", 0, 8, "sequential"),   # the chief, mid-epoch, 2 steps after a backup
+    (2, "ctl", 1, 10, "sequential"),  # the other worker, in the custom loop
+    (3, "fit", 2, 13, "sequential"),  # a non-chief of three, in epoch 3
+    (3, "ctl", 0, 7, "sequential"),   # the chief of three, one step after a save
+    # A subclassed model: its Dropout streams are what its C++ layer tracks (one of them inside a Python layer).
+    (2, "fit", 1, 8, "subclass"),
+    (2, "ctl", 0, 10, "subclass"),
 ])
 def test_a_killed_job_with_dropout_ends_with_the_weights_of_an_uninterrupted_run(tmp_path, workers, loop, kill_task,
-                                                                                 kill_step):
-    reference, _ = launch(tmp_path, workers, loop, -1, 0, "reference")
-    resumed, r = launch(tmp_path, workers, loop, kill_task, kill_step, "killed")
+                                                                                 kill_step, model):
+    reference, _ = launch(tmp_path, workers, loop, -1, 0, "reference", model)
+    resumed, r = launch(tmp_path, workers, loop, kill_task, kill_step, "killed", model)
     assert (tmp_path / "killed.killed").exists(), "the worker was never killed"
     assert "restart" in (r.stdout + r.stderr).lower(), r.stderr[-2000:]
     assert resumed == reference, r.stderr[-3000:]

@@ -200,11 +200,6 @@ class Layer(_Module):
             return [("weights", list(self.weights))]
         return _Module._module_attributes(self, attribute_name)
 
-    def _lockstep_random_streams(self):
-        """The random streams of lockstep's layers in this one, in tracking order: what a checkpoint saves per
-        worker of a model that runs Python code (its Dropout attributes), as it does for lockstep's own models."""
-        return self._cpp._random_streams()
-
     def add_loss(self, loss):
         """A loss this call adds (an activity penalty): model.losses and fit's loss include it until the next
         call of this layer replaces it."""
