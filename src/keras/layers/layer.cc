@@ -165,10 +165,6 @@ std::vector<Variable> once_each(std::vector<Variable> vs) {
       out.push_back(std::move(v));
   return out;
 }
-bool same_variables(const std::vector<Variable>& a, const std::vector<Variable>& b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
-                    [](const Variable& x, const Variable& y) { return x.unique_id() == y.unique_id(); });
-}
 }  // namespace
 
 void Layer::track(LayerPtr sublayer) {
@@ -206,17 +202,34 @@ void Layer::clear_call_losses() {
   tracked_->call_losses.clear();
 }
 
+// Calls `visit` with every weight weights() lists, own first, repeats included.
+template <typename Visit>
+void Layer::each_weight(Visit&& visit) const {
+  for (const Variable& v : weights_) visit(v);
+  for (const Variable& v : tracked_->weights) visit(v);
+  for (const LayerPtr& l : tracked_->sublayers)
+    for (const Variable& v : l->weights()) visit(v);
+}
+
 const std::vector<Variable>& Layer::weights() const {
   std::lock_guard lock(tracked_->mutex);
   if (tracked_->weights.empty() && tracked_->sublayers.empty()) return weights_;
-  std::vector<Variable> now = weights_;
-  now.insert(now.end(), tracked_->weights.begin(), tracked_->weights.end());
-  for (const LayerPtr& l : tracked_->sublayers) {
-    const std::vector<Variable>& theirs = l->weights();
-    now.insert(now.end(), theirs.begin(), theirs.end());
-  }
-  now = once_each(std::move(now));
-  if (!same_variables(now, tracked_->all)) tracked_->all = std::move(now);
+  // A warm step asks every step: check the cached list in place (no allocation), rebuild it only when it changed.
+  const std::vector<Variable>& all = tracked_->all;
+  size_t matched = 0;
+  bool same = true;
+  each_weight([&](const Variable& v) {
+    if (!same) return;
+    if (matched < all.size() && all[matched].unique_id() == v.unique_id())
+      ++matched;
+    else
+      same = std::any_of(all.begin(), all.begin() + static_cast<ptrdiff_t>(matched),
+                         [&](const Variable& u) { return u.unique_id() == v.unique_id(); });  // a repeat
+  });
+  if (same && matched == all.size()) return all;
+  std::vector<Variable> now;
+  each_weight([&](const Variable& v) { now.push_back(v); });
+  tracked_->all = once_each(std::move(now));
   return tracked_->all;
 }
 

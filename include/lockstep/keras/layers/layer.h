@@ -144,6 +144,8 @@ class Layer : public std::enable_shared_from_this<Layer> {
   std::vector<std::pair<Variable, regularizers::RegularizerPtr>> regularized_;
   struct Tracked;  // what track() and add_call_loss() keep, shared by the layer's copies
   std::shared_ptr<Tracked> tracked_;
+  template <typename Visit>
+  void each_weight(Visit&& visit) const;
   std::weak_ptr<Layer> graph_copy_;  // the copy a functional graph holds of this object, while it lives
   // A symbolic call's node; list_input when called with a list (merging layers).
   KerasTensor record_call(const std::vector<KerasTensor>& xs, bool list_input, std::optional<bool> training);
