@@ -260,8 +260,8 @@ class PythonLayer : public keras::Layer {
   PyRef strong_;  // held(): the object itself
 };
 
-// A regularizer written in Python (a function of the weight, or a tf.keras.regularizers object) given to a Python
-// layer's add_weight: called holding the GIL.
+// A regularizer written in Python (a function of the weight) given to a Python layer's add_weight: called holding
+// the GIL.
 class PythonRegularizer final : public keras::regularizers::Regularizer {
  public:
   explicit PythonRegularizer(nb::handle fn) : fn_(nb::borrow(fn)) {}
@@ -299,11 +299,19 @@ void bind_layers(nb::module_& k) {
       .def("_random_streams", &keras::Layer::random_streams)
       .def("sublayers", &keras::Layer::sublayers)
       .def("track", nb::overload_cast<keras::LayerPtr>(&keras::Layer::track))
-      // add_weight's and Variable attributes' weights; a regularizer (any callable: Python runs it) adds its penalty.
+      // add_weight's and Variable attributes' weights, with add_weight's regularizer: one of tf.keras.regularizers
+      // becomes the C++ regularizer of its config; any other callable is run by Python.
       .def(
           "track_weight",
           [](keras::Layer& l, const Variable& v, nb::handle regularizer) {
-            l.track(v, regularizer.is_none() ? nullptr : std::make_shared<PythonRegularizer>(regularizer));
+            keras::regularizers::RegularizerPtr r;
+            if (nb::hasattr(regularizer, "_keras_serialized")) {
+              nb::object config = nb::module_::import_("json").attr("dumps")(regularizer.attr("_keras_serialized")());
+              r = keras::regularizers::from_config(json::parse(nb::cast<std::string>(config)));
+            } else if (!regularizer.is_none()) {
+              r = std::make_shared<PythonRegularizer>(regularizer);
+            }
+            l.track(v, std::move(r));
           },
           nb::arg("weight"), nb::arg("regularizer").none())
       .def("add_call_loss", [](keras::Layer& l, nb::handle loss) { l.add_call_loss(to_tensor(loss)); })

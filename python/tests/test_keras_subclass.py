@@ -55,6 +55,25 @@ def test_subclassed_layer_and_model_track_weights_and_losses(tf):
     assert len(model.losses) == 1 and float(model.losses[0]) > 0
     assert model.count_params() == 16 * 16 + 16 + 16 * 3 + 3
     assert model.get_layer("linear") is model.out
+    w = model.out.w.numpy()
+    np.testing.assert_allclose(float(model.losses[0]), 1e-3 * np.sum(w * w), rtol=1e-5)
+
+
+def test_a_python_function_as_add_weight_regularizer_and_add_loss(tf):
+    class Penalized(tf.keras.layers.Layer):
+        def build(self, input_shape):
+            self.w = self.add_weight(name="w", shape=(2,), initializer="ones",
+                                     regularizer=lambda w: 0.5 * tf.reduce_sum(w))
+
+        def call(self, inputs):
+            self.add_loss(tf.reduce_mean(inputs))
+            return inputs * self.w
+
+    layer = Penalized()
+    layer(np.full((3, 2), 4.0, np.float32))
+    assert sorted(float(t) for t in layer.losses) == [1.0, 4.0]
+    layer(np.full((3, 2), 2.0, np.float32))  # the call's loss is replaced, not added to
+    assert sorted(float(t) for t in layer.losses) == [1.0, 2.0]
 
 
 def test_custom_training_loop_on_a_subclassed_model(tf):

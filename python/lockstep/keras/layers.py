@@ -229,7 +229,9 @@ class Layer(_Module):
         variable = Variable(value, trainable=bool(kwargs.get("trainable", True)),
                             name=f"{self.name}/{kwargs.get('name') or 'variable'}")
         regularizer = kwargs.get("regularizer")
-        self._cpp.track_weight(variable, None if regularizer is None else regularizers.get(regularizer))
+        if not callable(regularizer) or isinstance(regularizer, type):  # a function of the weight is used as it is
+            regularizer = regularizers.get(regularizer)
+        self._cpp.track_weight(variable, regularizer)
         return variable
 
     @property
