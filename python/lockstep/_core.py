@@ -36,11 +36,40 @@ def _dtype_or_none(dtype):
     return None if dtype is None else _dtypes.as_dtype(dtype)._lockstep_dtype
 
 
+def _strings(value, dtype):
+    """A tf.string tensor (StringTensor) when `value` holds strings, else None; dtype tf.string insists on them."""
+    from .data import _structure
+
+    if isinstance(value, _structure.StringTensor):
+        return value
+    strings = _structure.is_string(value) or (isinstance(value, (list, tuple)) and _looks_like_strings(value))
+    if not strings and dtype is not None and _dtypes.as_dtype(dtype) is _dtypes.string:
+        raise TypeError(f"cannot make a tf.string tensor of {type(value).__name__} {value!r}: give strings")
+    return _structure.StringTensor(_structure._bytes_array(value)) if strings else None
+
+
+def _looks_like_strings(value):
+    first = value
+    while isinstance(first, (list, tuple)) and first:
+        first = first[0]
+    return isinstance(first, (str, bytes))
+
+
 def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
+    strings = _strings(value, dtype)
+    if strings is not None:
+        return strings
     return _ops.convert_to_tensor(value, _dtype_or_none(dtype), _dtype_or_none(dtype_hint))
 
 
 def constant(value, dtype=None, shape=None, name=None):
+    strings = _strings(value, dtype)
+    if strings is not None:
+        if shape is not None:
+            values = strings._values
+            strings = type(strings)(_np.broadcast_to(values, tuple(TensorShape(shape))).copy() if values.ndim == 0
+                                    else values.reshape(tuple(TensorShape(shape))))
+        return strings
     if dtype is not None and not isinstance(value, (Tensor, Variable)):
         value = _np.asarray(value, dtype=_dtypes.as_dtype(dtype).as_numpy_dtype or _np.float32)
     t = _ops.convert_to_tensor(value, _dtype_or_none(dtype), None)

@@ -39,8 +39,5 @@ class Missing:
             raise AttributeError(name)
         raise NotImplementedError(message(f"{self._tf_module}.{name}"))
 
-    def __call__(self, *args, **kwargs):
-        raise NotImplementedError(message(self._tf_module))
-
     def __repr__(self):
         return f"<{self._tf_module}: not implemented by lockstep>"

@@ -1,0 +1,2 @@
+"""(filled in by issue 36)"""
+__all__ = []

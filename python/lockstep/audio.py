@@ -1,0 +1,4 @@
+"""tf.audio (filled in by issue 36)."""
+from . import _unimplemented
+
+_unimplemented.install(globals(), "tf.audio")

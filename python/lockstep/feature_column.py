@@ -1,0 +1,4 @@
+"""tf.feature_column (filled in by issue 36)."""
+from . import _unimplemented
+
+_unimplemented.install(globals(), "tf.feature_column")

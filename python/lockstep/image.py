@@ -1,0 +1,4 @@
+"""tf.image (filled in by issue 36)."""
+from . import _unimplemented
+
+_unimplemented.install(globals(), "tf.image")

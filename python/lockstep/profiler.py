@@ -1,0 +1,4 @@
+"""tf.profiler (filled in by issue 36)."""
+from . import _unimplemented
+
+_unimplemented.install(globals(), "tf.profiler")
