@@ -77,6 +77,12 @@ for _name in ("data", "distribute", "keras", "train", "summary", "io", "config",
     globals()[_name] = _optional(_name)
 from .data._structure import TensorSpec  # noqa: E402 (the type that tf.data's element_spec is made of)
 
+# TensorFlow 2's aliases of Keras: tf.initializers (and the *_initializer classes), and, as TF 2 before Keras 3
+# had them, tf.losses, tf.metrics and tf.optimizers.
+initializers, losses, metrics, optimizers = keras.initializers, keras.losses, keras.metrics, keras.optimizers
+ones_initializer, zeros_initializer = keras.initializers.Ones, keras.initializers.Zeros
+random_normal_initializer, random_uniform_initializer = keras.initializers.RandomNormal, keras.initializers.RandomUniform
+
 # Out of lockstep's scope (docs/coverage-out-of-scope.txt says why): every name in them says it is not implemented.
 for _name in ("lite", "tpu", "estimator", "queue", "raw_ops", "xla", "mlir", "compat"):
     globals()[_name] = _unimplemented.Missing(f"tf.{_name}")

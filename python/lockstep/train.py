@@ -247,6 +247,67 @@ def latest_checkpoint(checkpoint_dir, latest_filename=None):
 
 
 # Made by other modules of the package: looked up when first used.
+def _checkpoint_file(ckpt_dir_or_file):
+    """The safetensors file of a checkpoint given as its prefix (what save() returned), its file, or a directory
+    (its latest checkpoint)."""
+    import os
+
+    path = _path(ckpt_dir_or_file)
+    if os.path.isdir(path):
+        latest = latest_checkpoint(path)
+        if latest is None:
+            from .errors import NotFoundError
+
+            raise NotFoundError(None, None, f"no checkpoint in directory {path!r} (it has no 'checkpoint' index "
+                                            "naming one): give a checkpoint's path, as save() returned it")
+        path = latest
+    return path if path.endswith(".safetensors") else path + ".safetensors"
+
+
+class CheckpointReader:
+    """tf.train.load_checkpoint's reader: the tensors a checkpoint file holds, under lockstep's names (a
+    variable's path of attributes: `model/dense/kernel`, where TensorFlow writes
+    `model/layer_with_weights-0/kernel/.ATTRIBUTES/VARIABLE_VALUE`). save_counter is one of them, as in TF."""
+
+    def __init__(self, ckpt_dir_or_file):
+        self._path = _checkpoint_file(ckpt_dir_or_file)
+        tensors, metadata = _cc.load_checkpoint_file(self._path)
+        self._tensors = dict(tensors)
+        if "save_counter" in metadata and "save_counter" not in self._tensors:
+            self._tensors["save_counter"] = _lockstep.ops.convert_to_tensor(int(metadata["save_counter"]),
+                                                                            _lockstep.DType.int64, None)
+
+    def get_variable_to_shape_map(self):
+        return {name: list(t._shape_tuple) for name, t in self._tensors.items()}
+
+    def get_variable_to_dtype_map(self):
+        return {name: t.dtype for name, t in self._tensors.items()}
+
+    def has_tensor(self, name):
+        return name in self._tensors
+
+    def get_tensor(self, name):
+        if name not in self._tensors:
+            from .errors import NotFoundError
+
+            raise NotFoundError(None, None, f"Key {name} not found in checkpoint {self._path}; it has: "
+                                            f"{', '.join(sorted(self._tensors))}")
+        return self._tensors[name].numpy()
+
+
+def load_checkpoint(ckpt_dir_or_file):
+    return CheckpointReader(ckpt_dir_or_file)
+
+
+def list_variables(ckpt_dir_or_file):
+    """(name, shape) of every tensor in the checkpoint, sorted by name as TF's."""
+    return sorted(load_checkpoint(ckpt_dir_or_file).get_variable_to_shape_map().items())
+
+
+def load_variable(ckpt_dir_or_file, name):
+    return load_checkpoint(ckpt_dir_or_file).get_tensor(name)
+
+
 _REEXPORTS = {"ClusterSpec": "lockstep.distribute.cluster_resolver", "Example": "lockstep.io._example",
               "Features": "lockstep.io._example", "Feature": "lockstep.io._example",
               "BytesList": "lockstep.io._example", "FloatList": "lockstep.io._example",

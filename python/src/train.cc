@@ -19,6 +19,7 @@
 #include "lockstep/core/error.h"
 #include "lockstep/core/threads.h"
 #include "lockstep/train/checkpoint.h"
+#include "lockstep/train/safetensors.h"
 #include "lockstep/train/summary.h"
 #include "lockstep/train/trackable.h"
 
@@ -266,6 +267,20 @@ void bind_checkpoint(nb::module_& m) {
 
   m.def("latest_checkpoint", &train::latest_checkpoint, nb::arg("checkpoint_dir"),
         nb::call_guard<nb::gil_scoped_release>());
+  // tf.train.load_checkpoint's reader: every tensor of a checkpoint file (CRC32C-checked) and its metadata.
+  m.def(
+      "load_checkpoint_file",
+      [](const std::string& path) {
+        train::SafetensorsFile file;
+        {
+          nb::gil_scoped_release release;
+          file = train::load_safetensors(path);
+        }
+        std::vector<std::pair<std::string, Tensor>> tensors;
+        for (auto& named : file.tensors) tensors.emplace_back(std::move(named.name), std::move(named.tensor));
+        return std::make_pair(std::move(tensors), std::move(file.metadata));
+      },
+      nb::arg("path"));
 }
 
 void bind_summary(nb::module_& m) {

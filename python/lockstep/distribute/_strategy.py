@@ -389,12 +389,56 @@ def _cpp_dataset(dataset):
 
 class MirroredStrategy(Strategy):
     """Replicas on logical CPU devices of this process ("/cpu:0", "/cpu:1", ...), one thread each. Without devices,
-    one replica. cross_device_ops is accepted: lockstep's all-reduce sums the same way whatever TF algorithm it
+    as TF: the GPUs, else every logical CPU that tf.config.set_logical_device_configuration made (one replica when
+    it made none). cross_device_ops is accepted: lockstep's all-reduce sums the same way whatever TF algorithm it
     names."""
 
     def __init__(self, devices=None, cross_device_ops=None):
         devices = [devices] if isinstance(devices, str) else list(devices or [])
+        if not devices:
+            from .. import config
+
+            if not config.list_logical_devices("GPU") and len(config.list_logical_devices("CPU")) > 1:
+                devices = [d.name for d in config.list_logical_devices("CPU")]
+        if cross_device_ops is not None and not isinstance(cross_device_ops, CrossDeviceOps):
+            raise ValueError(f"cross_device_ops must be a tf.distribute.CrossDeviceOps (NcclAllReduce, "
+                             f"HierarchicalCopyAllReduce, ReductionToOneDevice), got {cross_device_ops!r}")
         super().__init__(_cpp._mirrored([str(d) for d in devices], CommunicationOptions()._to_cpp()))
+
+
+class CrossDeviceOps:
+    """How TensorFlow's MirroredStrategy sums across devices; lockstep's replicas share one process and its
+    all-reduce gives the same sum whichever is named, so these only record the choice."""
+
+    def __init__(self, num_packs=1):
+        self._num_packs = int(num_packs)
+
+
+class NcclAllReduce(CrossDeviceOps):
+    pass
+
+
+class HierarchicalCopyAllReduce(CrossDeviceOps):
+    pass
+
+
+class ReductionToOneDevice(CrossDeviceOps):
+    def __init__(self, reduce_to_device=None, accumulation_fn=None):
+        super().__init__()
+        self._reduce_to_device = reduce_to_device
+
+
+class CentralStorageStrategy(MirroredStrategy):
+    """tf.distribute.experimental.CentralStorageStrategy: variables on one device, computation mirrored on
+    `compute_devices` (default as TF: the GPUs, else the first CPU). Host memory is the only storage here, so it
+    is MirroredStrategy over those devices."""
+
+    def __init__(self, compute_devices=None, parameter_device=None):
+        from .. import config
+
+        if compute_devices is None:
+            compute_devices = [d.name for d in config.list_logical_devices("GPU")] or ["/cpu:0"]
+        super().__init__(compute_devices)
 
 
 class OneDeviceStrategy(Strategy):
