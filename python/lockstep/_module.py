@@ -4,6 +4,7 @@ checkpoint saves them under their attribute paths. name_scope keeps TensorFlow's
 thread; lockstep's ops have no names, so the scope names only what asks for it (Module.name_scope)."""
 import re
 import threading
+import weakref
 
 from . import _lockstep
 
@@ -61,6 +62,99 @@ def _identity(value):
     """What makes two values one: a Variable's own id (the Python objects over one C++ Variable differ), else the
     object's."""
     return ("variable", value._unique_id()) if _is_variable(value) else id(value)
+
+
+class _TrackedList(list):
+    """A list a Module's attribute holds, as TensorFlow's ListWrapper: what is added to it tells the module, so a
+    variable appended after a checkpoint restore takes its saved value at once (TF's deferred restoration)."""
+
+    def __init__(self, items, owner):
+        super().__init__(_tracked(item, owner) for item in items)
+        self._owner = weakref.ref(owner)
+
+    def _changed(self):
+        owner = self._owner()
+        if owner is not None:
+            owner._restore_deferred()
+
+    def append(self, item):
+        super().append(_tracked(item, self._owner()))
+        self._changed()
+
+    def extend(self, items):
+        super().extend(_tracked(item, self._owner()) for item in items)
+        self._changed()
+
+    def insert(self, index, item):
+        super().insert(index, _tracked(item, self._owner()))
+        self._changed()
+
+    def __setitem__(self, index, item):
+        super().__setitem__(index, _tracked(item, self._owner()) if not isinstance(index, slice) else item)
+        self._changed()
+
+    def __iadd__(self, items):
+        self.extend(items)
+        return self
+
+    def __reduce_ex__(self, protocol):
+        return list, (list(self),)
+
+
+class _TrackedDict(dict):
+    """A dict a Module's attribute holds: as _TrackedList, for values set under a key."""
+
+    def __init__(self, items, owner):
+        super().__init__((k, _tracked(v, owner)) for k, v in items.items())
+        self._owner = weakref.ref(owner)
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, _tracked(value, self._owner()))
+        owner = self._owner()
+        if owner is not None:
+            owner._restore_deferred()
+
+    def update(self, *args, **kwargs):
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
+
+    def __reduce_ex__(self, protocol):
+        return dict, (dict(self),)
+
+
+def _tracked(value, owner):
+    if owner is None or isinstance(value, (_TrackedList, _TrackedDict)):
+        return value
+    if type(value) is list:
+        return _TrackedList(value, owner)
+    if type(value) is dict:
+        return _TrackedDict(value, owner)
+    return value
+
+
+def _step(value, part):
+    """One step of a checkpoint path ("vs/1") into an attribute, a list index or a dict key; None where it ends."""
+    if isinstance(value, dict):
+        return value.get(part)
+    if isinstance(value, (list, tuple)):
+        return value[int(part)] if part.isdigit() and int(part) < len(value) else None
+    return getattr(value, part, None) if isinstance(value, Module) else None
+
+
+def defer_restore(root, path, value, status, entry):
+    """Holds a checkpoint value that nothing took at restore (`entry`, at `path` under `root`) on the deepest module
+    the path reaches, to be assigned when a variable appears there. False when no module is on the path."""
+    owner, rest, at, parts = None, None, root, path.split("/")
+    for i in range(len(parts) + 1):
+        if isinstance(at, Module):
+            owner, rest = at, parts[i:]
+        if i == len(parts) or (at := _step(at, parts[i])) is None:
+            break
+    if owner is None:
+        return False
+    owner.__dict__.setdefault("_lockstep_deferred", {})["/".join(rest)] = (value, status, entry)
+    owner._restore_deferred()
+    return True
 
 
 class Module:
@@ -148,10 +242,20 @@ class Module:
         if attribute_name is not None:
             return [(attribute_name, getattr(self, attribute_name))] if hasattr(self, attribute_name) else []
         ignored = self._TF_MODULE_IGNORED_PROPERTIES
-        return sorted((k, v) for k, v in vars(self).items() if k not in ignored and k not in ("_name", "_scope_name"))
+        return sorted((k, v) for k, v in vars(self).items() if k not in ignored and k not in ("_name", "_scope_name", "_lockstep_deferred"))
+
+    def __setattr__(self, name, value):
+        object.__setattr__(self, name, _tracked(value, self))
+        if self.__dict__.get("_lockstep_deferred"):
+            self._restore_deferred()
 
     def _lockstep_trackable(self):
-        """Its variables and submodules under their attribute paths, for tf.train.Checkpoint."""
+        """Its variables and submodules under their attribute paths, for tf.train.Checkpoint: found again at every
+        save and restore, so what is added later is saved too."""
+        module = weakref.ref(self)
+        return _lockstep.train.module_trackable(lambda: [] if module() is None else module()._trackable_children())
+
+    def _trackable_children(self):
         from .train import _trackable_of
 
         children = []
@@ -160,7 +264,30 @@ class Module:
                 or hasattr(type(value), "_lockstep_trackable") else None
             if trackable is not None:
                 children.append((key, trackable))
-        return _lockstep.train.nested_trackable(children)
+        return children
+
+    def _restore_deferred(self):
+        """Assigns the held checkpoint values (defer_restore) whose path now reaches a variable, and passes on those
+        whose path now reaches a module further down."""
+        pending = self.__dict__.get("_lockstep_deferred")
+        for path, (value, status, entry) in list((pending or {}).items()):
+            target, parts = self, path.split("/")
+            while parts and target is not None:
+                target = _step(target, parts.pop(0))
+                if isinstance(target, Module) and parts:
+                    break  # a module further down holds the rest of the path
+            if target is None:
+                continue
+            if parts and isinstance(target, Module):
+                del pending[path]
+                defer_restore(target, "/".join(parts), value, status, entry)
+            elif not parts and _is_variable(target):
+                del pending[path]
+                target.assign(value)
+                status.mark_restored(entry)
+                for parent in list(status.unused):  # an object entry ("m/sub") is restored with its last value
+                    if entry.startswith(parent + "/") and not any(u.startswith(parent + "/") for u in status.unused):
+                        status.mark_restored(parent)
 
     @classmethod
     def with_name_scope(cls, method):

@@ -158,10 +158,27 @@ class Checkpoint:
         return self._for_save(options).write(_path(file_prefix))
 
     def restore(self, save_path, options=None):
-        return _LoadStatus(self._checkpoint().restore(_path(save_path) if save_path is not None else ""))
+        return self._deferring(self._checkpoint().restore(_path(save_path) if save_path is not None else ""))
 
     def read(self, save_path, options=None):
-        return _LoadStatus(self._checkpoint().read(_path(save_path) if save_path is not None else ""))
+        return self._deferring(self._checkpoint().read(_path(save_path) if save_path is not None else ""))
+
+    def _deferring(self, status):
+        """The load status, once the values nothing took are held by the tf.Modules on their paths: a variable
+        added there later takes its saved value then (TF's deferred restoration), and counts as restored."""
+        from ._module import Module, defer_restore
+
+        unused = [entry for entry in status.unused if isinstance(self._objects.get(entry.split("/")[0]), Module)]
+        if unused:
+            import os
+
+            saved = dict(_cc.load_checkpoint_file(_checkpoint_file(status.path))[0]) if os.path.exists(
+                _checkpoint_file(status.path)) else {}
+            for entry in unused:
+                top, _, rest = entry.partition("/")
+                if entry in saved and rest:
+                    defer_restore(self._objects[top], rest, saved[entry], status, entry)
+        return _LoadStatus(status)
 
     def sync(self):
         if self._cc is not None:

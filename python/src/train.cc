@@ -159,6 +159,27 @@ class PythonCallable {
   PyObject* f_;
 };
 
+// A tf.Module as one checkpoint object: its children (variables, submodules, the lists and dicts holding them) are
+// asked of Python at every save and restore, so what was added to it after the first save is saved too.
+class ModuleTrackable final : public train::Trackable {
+ public:
+  explicit ModuleTrackable(std::shared_ptr<PythonCallable> children) : children_(std::move(children)) {}
+  train::TrackableState save() const override { return current().save(); }
+  train::RestoreMatch restore(const train::TrackableState& state) override { return current().restore(state); }
+  nlohmann::json save_worker() const override { return current().save_worker(); }
+  train::RestoreMatch restore_worker(const std::vector<nlohmann::json>& saved, int world_size, int rank) override {
+    return current().restore_worker(saved, world_size, rank);
+  }
+  distribute::Strategy* strategy() const override { return current().strategy(); }
+
+ private:
+  NestedTrackable current() const {
+    nb::gil_scoped_acquire gil;
+    return NestedTrackable(nb::cast<NamedTrackables>((*children_)()));
+  }
+  std::shared_ptr<PythonCallable> children_;
+};
+
 // The manager's step counter: a Variable is read directly; anything else is a Python callable returning an int.
 std::function<int64_t()> step_counter_of(nb::handle counter) {
   if (counter.is_none()) return nullptr;
@@ -206,6 +227,12 @@ void bind_checkpoint(nb::module_& m) {
       },
       nb::arg("save"), nb::arg("restore"), nb::arg("global_position"));
   m.def(
+      "module_trackable",
+      [](nb::object children) -> train::TrackablePtr {
+        return std::make_shared<ModuleTrackable>(std::make_shared<PythonCallable>(children));
+      },
+      nb::arg("children"));
+  m.def(
       "nested_trackable",
       [](NamedTrackables objects) -> train::TrackablePtr {
         return std::make_shared<NestedTrackable>(std::move(objects));
@@ -216,6 +243,8 @@ void bind_checkpoint(nb::module_& m) {
       .def("assert_consumed", [](train::LoadStatus& s) { s.assert_consumed(); })
       .def("assert_existing_objects_matched", [](train::LoadStatus& s) { s.assert_existing_objects_matched(); })
       .def("expect_partial", [](train::LoadStatus& s) { s.expect_partial(); })
+      .def_prop_ro("unused", &train::LoadStatus::unused)
+      .def("mark_restored", &train::LoadStatus::mark_restored, nb::arg("entry"))
       .def_prop_ro("path", &train::LoadStatus::path);
 
   nb::class_<train::Checkpoint>(m, "Checkpoint")

@@ -90,3 +90,48 @@ def test_keras_layers_and_models_are_modules(tf):
     names = sorted(v.name for v in holder.variables)
     assert len(holder.variables) == 4 and len(names) == 4
     assert holder.submodules[0] is dense
+
+
+def _deferred_restore(tf, tmp_path):
+    """Saves a module of two variables (and a submodule of one); restores into a module of one, then adds the rest:
+    returns the values the added variables hold and whether the restore then counts as consumed."""
+
+    class Holder(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.vs = []
+
+    saved = Holder()
+    saved.vs.append(tf.Variable(1.0))
+    saved.vs.append(tf.Variable(2.0))
+    saved.sub = [Holder()]
+    saved.sub[0].vs.append(tf.Variable(5.0))
+    path = tf.train.Checkpoint(m=saved).save(str(tmp_path / "ckpt"))
+    target = Holder()
+    target.vs.append(tf.Variable(0.0))
+    status = tf.train.Checkpoint(m=target).restore(path)
+    target.vs.append(tf.Variable(0.0))
+    inner = Holder()
+    target.sub = [inner]
+    inner.vs.append(tf.Variable(0.0))
+    status.assert_consumed()
+    return [float(v.numpy()) for v in target.vs] + [float(inner.vs[0].numpy())]
+
+
+def test_a_variable_added_after_a_restore_takes_its_saved_value(tf, tmp_path):
+    assert _deferred_restore(tf, tmp_path) == [1.0, 2.0, 5.0]
+
+
+def test_deferred_restoration_is_tensorflows(tmp_path):
+    assert _deferred_restore(tensorflow_or_skip(), tmp_path) == [1.0, 2.0, 5.0]
+
+
+def test_what_is_added_to_a_module_after_the_first_save_is_saved_too(tf, tmp_path):
+    module = tf.Module()
+    module.vs = [tf.Variable(1.0)]
+    checkpoint = tf.train.Checkpoint(m=module)
+    checkpoint.save(str(tmp_path / "ckpt"))
+    module.vs.append(tf.Variable(2.0))
+    module.table = {"w": tf.Variable([3.0])}
+    names = [name for name, _ in tf.train.list_variables(checkpoint.save(str(tmp_path / "ckpt")))]
+    assert names == ["m/table/w", "m/vs/0", "m/vs/1", "save_counter"]

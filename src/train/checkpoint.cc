@@ -79,6 +79,8 @@ struct LoadStatus::Detail {
 
 LoadStatus::LoadStatus(std::shared_ptr<Detail> detail) : d_(std::move(detail)) {}
 const std::string& LoadStatus::path() const { return d_->path; }
+const std::vector<std::string>& LoadStatus::unused() const { return d_->unused; }
+void LoadStatus::mark_restored(const std::string& entry) { std::erase(d_->unused, entry); }
 
 namespace {
 std::string list(const std::vector<std::string>& names) {

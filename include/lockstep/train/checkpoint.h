@@ -42,6 +42,11 @@ class LoadStatus {
   LoadStatus& expect_partial();
   // The file restored; empty for a status from restore("") (nothing restored).
   const std::string& path() const;
+  // The checkpoint entries no object has taken so far.
+  const std::vector<std::string>& unused() const;
+  // Counts `entry` as restored after restore() returned: TF's deferred restoration, where a variable created later
+  // at a path the checkpoint has a value for takes that value when it is added.
+  void mark_restored(const std::string& entry);
   struct Detail;
   explicit LoadStatus(std::shared_ptr<Detail> detail);
 
