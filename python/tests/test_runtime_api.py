@@ -11,7 +11,7 @@ from conftest import tensorflow_or_skip
 
 
 def test_load_checkpoint_lists_and_reads_what_a_checkpoint_saved(tf, tmp_path):
-    model = tf.keras.Sequential([tf.keras.Input((3,)), tf.keras.layers.Dense(2)])
+    model = tf.keras.Sequential([tf.keras.Input((3,)), tf.keras.layers.Dense(2, name="dense")])
     v = tf.Variable([1.0, 2.0])
     prefix = tf.train.Checkpoint(model=model, v=v).save(str(tmp_path / "ckpt"))
     listed = tf.train.list_variables(str(tmp_path))  # a directory reads its latest checkpoint, as TF's
