@@ -10,6 +10,7 @@ import sys as _sys
 import typing as _typing
 
 from . import _unimplemented
+from .data._optional import Optional  # noqa: F401
 
 __all__ = ["ExtensionType", "BatchableExtensionType", "ExtensionTypeSpec", "dispatch_for_api",
            "dispatch_for_unary_elementwise_apis", "dispatch_for_binary_elementwise_apis", "unregister_dispatch_for"]

@@ -205,3 +205,21 @@ def test_tensorflow_2_aliases_of_keras_and_the_version(tf):
     assert tf.type_spec_from_value(tf.constant(["a"])) == tf.TensorSpec([1], tf.string)
     with pytest.raises(TypeError, match="Could not build a TypeSpec"):
         tf.type_spec_from_value(object())
+
+
+def test_get_next_as_optional_ends_with_an_empty_optional(tf):
+    dataset = tf.data.Dataset.range(3).batch(2)
+    strategy = tf.distribute.MirroredStrategy()
+    for iterator in (iter(dataset), iter(strategy.experimental_distribute_dataset(dataset))):
+        seen = []
+        while True:
+            optional = iterator.get_next_as_optional()
+            if not bool(optional.has_value()):
+                break
+            seen.append(optional.get_value().numpy().tolist())
+        assert seen == [[0, 1], [2]]
+        with pytest.raises(tf.errors.InvalidArgumentError, match="does not have a value"):
+            optional.get_value()
+    value = tf.experimental.Optional.from_value({"a": tf.constant([1.0])})
+    assert value.element_spec == {"a": tf.TensorSpec([1], tf.float32)}
+    assert not bool(tf.experimental.Optional.empty(tf.TensorSpec([], tf.int32)).has_value())

@@ -515,8 +515,9 @@ class _Iterator:
         return next(self)
 
     def get_next_as_optional(self):
-        raise NotImplementedError("tf.data.Iterator.get_next_as_optional is not implemented by lockstep "
-                                  "(see docs/python.md)")
+        from ._optional import next_as_optional
+
+        return next_as_optional(self)
 
     @property
     def element_spec(self):

@@ -587,6 +587,12 @@ class DistributedIterator:
 
             raise OutOfRangeError(None, None, "End of sequence") from None
 
+    def get_next_as_optional(self):
+        """The next per-replica element as a tf.experimental.Optional, empty at the end on every worker alike."""
+        from ..data._optional import next_as_optional
+
+        return next_as_optional(self)
+
     @property
     def element_spec(self):
         return self._dataset.element_spec
