@@ -339,8 +339,8 @@ def test_what_lockstep_lacks_says_so(tf):
     for name in ("TPUStrategy", "ParameterServerStrategy"):
         with pytest.raises(NotImplementedError, match=f"tf.distribute.{name} is not implemented by lockstep"):
             getattr(tf.distribute, name)
-    with pytest.raises(NotImplementedError, match="tf.distribute.experimental.CentralStorageStrategy"):
-        tf.distribute.experimental.CentralStorageStrategy
+    with pytest.raises(NotImplementedError, match="tf.distribute.experimental.ParameterServerStrategy"):
+        tf.distribute.experimental.ParameterServerStrategy
 
 
 def test_agrees_with_tensorflow(tf):
