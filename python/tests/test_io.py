@@ -227,3 +227,13 @@ def test_read_and_write_file(tmp_path):
     tf.io.write_file(path, b"\x01bytes")
     content = tf.io.read_file(path)
     assert content.dtype == tf.string and content.numpy() == b"\x01bytes"
+
+
+def test_read_file_takes_a_string_tensor_as_a_map_function_gets_it(tf, tmp_path):
+    path = tmp_path / "x.txt"
+    path.write_bytes(b"hi")
+    files = tf.data.Dataset.from_tensor_slices([str(path)])
+    assert [bytes(x) for x in files.map(tf.io.read_file)] == [b"hi"]
+    assert bytes(tf.io.read_file(tf.constant(str(path)))) == b"hi"
+    with pytest.raises(ValueError, match="scalar string"):
+        tf.io.read_file(tf.constant([str(path)]))

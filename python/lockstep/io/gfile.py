@@ -8,6 +8,11 @@ _g = _io.gfile
 
 
 def _path(p):
+    """A path as TF takes it: str, bytes, os.PathLike or a scalar tf.string (what a dataset's map function gets)."""
+    if hasattr(p, "_cpp_parts") and hasattr(p, "ndim"):  # a StringTensor
+        if p.ndim != 0:
+            raise ValueError(f"a file name must be a scalar string, got a string tensor of shape {list(p.shape)}")
+        p = bytes(p)
     p = _os.fspath(p)
     return p.decode() if isinstance(p, bytes) else p
 
