@@ -160,8 +160,8 @@ def test_parse_errors_are_one_line():
     assert "label" in str(e.value) and "\n" not in str(e.value)
     with pytest.raises(ValueError, match="int64, float32 or string"):
         tf.io.parse_single_example(record, {"label": tf.io.FixedLenFeature([], tf.int32)})
-    with pytest.raises(NotImplementedError, match="tf.io.decode_raw is not implemented by lockstep"):
-        tf.io.decode_raw
+    with pytest.raises(NotImplementedError, match="tf.io.decode_gif is not implemented by lockstep"):
+        tf.io.decode_gif
 
 
 def gfile_tree(root, m):
