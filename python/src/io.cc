@@ -1,7 +1,8 @@
 // tf.train.Example's messages for python/lockstep/io/_example.py, as _lockstep.io.serialize_message / parse_message /
 // message_text: each message's wire format and text come from lockstep::data's generated protobuf code. Python hands
 // a message over as a value: a list's values; a Feature's (kind, values) or None; a Features' {key: Feature value};
-// an Example's Features value or None.
+// an Example's Features value or None. Also the image decoders and resize of lockstep/data/images.h, for
+// python/lockstep/io/_image.py and image.py.
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -9,6 +10,7 @@
 
 #include "bindings.h"
 #include "lockstep/data/example.h"
+#include "lockstep/data/images.h"
 
 namespace lockstep::python {
 namespace {
@@ -124,6 +126,29 @@ nb::object parse_message(const std::string& message, const nb::bytes& serialized
   return list_to_python(unlocked([&] { return data::parse_feature_list(bytes, dtype); }));
 }
 
+// The image in `encoded` decoded by the decoder `format` names: "png", "jpeg" or "any" (told apart by signature).
+Tensor decode(const std::string& format, const nb::bytes& encoded, int channels, const std::string& name) {
+  const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(encoded.c_str()), encoded.size());
+  if (format == "png") return unlocked([&] { return data::decode_png(bytes, channels, name); });
+  if (format == "jpeg") return unlocked([&] { return data::decode_jpeg(bytes, channels, name); });
+  if (format == "any") return unlocked([&] { return data::decode_image(bytes, channels, name); });
+  throw ValueError(make_message("decode_image: format \"", format, "\" is not one of \"png\", \"jpeg\", \"any\""));
+}
+
+void bind_images(nb::module_& io) {
+  io.def("decode_image", &decode, nb::arg("format"), nb::arg("data"), nb::arg("channels"), nb::arg("name"),
+         "uint8 [height, width, channels] pixels of PNG or JPEG bytes, as tf.io.decode_png / decode_jpeg / "
+         "decode_image; DataLossError for corrupt bytes, InvalidArgumentError for another format.");
+  io.def(
+      "resize_image",
+      [](nb::handle images, int64_t height, int64_t width, const std::string& method) {
+        const Tensor in = to_tensor(images);
+        return unlocked([&] { return data::resize_image(in, {height, width}, method); });
+      },
+      nb::arg("images"), nb::arg("height"), nb::arg("width"), nb::arg("method"),
+      "tf.image.resize of [h, w, c] or [n, h, w, c] images with \"bilinear\" (float32) or \"nearest\" (same dtype).");
+}
+
 }  // namespace
 
 void bind_example_messages(nb::module_& m) {
@@ -139,6 +164,7 @@ void bind_example_messages(nb::module_& m) {
         return unlocked([&] { return data::example_message_text(message, bytes); });
       },
       nb::arg("message"), nb::arg("serialized"), "Protobuf's text format of the serialized tf.train message.");
+  bind_images(io);
 }
 
 }  // namespace lockstep::python
