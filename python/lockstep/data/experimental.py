@@ -138,6 +138,50 @@ def _csv_default(default):
     return float(default)
 
 
+def _csv_dataset_base():
+    from ._dataset import Dataset
+
+    return Dataset
+
+
+class CsvDataset(_csv_dataset_base()):
+    """The records of CSV files as tuples of scalars, one per record_default (a default value, or a dtype for a
+    required column), as tf.data.experimental.CsvDataset. Rows are parsed in Python (io/_csv.py: the C++ CSV reader
+    has no text columns) and pulled by the C++ pipeline as a generator."""
+
+    def __init__(self, filenames, record_defaults, compression_type=None, buffer_size=None, header=False,
+                 field_delim=",", use_quote_delim=True, na_value="", select_cols=None, exclude_cols=None, name=None):
+        from ..io import _csv
+        from ._dataset import Dataset
+        from ._readers import compression_name, filenames_of
+
+        files = filenames_of(filenames, "CsvDataset")
+        compression = compression_name(compression_type)
+        cols = _csv.columns(record_defaults, allow_dtypes=True, what="CsvDataset")
+        if select_cols is not None and exclude_cols is not None:
+            raise ValueError("CsvDataset: pass select_cols or exclude_cols, not both")
+        if exclude_cols is not None:
+            excluded = sorted({int(c) for c in exclude_cols})
+            select_cols = [c for c in range(len(cols) + len(excluded)) if c not in excluded]
+        delim, select_cols = _csv.check_options(field_delim, use_quote_delim, select_cols, len(cols), "CsvDataset")
+        na = na_value.encode() if isinstance(na_value, str) else bytes(na_value)
+        quote = bool(use_quote_delim)
+
+        def rows():
+            for path in files:
+                records = _csv.file_records(path, compression, quote)
+                if header:
+                    next(records, None)
+                for line, record in records:
+                    where = f"in record at {path}:{line}"
+                    values = _csv.parse_fields(_csv.split_record(record, delim, quote, where), cols, select_cols, na,
+                                               where)
+                    yield tuple(_csv.column_tensor([v], c, ()) for v, c in zip(values, cols))
+
+        ds = Dataset.from_generator(rows, output_signature=tuple(TensorSpec([], c.dtype) for c in cols))
+        super().__init__(ds._cpp, ds._lazy, ds._opts)
+
+
 def Counter(start=0, step=1, dtype=None):  # noqa: N802 (TensorFlow's name)
     from ..dtypes import int64
     from ._dataset import Dataset
