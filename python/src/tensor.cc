@@ -81,12 +81,35 @@ Tensor logical(kernels::cpu::Binary op, nb::handle a, nb::handle b) {
   return raw_ops::binary(op, x, y);
 }
 
+// TF's floor division and remainder: the quotient rounds toward -inf and a nonzero remainder takes the divisor's sign.
+// The quotient has no gradient (TF's has none); a float remainder a - floor(a / b) * b differentiates as TF's.
+Tensor integer_floor_op(const Tensor& a, const Tensor& b, bool remainder) {
+  const Shape shape = add(a, b).shape();  // checks the dtypes and broadcasts the shapes
+  std::vector<int64_t> x = broadcast_to(a, shape).contiguous().to_vector<int64_t>();
+  std::vector<int64_t> y = broadcast_to(b, shape).contiguous().to_vector<int64_t>();
+  for (size_t i = 0; i < x.size(); ++i) {
+    LS_CHECK(y[i] != 0, InvalidArgumentError, "Integer division by zero: the divisor has a 0 at element ", i);
+    int64_t q = x[i] / y[i], r = x[i] % y[i];
+    if (r != 0 && ((r < 0) != (y[i] < 0))) {
+      q -= 1;
+      r += y[i];
+    }
+    x[i] = remainder ? r : q;
+  }
+  return raw_ops::cast(from_vector(x, shape), a.dtype());
+}
+
 Tensor floordiv(const Tensor& a, const Tensor& b) {
+  if (!is_floating(a.dtype()) && a.dtype() != DType::bool_) return integer_floor_op(a, b, false);
   Tensor q = divide(a, b);
-  if (!is_floating(q.dtype())) return q;  // integer division already rounds toward zero; TF floors
-  std::vector<float> f = q.to_vector<float>();
-  for (float& v : f) v = std::floor(v);
-  return from_vector(f, q.shape());
+  std::vector<double> f = q.contiguous().to_vector<double>();
+  for (double& v : f) v = std::floor(v);
+  return raw_ops::cast(from_vector(f, q.shape()), q.dtype());
+}
+
+Tensor floormod(const Tensor& a, const Tensor& b) {
+  if (!is_floating(a.dtype()) && a.dtype() != DType::bool_) return integer_floor_op(a, b, true);
+  return subtract(a, multiply(floordiv(a, b), b));
 }
 
 Tensor matmul_plain(const Tensor& a, const Tensor& b) { return matmul(a, b); }
@@ -119,6 +142,51 @@ Philox next_generator(std::optional<uint64_t> seed) {
 
 Tensor variable_value(const Variable& v) { return v.read(); }
 
+// A Python callable owned by a tape's backward closure. The tape may drop the closure with the GIL released (a plain
+// tape clears its record at the end of gradient()), so the reference is released under the GIL, once; after the
+// interpreter is gone it is left alone.
+class PyCallable {
+ public:
+  explicit PyCallable(nb::handle f) : f_(f.inc_ref().ptr()) {}
+  PyCallable(const PyCallable&) = delete;
+  PyCallable& operator=(const PyCallable&) = delete;
+  ~PyCallable() {
+    if (!Py_IsInitialized() || _Py_IsFinalizing()) return;
+    nb::gil_scoped_acquire locked;
+    Py_DECREF(f_);
+  }
+  nb::handle get() const { return f_; }
+
+ private:
+  PyObject* f_;
+};
+
+// ops.record_gradient: records `output`, computed in Python from `inputs`, on the active tapes; `backward(dy)` returns
+// one gradient (a tensor or None) per input. The backward runs under the GIL on whichever thread computes gradients.
+void record_gradient(std::vector<nb::object> inputs, const Tensor& output, nb::handle backward) {
+  LS_CHECK(PyCallable_Check(backward.ptr()), InvalidArgumentError, "record_gradient's backward must be callable");
+  std::vector<Tensor> ins;
+  for (nb::handle x : inputs) ins.push_back(to_tensor(x));
+  std::vector<const Tensor*> pointers;
+  for (const Tensor& x : ins) {
+    LS_CHECK(x.id() != output.id(), InvalidArgumentError,
+             "record_gradient's output is one of its inputs: pass ops.stop_gradient(output), a new tensor of its data");
+    pointers.push_back(&x);
+  }
+  if (!GradientTape::should_record(pointers)) return;
+  auto f = std::make_shared<PyCallable>(backward);
+  const size_t n = ins.size();
+  GradientTape::record(pointers, output, [f, n](const Tensor& dy, const std::vector<bool>&) {
+    nb::gil_scoped_acquire locked;
+    nb::object result = f->get()(dy);
+    std::vector<Tensor> grads;
+    for (nb::handle g : result) grads.push_back(g.is_none() ? Tensor() : to_tensor(g));
+    LS_CHECK(grads.size() == n, InvalidArgumentError, "a gradient function returned ", grads.size(),
+             " gradients for ", n, " inputs: return one (or None) per input");
+    return grads;
+  });
+}
+
 // Operators and conversions shared by Tensor and Variable; `self` is converted like any operand.
 template <typename Class> void bind_operators(Class& cls) {
   cls.def("__add__", &binary<add>)
@@ -131,6 +199,8 @@ template <typename Class> void bind_operators(Class& cls) {
       .def("__rtruediv__", &reflected<divide>)
       .def("__floordiv__", &binary<floordiv>)
       .def("__rfloordiv__", &reflected<floordiv>)
+      .def("__mod__", &binary<floormod>)
+      .def("__rmod__", &reflected<floormod>)
       .def("__pow__", &binary<pow>)
       .def("__rpow__", &reflected<pow>)
       .def("__matmul__", &binary<matmul_plain>)
@@ -357,6 +427,7 @@ void bind_tensor(nb::module_& m) {
   ops.def("multiply", &binary<multiply>);
   ops.def("divide", &binary<divide>);
   ops.def("floordiv", &binary<floordiv>);
+  ops.def("floormod", &binary<floormod>);
   ops.def("pow", &binary<pow>);
   ops.def("maximum", &binary<maximum>);
   ops.def("minimum", &binary<minimum>);
@@ -504,6 +575,7 @@ void bind_tensor(nb::module_& m) {
     if (kind == "normal") return random_normal(s, rng, a, b, d);
     return truncated_normal(s, rng, a, b, d);
   });
+  ops.def("record_gradient", &record_gradient, nb::arg("inputs"), nb::arg("output"), nb::arg("backward"));
   ops.def("set_random_seed", [](uint64_t seed) {
     std::lock_guard lock(g_random.mutex);
     g_random.rng = Philox(seed);

@@ -161,11 +161,14 @@ def test_bad_input_raises_one_line_python_errors():
     with pytest.raises(tf.errors.InvalidArgumentError):
         tf.constant([1.0]) + tf.constant([1, 2])  # float32 + int32, as TF refuses it
     with pytest.raises(tf.errors.InvalidArgumentError, match="strings"):
-        tf.constant(["a"])
+        tf.constant([object()])
+    with pytest.raises(TypeError, match="give strings"):
+        tf.constant([1], dtype=tf.string)
+    assert tf.constant(["a"]).dtype == tf.string
     with pytest.raises(TypeError):
         tf.as_dtype("complex64")
-    with pytest.raises(NotImplementedError, match=r"tf.vectorized_map is not implemented by lockstep"):
-        tf.vectorized_map
+    with pytest.raises(NotImplementedError, match=r"tf.Graph is not implemented by lockstep"):
+        tf.Graph
     with pytest.raises(NotImplementedError, match=r"tf.lite.Interpreter is not implemented by lockstep"):
         tf.lite.Interpreter
     with pytest.raises(AttributeError):
