@@ -6,6 +6,7 @@ import collections as _collections
 import numpy as _np
 
 from .. import _unimplemented, dtypes as _dtypes
+from .._sparse import SparseTensor  # what a VarLenFeature parses into, tf.sparse's own class
 from .._lockstep import io as _io
 from ..data import _structure
 from ..data._readers import compression_name as _compression_name
@@ -21,20 +22,6 @@ class FixedLenFeature(_collections.namedtuple("FixedLenFeature", ["shape", "dtyp
 
 class VarLenFeature(_collections.namedtuple("VarLenFeature", ["dtype"])):
     """A feature with any number of values, parsed into a SparseTensor."""
-
-
-class SparseTensor:
-    """What a VarLenFeature parses into, as tf.sparse.SparseTensor: `values` at `indices` of a tensor of shape
-    `dense_shape`."""
-
-    def __init__(self, indices, values, dense_shape):
-        self.indices, self.values, self.dense_shape = indices, values, dense_shape
-
-    dtype = property(lambda self: self.values.dtype)
-    shape = property(lambda self: _structure.TensorShape(self.dense_shape.numpy()))
-
-    def __repr__(self):
-        return f"SparseTensor(indices={self.indices!r}, values={self.values!r}, dense_shape={self.dense_shape!r})"
 
 
 _DTYPES = ("int64", "float32", "string")
@@ -165,3 +152,5 @@ def write_file(filename, contents, name=None):
 
 
 _unimplemented.install(globals(), "tf.io")
+from ._image import *  # noqa: E402,F401,F403 (the image decoders: io/_image.py)
+from ._csv import decode_csv  # noqa: E402,F401
