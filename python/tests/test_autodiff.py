@@ -288,3 +288,21 @@ def test_function_gradients_flow_through(tf):
     with tf.GradientTape() as tape:
         y = loss(tf.constant(2.0))
     assert float(tape.gradient(y, v)) == 12.0
+
+
+def _second_order_through_slice_and_gather(lib):
+    x = lib.Variable([1.0, 2.0, 3.0])
+    with lib.GradientTape() as outer:
+        with lib.GradientTape() as inner:
+            y = lib.reduce_sum(x[1:] ** 3) + lib.reduce_sum(lib.gather(x, [0, 0]) ** 2)
+        g = inner.gradient(y, x)
+    return g.numpy(), outer.gradient(g, x).numpy()
+
+
+def test_gradients_of_gradients_flow_through_slices_and_gathers(tf):
+    g, h = _second_order_through_slice_and_gather(tf)
+    np.testing.assert_allclose(g, [4.0, 12.0, 27.0])
+    np.testing.assert_allclose(h, [4.0, 12.0, 18.0])
+    real = tensorflow_or_skip()
+    for ours, theirs in zip((g, h), _second_order_through_slice_and_gather(real)):
+        np.testing.assert_allclose(ours, theirs)

@@ -438,3 +438,10 @@ def test_main_class_loads_in_same_run_and_says_so_elsewhere(tf, tmp_path):
         """, tmp_path)
     assert other.returncode == 0, other.stderr
     assert "NotebookModule" in other.stdout and "__main__" in other.stdout and "before loading" in other.stdout
+
+
+def test_load_model_of_a_saved_model_directory_says_what_to_use(tf, tmp_path):
+    model = tf.keras.Sequential([tf.keras.Input((2,)), tf.keras.layers.Dense(1)])
+    tf.saved_model.save(model, str(tmp_path / "sm"))
+    with pytest.raises(ValueError, match="tf.saved_model.load"):
+        tf.keras.models.load_model(str(tmp_path / "sm"))

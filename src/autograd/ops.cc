@@ -247,9 +247,25 @@ Tensor transpose(const Tensor& x, const std::vector<int64_t>& perm_in) {
   });
 }
 
+namespace {
+// The backwards of slice and gather are recorded ops too, so that a gradient of a gradient flows through them: each
+// one's own gradient is the op it undoes.
+Tensor pad_slice_grad(const Tensor& dy, const Shape& shape, const std::vector<int64_t>& begin) {
+  return recorded(raw_ops::pad_slice_grad(dy, shape, begin), {&dy}, [begin, size = dy.shape()](const Tensor& ddy, auto&) {
+    return Grads{slice(ddy, begin, size.dims())};
+  });
+}
+
+Tensor scatter_add_rows(const Tensor& dy, const Tensor& indices, const Shape& shape) {
+  return recorded(raw_ops::scatter_add_rows(dy, indices, shape), {&dy}, [indices](const Tensor& ddy, auto&) {
+    return Grads{gather(ddy, indices)};
+  });
+}
+}  // namespace
+
 Tensor slice(const Tensor& x, const std::vector<int64_t>& begin, const std::vector<int64_t>& size) {
   return recorded(raw_ops::slice(x, begin, size), {&x}, [s = x.shape(), begin](const Tensor& dy, auto&) {
-    return Grads{raw_ops::pad_slice_grad(dy, s, begin)};
+    return Grads{pad_slice_grad(dy, s, begin)};
   });
 }
 
@@ -289,7 +305,7 @@ Tensor stack(const std::vector<Tensor>& xs, int64_t axis) {
 
 Tensor gather(const Tensor& params, const Tensor& indices) {
   return recorded(raw_ops::gather(params, indices), {&params}, [s = params.shape(), indices](const Tensor& dy, auto&) {
-    return Grads{raw_ops::scatter_add_rows(dy, indices, s)};
+    return Grads{scatter_add_rows(dy, indices, s)};
   });
 }
 

@@ -541,7 +541,11 @@ class Sequential(Model):
 
 def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):  # noqa: A002 - Keras' name
     """A model saved by model.save (a .keras archive, Keras 3's own included, or lockstep's directory)."""
-    return Model._wrap(_k.models.load_model(os.fspath(filepath), bool(compile)))
+    path = os.fspath(filepath)
+    if os.path.isfile(os.path.join(path, "lockstep_saved_model.json")):
+        raise ValueError(f"{path} is a SavedModel directory (written by tf.saved_model.save), not a Keras model: "
+                         "load it with tf.saved_model.load, or save the model with model.save('model.keras')")
+    return Model._wrap(_k.models.load_model(path, bool(compile)))
 
 
 def save_model(model, filepath, overwrite=True, zipped=None, **kwargs):
