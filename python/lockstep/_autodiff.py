@@ -7,6 +7,7 @@ import weakref
 import numpy as _np
 
 from . import _lockstep, _nest, dtypes as _dtypes, errors as _errors
+from ._tensor import TensorShape
 
 _ops = _lockstep.ops
 
@@ -255,7 +256,9 @@ def _same_structure(a, b):
 
 
 def _shape_fits(spec_shape, shape):
-    return spec_shape.rank is None or (len(spec_shape) == len(shape) and all(
+    """Whether `spec_shape` takes every tensor of `shape` (None there matches any dimension, or any rank)."""
+    shape = TensorShape(shape)
+    return spec_shape.rank is None or (shape.rank == spec_shape.rank and all(
         a is None or a == b for a, b in zip(spec_shape, shape)))
 
 

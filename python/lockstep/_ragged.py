@@ -772,10 +772,7 @@ class RaggedTensorSpec:
             RaggedTensorSpec.from_value(spec_or_value) if isinstance(spec_or_value, RaggedTensor) else None)
         if other is None or other.dtype != self.dtype or other.ragged_rank != self.ragged_rank:
             return False
-        if self.shape.rank is None or other.shape.rank is None:
-            return True
-        return other.shape.rank == self.shape.rank and all(
-            a is None or b is None or a == b for a, b in zip(self.shape, other.shape))
+        return self.shape.is_compatible_with(other.shape)
 
     def __eq__(self, other):
         return isinstance(other, RaggedTensorSpec) and (self._shape, self._dtype, self._ragged_rank) == (

@@ -156,10 +156,7 @@ class SparseTensorSpec:
             SparseTensorSpec.from_value(spec_or_value) if isinstance(spec_or_value, SparseTensor) else None)
         if other is None or other.dtype != self.dtype:
             return False
-        if self.shape.rank is None or other.shape.rank is None:
-            return True
-        return other.shape.rank == self.shape.rank and all(
-            a is None or b is None or a == b for a, b in zip(self.shape, other.shape))
+        return self.shape.is_compatible_with(other.shape)
 
     def __eq__(self, other):
         return isinstance(other, SparseTensorSpec) and (self._shape, self._dtype) == (other._shape, other._dtype)

@@ -41,7 +41,17 @@ class TensorShape:
     def is_fully_defined(self):
         return self._dims is not None and None not in self._dims
 
+    def is_compatible_with(self, other):
+        """Whether the two shapes could be of one tensor: an unknown rank or dimension is compatible with any."""
+        other = TensorShape(other)
+        if self._dims is None or other._dims is None:
+            return True
+        return len(self._dims) == len(other._dims) and all(
+            a is None or b is None or a == b for a, b in zip(self._dims, other._dims))
+
     def __len__(self):
+        if self._dims is None:
+            raise ValueError("Cannot take the length of shape with unknown rank.")
         return len(self._dims)
 
     def __iter__(self):

@@ -306,3 +306,14 @@ def test_gradients_of_gradients_flow_through_slices_and_gathers(tf):
     real = tensorflow_or_skip()
     for ours, theirs in zip((g, h), _second_order_through_slice_and_gather(real)):
         np.testing.assert_allclose(ours, theirs)
+
+
+def test_a_concrete_function_of_unknown_rank_after_a_call(tf):
+    """The saved-model guide's order: a call traces a scalar, then a concrete function of any shape is asked for."""
+    double = tf.function(lambda x: x * 2)
+    double(tf.constant(0.0))
+    concrete = double.get_concrete_function(tf.TensorSpec(None, tf.float32))
+    assert float(concrete(tf.constant(3.0))) == 6.0
+    assert tf.TensorShape([None, 2]).is_compatible_with([3, 2]) and not tf.TensorShape([2]).is_compatible_with([3])
+    with pytest.raises(ValueError, match="unknown rank"):
+        len(tf.TensorShape(None))

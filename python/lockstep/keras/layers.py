@@ -515,3 +515,52 @@ MaxPool1D, AvgPool1D = MaxPooling1D, AveragePooling1D  # noqa: F821
 GlobalAvgPool1D, GlobalMaxPool1D = GlobalAveragePooling1D, GlobalMaxPooling1D  # noqa: F821
 
 _unimplemented.install(globals(), "tf.keras.layers")
+
+
+class DenseFeatures(Layer):
+    """Keras 2's tf.keras.layers.DenseFeatures: a dict of raw features through tf.feature_column dense columns,
+    concatenated in the columns' name order as [batch, total width]; embedding columns' tables are its weights."""
+
+    def __init__(self, feature_columns, trainable=True, name=None, partitioner=None, **kwargs):
+        from .. import feature_column
+
+        if partitioner is not None:
+            raise NotImplementedError("DenseFeatures(partitioner=...) is not implemented by lockstep")
+        super().__init__(trainable=trainable, name=name, **kwargs)
+        self._columns = feature_column.dense_columns(feature_columns)
+        self._tables = {}
+
+    def build(self, input_shape):
+        from .. import feature_column
+
+        for column in self._columns:
+            if isinstance(column, feature_column.EmbeddingColumn):
+                value = column._initial_value()
+                table = self.add_weight(name=f"{column.name}/embedding_weights", shape=value.shape,
+                                        initializer="zeros", trainable=column.trainable)
+                table.assign(value)
+                self._tables[column.name] = table
+
+    def _embedding(self, column):
+        return self._tables[column.name]
+
+    def call(self, features, cols_to_output_tensors=None, training=None):
+        from .. import _lockstep
+        from .. import feature_column
+
+        if not isinstance(features, dict):
+            raise ValueError(f"We expected a dictionary here. Instead we got: {type(features).__name__}; give "
+                             "DenseFeatures a dict of feature name to tensor")
+        outputs = []
+        for column in self._columns:
+            outputs.append(feature_column.dense_tensor(column, features, self))
+            if cols_to_output_tensors is not None:
+                cols_to_output_tensors[column] = outputs[-1]
+        return _lockstep.ops.concat(outputs, 1)
+
+    def compute_output_shape(self, input_shape):
+        return (None, sum(int(_np.prod(c.variable_shape)) for c in self._columns))
+
+    def get_config(self):
+        raise NotImplementedError("DenseFeatures.get_config (serializing feature columns) is not implemented by "
+                                  "lockstep (see docs/python.md)")
