@@ -117,6 +117,11 @@ class _CategoricalColumn(_Column):
         raise NotImplementedError
 
 
+def _dtype(dtype):
+    """A dtype argument; "string" too, as TensorFlow takes it."""
+    return _dtypes.string if dtype in ("string", str) else _dtypes.as_dtype(dtype)
+
+
 def _tuple_shape(shape, what):
     if shape is None:
         raise ValueError(f"{what}: shape must be given, e.g. (1,)")
@@ -171,7 +176,7 @@ def numeric_column(key, shape=(1,), default_value=None, dtype=_dtypes.float32, n
     if not isinstance(key, str):
         raise ValueError(f"key must be a string, got {key!r}")
     shape = _tuple_shape(shape, f"numeric_column {key!r}")
-    dtype = _dtypes.as_dtype(dtype)
+    dtype = _dtype(dtype)
     if not (dtype.is_integer or dtype.is_floating):
         raise ValueError(f"dtype must be convertible to float, got {dtype!r} for numeric_column {key!r}")
     if normalizer_fn is not None and not callable(normalizer_fn):
@@ -256,7 +261,7 @@ def _categorical_key(key, what):
 
 
 def _categorical_dtype(dtype, what):
-    dtype = _dtypes.as_dtype(dtype)
+    dtype = _dtype(dtype)
     if dtype != _dtypes.string and not dtype.is_integer:
         raise ValueError(f"{what}: dtype must be string or integer, got {dtype!r}")
     return dtype
@@ -458,7 +463,7 @@ class CrossedColumn(_CategoricalColumn, _collections.namedtuple(
     sparse_cross_hashed: FingerprintCat64 over the values' fingerprints (a string's Fingerprint64, an id as it
     is)."""
 
-    name = property(lambda self: "_X_".join(sorted(k if isinstance(k, str) else k.name for k in self.keys)))
+    name = property(lambda self: "_X_".join(sorted(k if isinstance(k, str) else k.name for k in self._leaves())))
     num_buckets = property(lambda self: self.hash_bucket_size)
 
     @property
@@ -476,13 +481,15 @@ class CrossedColumn(_CategoricalColumn, _collections.namedtuple(
             yield from key._leaves() if isinstance(key, CrossedColumn) else [key]
 
     def _ids(self, features):
-        inputs = []
+        sparse, dense = [], []
         for key in self._leaves():
-            if isinstance(key, str):  # a raw feature: every value crosses, '' and -1 too, as TF's
+            if isinstance(key, str):  # a raw feature: every value of a dense one crosses, '' and -1 too, as TF's
                 raw = _raw(features, key)
-                inputs.append(raw if isinstance(raw, _Ids) else _dense_to_ids(raw, drop=False))
+                (sparse if isinstance(raw, _Ids) else dense).append(
+                    raw if isinstance(raw, _Ids) else _dense_to_ids(raw, drop=False))
             else:
-                inputs.append(key._ids(features))
+                sparse.append(key._ids(features))
+        inputs = sparse + dense  # TF's sparse_cross takes the sparse inputs first, then the dense ones
         batches = {int(i.dense_shape[0]) for i in inputs}
         if len(batches) != 1:
             raise _errors.InvalidArgumentError(f"crossed_column {self.name!r}: its features have different batch "
@@ -525,7 +532,8 @@ class IndicatorColumn(_DenseColumn, _collections.namedtuple("IndicatorColumn", [
 
     name = property(lambda self: f"{self.categorical_column.name}_indicator")
     parse_example_spec = property(lambda self: self.categorical_column.parse_example_spec)
-    variable_shape = property(lambda self: (self.categorical_column.num_buckets,))
+    # (1, num_buckets) as TF's, though the dense tensor is [batch, num_buckets].
+    variable_shape = property(lambda self: (1, self.categorical_column.num_buckets))
 
     def _parents(self):
         return [self.categorical_column]
