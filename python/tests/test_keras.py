@@ -462,3 +462,24 @@ def test_a_damaged_weights_file_is_named(tf, tmp_path):
     with pytest.raises(tf.errors.DataLossError, match="junk.weights.h5 is not a readable HDF5 file") as e:
         compile_cnn(tf, cnn(tf)).load_weights(str(path))
     assert one_line(e)
+
+
+def test_a_keras_file_of_tf_keras_loads_with_its_optimizer_state(tf, tmp_path):
+    """tf_keras (Keras 2) writes no learning-rate variable and lays the slots out variable by variable; the next
+    training step after loading must be tf_keras' own next step, which needs every slot in its place."""
+    tensorflow_or_skip()
+    tf_keras = pytest.importorskip("tf_keras", reason="tf_keras is not installed in this venv")
+    x = np.random.default_rng(0).normal(size=(8, 3)).astype(np.float32)
+    y = np.random.default_rng(1).normal(size=(8, 2)).astype(np.float32)
+    theirs = tf_keras.Sequential([tf_keras.Input((3,)), tf_keras.layers.Dense(4, activation="relu"),
+                                  tf_keras.layers.Dense(2)])
+    theirs.compile(tf_keras.optimizers.Adam(0.01), "mse")
+    theirs.fit(x, y, batch_size=8, epochs=3, verbose=0)
+    theirs.save(str(tmp_path / "keras2.keras"))
+    ours = tf.keras.models.load_model(str(tmp_path / "keras2.keras"))
+    assert ours.optimizer.iterations.numpy() == 3
+    np.testing.assert_allclose(ours.predict(x, verbose=0), theirs.predict(x, verbose=0), atol=1e-5)
+    theirs.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False)
+    ours.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False)
+    for a, b in zip(ours.get_weights(), theirs.get_weights()):
+        np.testing.assert_allclose(a, b, atol=1e-5)

@@ -13,6 +13,7 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "h5-impl.h"
 #include "../keras-impl.h"
@@ -187,14 +188,20 @@ std::vector<Tensor> keras_optimizer_variables(const optimizers::Optimizer& opt,
   return out;
 }
 
-// Restores Keras 3's optimizer variables (`vars` in file order) into the compiled model's optimizer.
-void restore_optimizer(Model& model, const H5Reader& h5, const std::string& where) {
+// Restores the optimizer variables (`vars` in file order) into the compiled model's optimizer. Keras 3 writes
+// iterations, the learning rate unless it is a schedule, then each slot for every variable (all "m", then all "v");
+// Keras 2 (tf_keras) writes iterations, then every slot of one variable before the next's. `keras2` says which
+// wrote the file; unknown (a lone .weights.h5), a file one variable short of Keras 3's layout is Keras 2's.
+void restore_optimizer(Model& model, const H5Reader& h5, const std::string& where,
+                       std::optional<bool> keras2 = std::nullopt) {
   optimizers::Optimizer& opt = *model.optimizer();
   const std::vector<Variable> trainable = model.trainable_variables();
   const auto groups = opt.keras_slot_groups();  // flattened, also lockstep's slot order
   const size_t per_variable = slot_count(groups);
-  const bool lr_variable = opt.get_config().at("learning_rate").is_number();
   const std::vector<std::string> names = h5.members("optimizer/vars");
+  const bool lr_in_config = opt.get_config().at("learning_rate").is_number();
+  if (!keras2) keras2 = lr_in_config && per_variable > 0 && names.size() == 1 + per_variable * trainable.size();
+  const bool lr_variable = lr_in_config && !*keras2;
   const size_t head = lr_variable ? 2 : 1, expected = head + per_variable * trainable.size();
   auto member = [&](size_t i) { return "optimizer/vars/" + std::to_string(i); };
   for (size_t i = 0; i < names.size(); ++i)
@@ -220,8 +227,9 @@ void restore_optimizer(Model& model, const H5Reader& h5, const std::string& wher
     for (const auto& group : groups) {
       for (size_t v = 0; v < trainable.size(); ++v)
         for (size_t k = 0; k < group.size(); ++k, ++index) {
-          Tensor t = h5.dataset(member(index));
-          LS_CHECK(t.shape() == trainable[v].shape(), ValueError, where, ": ", member(index), " (", group[k], " of '",
+          const size_t at = *keras2 ? head + v * per_variable + first + k : index;
+          Tensor t = h5.dataset(member(at));
+          LS_CHECK(t.shape() == trainable[v].shape(), ValueError, where, ": ", member(at), " (", group[k], " of '",
                    trainable[v].name(), "') has shape ", t.shape().str(), ", expected ", trainable[v].shape().str(),
                    ": it was saved from another model");
           slots[v][first + k] = t;
@@ -325,7 +333,8 @@ void save_keras_archive(const Model& model, const std::string& path, const SaveO
 Model load_keras_archive(const std::string& path, const LoadOptions& options) {
   const std::vector<std::string> files = read_on_chief([&] {
     std::map<std::string, std::string> members = unzip(read_archive(path), path);
-    return std::vector<std::string>{std::move(members[kConfig]), std::move(members[kWeights])};
+    return std::vector<std::string>{std::move(members[kConfig]), std::move(members[kWeights]),
+                                    std::move(members[kMetadata])};
   });
   const std::string where = path + ": " + kConfig;
   nlohmann::json doc;
@@ -349,7 +358,10 @@ Model load_keras_archive(const std::string& path, const LoadOptions& options) {
   const nlohmann::json compiled = doc.value("compile_config", nlohmann::json(nullptr));
   if (!options.compile || compiled.is_null() || compiled.empty()) return model;
   compile_from_config(model, doc["compile_config"], where);
-  if (h5.has("optimizer/vars")) restore_optimizer(model, h5, path + ": " + kWeights);
+  // tf_keras (Keras 2) writes its version, "2.x", into metadata.json; its optimizer variables are laid out otherwise.
+  const nlohmann::json metadata = nlohmann::json::parse(files.at(2), nullptr, /*allow_exceptions=*/false);
+  const bool keras2 = metadata.is_object() && metadata.value("keras_version", std::string()).starts_with("2.");
+  if (h5.has("optimizer/vars")) restore_optimizer(model, h5, path + ": " + kWeights, keras2);
   return model;
 }
 
