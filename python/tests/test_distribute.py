@@ -413,3 +413,18 @@ def test_a_custom_loop_on_two_replicas_agrees_with_tensorflow(tf, tmp_path):
     got = namespace["train"](tf)
     np.testing.assert_allclose(got["losses"], expected["losses"], rtol=1e-5)
     np.testing.assert_allclose(got["w"], expected["w"], rtol=1e-5)
+
+
+def _unbatched_elements(lib):
+    def gen():
+        for i in range(4):
+            yield [float(i)]
+
+    dataset = lib.data.Dataset.from_generator(gen, output_signature=lib.TensorSpec([1], lib.float32))
+    strategy = lib.distribute.MirroredStrategy(["/cpu:0"])
+    return [x.numpy().tolist() for x in strategy.experimental_distribute_dataset(dataset)]
+
+
+def test_one_replica_takes_an_unbatched_dataset_as_tensorflow_does(tf):
+    assert _unbatched_elements(tf) == [[0.0], [1.0], [2.0], [3.0]]
+    assert _unbatched_elements(tensorflow_or_skip()) == _unbatched_elements(tf)

@@ -6,6 +6,8 @@ import numpy as _np
 
 from .. import _lockstep, _unimplemented, dtypes as _dtypes, random as _tf_random
 from ._get_file import get_file  # noqa: F401
+from ._utils_data import (array_to_img, img_to_array, load_img, save_img, text_dataset_from_directory,  # noqa: F401
+                          timeseries_dataset_from_array)
 from .backend import clear_session  # noqa: F401
 
 

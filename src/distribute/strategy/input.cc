@@ -189,8 +189,16 @@ DistributedDataset Strategy::experimental_distribute_dataset(const data::Dataset
     prefetch = node->params().value("buffer_size", int64_t{2});
     node = node->inputs().at(0);
   }
+  if (node->op() != "batch" && num_replicas_in_sync() == 1) {
+    // One replica takes the elements as they come, batched or not, as TF's strategies hand them over.
+    auto whole = [dataset](int64_t skip) {
+      return std::vector<data::Dataset>{skip > 0 ? dataset.skip(skip) : dataset};
+    };
+    return DistributedDataset(this, whole(0), whole, 1, dataset);
+  }
   LS_CHECK(node->op() == "batch", ValueError,
-           "experimental_distribute_dataset needs a dataset whose last step is batch(global_batch_size) "
+           "experimental_distribute_dataset on ", num_replicas_in_sync(),
+           " replicas needs a dataset whose last step is batch(global_batch_size) "
            "(optionally followed by prefetch()), got one ending in ", node->str(),
            ": batch it, or use distribute_datasets_from_function");
   const int64_t global = node->params().at("batch_size").get<int64_t>();
