@@ -7,7 +7,6 @@ import inspect as _inspect
 import numpy as _np
 
 from . import _lockstep, _nest, dtypes as _dtypes, math as _math
-from ._core import gather as _gather_axis0
 from ._tensor import Tensor, TensorShape
 from ._variable import Variable
 
@@ -312,7 +311,7 @@ def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name
     axis = batch_dims if axis is None else int(axis) % _builtins.max(len(shape), 1)
     if axis == 0 and batch_dims == 0 and params.dtype.is_floating:
         _check_range(idx, shape[0] if shape else 0, "gather's indices")
-        return _gather_axis0(params, indices)  # the C++ kernel
+        return _ops.gather(params, indices)  # the C++ kernel
     if axis < batch_dims or list(idx.shape[:batch_dims]) != list(shape[:batch_dims]):
         raise _invalid(f"gather with batch_dims={batch_dims}: needs axis >= batch_dims and indices' leading dims "
                        f"{list(idx.shape)} matching params' {list(shape)}")

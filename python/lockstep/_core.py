@@ -7,7 +7,7 @@ from ._variable import Variable
 
 _ops = _lockstep.ops
 
-__all__ = ["constant", "convert_to_tensor", "cast", "reshape", "transpose", "concat", "stack", "unstack", "gather",
+__all__ = ["constant", "convert_to_tensor", "cast", "reshape", "transpose", "concat", "stack", "unstack",
            "one_hot", "matmul", "where", "zeros", "ones", "zeros_like", "ones_like", "fill", "range", "linspace",
            "shape", "size", "rank", "expand_dims", "squeeze", "identity", "stop_gradient", "add_n", "clip_by_value", "broadcast_to",
            "tile", "is_tensor", "newaxis", "print", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min",
@@ -15,7 +15,7 @@ __all__ = ["constant", "convert_to_tensor", "cast", "reshape", "transpose", "con
            "minimum", "exp", "square", "sqrt", "abs", "sign", "pow", "equal", "not_equal", "less", "less_equal",
            "greater", "greater_equal", "logical_and", "logical_or", "logical_not", "sigmoid", "tanh", "split",
            "slice", "no_op", "executing_eagerly", "device", "name_scope", "init_scope", "get_static_value",
-           "control_dependencies", "ensure_shape", "norm", "clip_by_norm", "clip_by_global_norm", "realdiv",
+           "control_dependencies", "ensure_shape", "clip_by_norm", "clip_by_global_norm", "realdiv",
            "truediv", "floordiv", "negative", "log", "reverse", "sort", "argsort"]
 
 newaxis = None
@@ -139,14 +139,6 @@ def slice(input_, begin, size, name=None):  # noqa: A001
     return _ops.slice(input_, begin, size)
 
 
-def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name=None):
-    if axis not in (None, 0):
-        perm = list(builtin_range(len(params.shape)))
-        perm[0], perm[axis] = perm[axis], perm[0]
-        return _ops.transpose(_ops.gather(_ops.transpose(params, perm), indices), perm)
-    return _ops.gather(params, indices)
-
-
 builtin_range = __builtins__["range"] if isinstance(__builtins__, dict) else __builtins__.range
 builtin_print = __builtins__["print"] if isinstance(__builtins__, dict) else __builtins__.print
 
@@ -260,12 +252,6 @@ def add_n(inputs, name=None):
 
 def clip_by_value(t, clip_value_min, clip_value_max, name=None):
     return _ops.minimum(_ops.maximum(t, clip_value_min), clip_value_max)
-
-
-def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None):  # noqa: A002
-    if ord not in ("euclidean", 2, "fro"):
-        raise NotImplementedError("tf.norm with ord other than 'euclidean' is not implemented by lockstep (see docs/python.md)")
-    return _ops.sqrt(_ops.reduce_sum(_ops.square(tensor), axis, bool(keepdims)))
 
 
 def clip_by_norm(t, clip_norm, axes=None, name=None):

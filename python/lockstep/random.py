@@ -441,7 +441,7 @@ def shuffle(value, seed=None, name=None):
     order = _np.argsort(keys, kind="stable")
     if isinstance(value, _structure.StringTensor):
         return type(value)(value._values[order])
-    return _core.gather(value, _tensor(order, _dtypes.int64))
+    return _lockstep.ops.gather(value, _tensor(order, _dtypes.int64))
 
 
 def _scalar(value):
