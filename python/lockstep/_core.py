@@ -56,7 +56,7 @@ def _looks_like_strings(value):
 
 
 def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
-    strings = _strings(value, dtype)
+    strings = None if isinstance(value, (Tensor, Variable)) else _strings(value, dtype)  # tensors skip the check
     if strings is not None:
         return strings
     return _ops.convert_to_tensor(value, _dtype_or_none(dtype), _dtype_or_none(dtype_hint))
